@@ -71,7 +71,10 @@ impl fmt::Display for Error {
                 name,
                 expected,
                 found,
-            } => write!(f, "buffer `{name}` must have length {expected}, got {found}"),
+            } => write!(
+                f,
+                "buffer `{name}` must have length {expected}, got {found}"
+            ),
         }
     }
 }

@@ -85,5 +85,12 @@ macro_rules! impl_float {
     };
 }
 
-impl_float!(f32, libm::sqrtf, libm::expf, libm::logf, libm::cosf, libm::sinf);
+impl_float!(
+    f32,
+    libm::sqrtf,
+    libm::expf,
+    libm::logf,
+    libm::cosf,
+    libm::sinf
+);
 impl_float!(f64, libm::sqrt, libm::exp, libm::log, libm::cos, libm::sin);

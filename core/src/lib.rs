@@ -1,10 +1,87 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! nrpt-core (crate docs written at the end)
+//! # nrpt-core: non-reversible parallel tempering, no `std`, no allocator
+//!
+//! Sample a multi-modal distribution with P chains at different learning rates that
+//! swap states, on a microcontroller, in WebAssembly or on a server.
+//!
+//! ## Example: 16 chains on the paper's 25-mode target
+//!
+//! ```
+//! use nrpt_core::driver::TemperingOptions;
+//! use nrpt_core::fixed::FixedTempering;
+//! use nrpt_core::target::{Modes2d, Noisy};
+//! use nrpt_core::window::Scheme;
+//!
+//! // The best integer window for 16 chains at swap rate 0.4: 7 (the exact W⋆ is 7.41).
+//! let window = nrpt_core::optimal::optimal_window(16, 0.4)?;
+//! let options = TemperingOptions {
+//!     scheme: Scheme::Deo { window },
+//!     seed: 1,
+//!     ..TemperingOptions::default() // the paper's settings: η from 0.003 to 0.6, S = 0.4
+//! };
+//! // Stochastic gradients and energies with noise of scale 2, as in the paper.
+//! let mut pt = FixedTempering::<f64, _, 16, 2>::new(options, Noisy::paper(Modes2d))?;
+//! let mut samples = 0.0;
+//! for _ in 0..5_000 {
+//!     pt.step().expect("the noisy toy oracle cannot fail");
+//!     samples += pt.target_state()[0]; // keep the target level's samples
+//! }
+//! let stats = pt.stats();
+//! println!("window {window}: {} round trips in {} iterations", stats.round_trips, pt.iteration());
+//! assert!(stats.round_trips > 0);
+//! # let _ = samples;
+//! # Ok::<(), nrpt_core::Error>(())
+//! ```
+//!
+//! ## What it does
+//!
+//! Parallel tempering runs P copies ("replicas") of a sampler on a ladder of levels:
+//! level 0 samples the target distribution π(x) ∝ exp(−U(x)) with a small learning
+//! rate; higher levels explore with larger learning rates (hotter, flatter versions of
+//! the target). Neighbouring levels regularly *swap* replicas, so a state found by a
+//! bold explorer can travel down to the target level. How fast replicas travel from
+//! the bottom of the ladder to the top and back (a *round trip*) measures how well the
+//! scheme mixes between modes.
+//!
+//! This crate implements the scheme of Deng, Zhang, Feng, Liang and Lin,
+//! *Non-reversible Parallel Tempering for Deep Posterior Approximation* (AAAI 2023):
+//!
+//! - [`window`]: deterministic even–odd swaps with a window of W iterations (DEO_W);
+//!   W = 1 is vanilla DEO, SEO the reversible baseline;
+//! - [`swap`]: the buffered swap rule `e_{l+1} + C < e_l` for SGD explorers with
+//!   stochastic energies, and the Metropolis rule for known temperatures;
+//! - [`optimal`]: the optimal window W⋆ from the round-trip time of their Lemma 1
+//!   (`O(P log P)` instead of `O(P²)` when swaps are rare);
+//! - [`adapt`]: stochastic-approximation tuning of the learning-rate ladder and of the
+//!   correction buffer towards a target swap rate;
+//! - [`index`]: the replica/level permutation, round trips and per-pair counts;
+//!   [`bernoulli`]: the index process alone, with Bernoulli indicators;
+//! - [`explore`]: SGLD, SGD and momentum-SGD steps; [`target`]: the energy-oracle trait
+//!   and the paper's toy targets;
+//! - [`rng`]: Philox4x32-10, counter-based, so CPU and GPU draw the same numbers;
+//! - [`driver`]: one full iteration over buffers the caller owns ([`Tempering`]), and
+//!   [`fixed`]: the same over arrays of compile-time size ([`FixedTempering`]).
+//!
+//! Everything runs without `std` and without an allocator (a microcontroller, a WASM
+//! module); bad input is a typed [`Error`], never a panic.
 
+pub mod adapt;
+pub mod bernoulli;
+pub mod driver;
 pub mod error;
+pub mod explore;
+pub mod fixed;
 pub mod float;
+pub mod index;
+pub mod optimal;
+pub mod rng;
+pub mod swap;
+pub mod target;
+pub mod window;
 
+pub use driver::{Tempering, TemperingOptions};
 pub use error::Error;
+pub use fixed::FixedTempering;
 pub use float::Float;

@@ -1,0 +1,265 @@
+//! Stochastic-approximation tuning of the learning-rate ladder and of the correction
+//! buffer towards equal swap rates at a target S (Deng et al., AAAI 2023, Eq. 8–10).
+//!
+//! The ends of the ladder, η₀ (the target, smallest) and η_{P−1} (the hottest
+//! explorer), stay fixed. Each inner rate moves so that the gap below it grows when the
+//! pair below swaps more often than S and the gap above it grows when the pair above
+//! does:
+//!
+//! ```text
+//! η_l ← ½ [ η_{l−1} + max(0, η_l − η_{l−1}) · exp((s_{l−1} − S) γ_k)
+//!         + η_{l+1} − max(0, η_{l+1} − η_l) · exp((s_l − S) γ_k) ]
+//! ```
+//!
+//! with s the swap indicators (or rates) of the adjacent pairs and the step sizes
+//! `γ_k = a / (k^α + b)`. The update runs from l = 1 upwards in place, each η_l using
+//! the already updated η_{l−1}, and both halves are clamped to [η_{l−1}, η_{l+1}], so
+//! the ladder stays non-decreasing whatever the step size (for the paper's small steps
+//! the clamp never acts). The buffer follows `C ← max(0, C + (mean_l s_l − S) γ_k / c)`:
+//! more swaps than wanted raise the bar.
+
+use crate::error::{Error, check_positive, check_rate};
+
+/// Step sizes `γ_k = a / (k^α + b)` of the stochastic approximation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepSchedule {
+    /// Numerator a (> 0).
+    pub a: f64,
+    /// Decay exponent α, in (0.5, 1] for the usual convergence guarantees.
+    pub alpha: f64,
+    /// Offset b (≥ 0): damps the first steps.
+    pub b: f64,
+}
+
+impl Default for StepSchedule {
+    /// The paper's toy experiment: a = 50, α = 0.8, b = 500.
+    fn default() -> Self {
+        StepSchedule {
+            a: 50.0,
+            alpha: 0.8,
+            b: 500.0,
+        }
+    }
+}
+
+impl StepSchedule {
+    /// Checks that a > 0, α > 0, b ≥ 0 and that γ₀ is finite.
+    pub fn validate(self) -> Result<Self, Error> {
+        check_positive("schedule.a", self.a)?;
+        check_positive("schedule.alpha", self.alpha)?;
+        if !(self.b.is_finite() && self.b >= 0.0) {
+            return Err(Error::InvalidValue {
+                name: "schedule.b",
+                value: self.b,
+                allowed: "finite and >= 0",
+            });
+        }
+        if self.b == 0.0 {
+            return Err(Error::InvalidValue {
+                name: "schedule.b",
+                value: self.b,
+                allowed: "> 0 (gamma at k = 0 is a / b)",
+            });
+        }
+        Ok(self)
+    }
+
+    /// Step size at iteration `k`.
+    #[inline]
+    pub fn gamma(&self, k: u64) -> f64 {
+        self.a / (libm::pow(k as f64, self.alpha) + self.b)
+    }
+}
+
+/// Options of the ladder and buffer adaptation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdaptOptions {
+    /// Target swap rate S of every adjacent pair, in (0, 1).
+    pub target_swap_rate: f64,
+    /// Step sizes.
+    pub schedule: StepSchedule,
+    /// Tune the inner learning rates.
+    pub adapt_ladder: bool,
+    /// Tune the correction buffer (buffered rule only).
+    pub adapt_buffer: bool,
+    /// Scale c of the buffer update (the buffer moves by γ/c per unit of rate error).
+    pub buffer_scale: f64,
+}
+
+impl Default for AdaptOptions {
+    /// The paper's toy experiment: S = 0.4, a = 50, α = 0.8, b = 500, c = 1, both on.
+    fn default() -> Self {
+        AdaptOptions {
+            target_swap_rate: 0.4,
+            schedule: StepSchedule::default(),
+            adapt_ladder: true,
+            adapt_buffer: true,
+            buffer_scale: 1.0,
+        }
+    }
+}
+
+impl AdaptOptions {
+    /// Checks every field.
+    pub fn validate(self) -> Result<Self, Error> {
+        check_rate("target_swap_rate", self.target_swap_rate)?;
+        self.schedule.validate()?;
+        check_positive("buffer_scale", self.buffer_scale)?;
+        Ok(self)
+    }
+}
+
+/// Checks the ends of a ladder: `0 < min < max`, both finite.
+pub fn check_ladder_ends(min: f64, max: f64) -> Result<(), Error> {
+    if min.is_finite() && max.is_finite() && min > 0.0 && min < max {
+        Ok(())
+    } else {
+        Err(Error::LadderEnds { min, max })
+    }
+}
+
+/// Fills `out` with the geometric ladder from `min` to `max`:
+/// `η_l = min · (max/min)^(l/(P−1))`, ends exact.
+pub fn geometric_ladder(min: f64, max: f64, out: &mut [f64]) -> Result<(), Error> {
+    check_ladder_ends(min, max)?;
+    crate::error::check_chains(out.len())?;
+    let last = out.len() - 1;
+    let ratio = max / min;
+    for (l, eta) in out.iter_mut().enumerate() {
+        *eta = min * libm::pow(ratio, l as f64 / last as f64);
+    }
+    out[0] = min;
+    out[last] = max;
+    Ok(())
+}
+
+/// One stochastic-approximation step of the ladder (see the module docs).
+///
+/// `rate(l)` gives s_l of pair (l, l + 1) for l = 0 … P − 2: a 0/1 indicator of the
+/// last iteration or a running rate. The ends of `ladder` are not touched.
+pub fn adapt_ladder(ladder: &mut [f64], target: f64, gamma: f64, rate: impl Fn(usize) -> f64) {
+    let p = ladder.len();
+    if p < 3 {
+        return;
+    }
+    for l in 1..p - 1 {
+        let below = ladder[l - 1];
+        let here = ladder[l];
+        let above = ladder[l + 1];
+        let grow_below = libm::exp((rate(l - 1) - target) * gamma);
+        let grow_above = libm::exp((rate(l) - target) * gamma);
+        let from_below = (below + (here - below).max(0.0) * grow_below).clamp(below, above);
+        let from_above = (above - (above - here).max(0.0) * grow_above).clamp(below, above);
+        ladder[l] = 0.5 * (from_below + from_above);
+    }
+}
+
+/// One stochastic-approximation step of the correction buffer:
+/// `max(0, C + (mean_rate − S) γ / c)`.
+#[inline]
+pub fn adapt_buffer(buffer: f64, mean_rate: f64, target: f64, gamma: f64, scale: f64) -> f64 {
+    (buffer + (mean_rate - target) * gamma / scale).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{PhiloxStream, UnitDraw};
+    use rand_core::Rng;
+
+    #[test]
+    fn schedule_matches_the_formula() {
+        let s = StepSchedule::default();
+        assert_eq!(s.gamma(0), 0.1);
+        let k: f64 = 20_000.0;
+        let expect = 50.0 / (libm::pow(k, 0.8) + 500.0);
+        assert!((s.gamma(20_000) - expect).abs() < 1e-15);
+        assert!(s.gamma(10) > s.gamma(100));
+        assert!(StepSchedule { a: 0.0, ..s }.validate().is_err());
+        assert!(StepSchedule { b: f64::NAN, ..s }.validate().is_err());
+    }
+
+    #[test]
+    fn geometric_ladder_has_exact_ends_and_constant_ratio() {
+        let mut l = [0.0; 16];
+        geometric_ladder(0.003, 0.6, &mut l).unwrap();
+        assert_eq!(l[0], 0.003);
+        assert_eq!(l[15], 0.6);
+        let r = l[1] / l[0];
+        for w in l.windows(2) {
+            assert!((w[1] / w[0] - r).abs() < 1e-12);
+        }
+        assert!(geometric_ladder(0.6, 0.003, &mut l).is_err());
+        assert!(geometric_ladder(0.0, 0.6, &mut l).is_err());
+        assert!(geometric_ladder(0.1, f64::INFINITY, &mut l).is_err());
+        assert!(geometric_ladder(0.1, 0.2, &mut l[..1]).is_err());
+    }
+
+    /// Whatever the indicators and however large the step, the ladder keeps its ends
+    /// and its order.
+    #[test]
+    fn ladder_keeps_order_and_ends() {
+        let mut rng = PhiloxStream::new(1, 2, 3, 4, 5);
+        for gamma in [0.01, 0.5, 5.0, 50.0] {
+            let mut ladder = [0.0; 12];
+            geometric_ladder(0.01, 1.0, &mut ladder).unwrap();
+            for _ in 0..2000 {
+                let mut s = [0.0; 11];
+                for v in s.iter_mut() {
+                    *v = f64::from(rng.next_u32() & 1);
+                }
+                adapt_ladder(&mut ladder, 0.4, gamma, |l| s[l]);
+                assert_eq!(ladder[0], 0.01);
+                assert_eq!(ladder[11], 1.0);
+                for w in ladder.windows(2) {
+                    assert!(w[0] <= w[1], "gamma {gamma}: {ladder:?}");
+                }
+            }
+        }
+    }
+
+    /// Synthetic pairs whose acceptance falls with the gap: pair l accepts with
+    /// probability `exp(−κ_l (η_{l+1} − η_l) − C)`, with κ spread over a factor 20.
+    /// Ladder and buffer adaptation together must bring every pair to S.
+    #[test]
+    fn converges_to_equal_acceptance_at_the_target() {
+        const P: usize = 8;
+        let target = 0.4;
+        let kappa: [f64; P - 1] = [1.0, 20.0, 3.0, 8.0, 1.5, 12.0, 5.0];
+        let accept = |ladder: &[f64], c: f64, l: usize| {
+            libm::exp(-kappa[l] * (ladder[l + 1] - ladder[l]) - c)
+        };
+        let mut ladder = [0.0; P];
+        geometric_ladder(0.01, 0.2, &mut ladder).unwrap();
+        let mut buffer = 0.0;
+        let schedule = StepSchedule::default();
+        let mut rng = PhiloxStream::new(42, 0, 0, 0, 0);
+        let mut s = [0.0; P - 1];
+        for k in 0..200_000u64 {
+            for (l, v) in s.iter_mut().enumerate() {
+                let u = f64::uniform(rng.next_u32());
+                *v = f64::from(u8::from(u < accept(&ladder, buffer, l)));
+            }
+            let gamma = schedule.gamma(k);
+            adapt_ladder(&mut ladder, target, gamma, |l| s[l]);
+            let mean = s.iter().sum::<f64>() / (P - 1) as f64;
+            buffer = adapt_buffer(buffer, mean, target, gamma, 1.0);
+        }
+        for l in 0..P - 1 {
+            let a = accept(&ladder, buffer, l);
+            assert!(
+                (a - target).abs() < 0.03,
+                "pair {l}: {a} (ladder {ladder:?}, C {buffer})"
+            );
+        }
+        // Feasibility check of the synthetic model: equal acceptance needs C > 0 here.
+        assert!(buffer > 0.05, "buffer {buffer}");
+    }
+
+    #[test]
+    fn buffer_rises_with_too_many_swaps_and_stays_non_negative() {
+        assert!(adapt_buffer(4.0, 0.9, 0.4, 0.1, 1.0) > 4.0);
+        assert!(adapt_buffer(4.0, 0.1, 0.4, 0.1, 1.0) < 4.0);
+        assert_eq!(adapt_buffer(0.01, 0.0, 0.4, 1.0, 1.0), 0.0);
+    }
+}

@@ -1,0 +1,112 @@
+//! The index process alone, with swap indicators drawn as independent Bernoulli
+//! variables: the model behind Lemma 1 of Deng et al. (AAAI 2023) and behind Syed et
+//! al.'s analysis, used to check round-trip theory against simulation without running
+//! any sampler.
+//!
+//! It runs exactly the windowed sweep of the sampler ([`crate::swap::sweep_with`]) and
+//! the same round-trip book-keeping; only the indicators come from `u < s_l` with u
+//! uniform instead of from energies.
+
+use crate::error::{Error, check_chains, check_len};
+use crate::index::{IndexStats, TripState, init_identity, observe_arrival};
+use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, streams, uniform_f64};
+use crate::swap::{SwapBuffers, flags, sweep_with};
+use crate::window::Scheme;
+use rand_core::Rng;
+
+/// An index-process simulation of one ensemble over caller-owned buffers.
+#[derive(Debug)]
+pub struct IndexProcess<'a> {
+    swap: SwapBuffers<'a>,
+    trips: &'a mut [TripState],
+    scheme: Scheme,
+    seed: u32,
+    ensemble: u32,
+    iteration: u64,
+    stats: IndexStats,
+}
+
+impl<'a> IndexProcess<'a> {
+    /// Checks the lengths (P from `trips`, P − 1 for gates and flags) and the scheme,
+    /// and starts from the identity permutation.
+    pub fn new(
+        scheme: Scheme,
+        swap: SwapBuffers<'a>,
+        trips: &'a mut [TripState],
+        seed: u32,
+        ensemble: u32,
+    ) -> Result<Self, Error> {
+        let scheme = scheme.validate()?;
+        let p = trips.len();
+        check_chains(p)?;
+        check_len("replica_at", swap.replica_at.len(), p)?;
+        check_len("level_of", swap.level_of.len(), p)?;
+        check_len("gates", swap.gates.len(), p - 1)?;
+        check_len("flags", swap.flags.len(), p - 1)?;
+        init_identity(swap.replica_at, swap.level_of, trips);
+        swap.gates.fill(true);
+        Ok(IndexProcess {
+            swap,
+            trips,
+            scheme,
+            seed,
+            ensemble,
+            iteration: 0,
+            stats: IndexStats::default(),
+        })
+    }
+
+    /// One iteration with indicator probabilities `rate(l)` for pair l (values outside
+    /// [0, 1] act as 0 or 1). Words come from the SWAP stream of the iteration: the SEO
+    /// parity first when the scheme is SEO, then one word per pair in order.
+    pub fn step(&mut self, rate: impl Fn(usize) -> f64) {
+        let k = self.iteration;
+        let mut rng = PhiloxStream::new(
+            self.seed,
+            self.ensemble,
+            k as u32,
+            ENSEMBLE_WIDE,
+            streams::SWAP,
+        );
+        let summary = sweep_with(
+            k,
+            self.scheme,
+            SwapBuffers {
+                replica_at: self.swap.replica_at,
+                level_of: self.swap.level_of,
+                gates: self.swap.gates,
+                flags: self.swap.flags,
+            },
+            &mut rng,
+            |pair, rng| Some(uniform_f64(rng.next_u32()) < rate(pair)),
+        );
+        if summary.swaps > 0 {
+            let top = self.trips.len() - 1;
+            for (pair, &f) in self.swap.flags.iter().enumerate() {
+                if f & flags::SWAPPED != 0 {
+                    for level in [pair, pair + 1] {
+                        let r = self.swap.replica_at[level] as usize;
+                        self.stats
+                            .record(observe_arrival(&mut self.trips[r], level, r, top));
+                    }
+                }
+            }
+        }
+        self.iteration += 1;
+    }
+
+    /// Iterations done.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// Round trips and restarts so far.
+    pub fn stats(&self) -> IndexStats {
+        self.stats
+    }
+
+    /// Level of each replica.
+    pub fn level_of(&self) -> &[u32] {
+        self.swap.level_of
+    }
+}

@@ -1,0 +1,29 @@
+//! Counter-based random numbers: Philox4x32-10 streams, uniforms and Box–Muller normals.
+//!
+//! The sampler draws all its randomness from Philox4x32-10, a counter-based generator:
+//! each block of 128 random bits is a pure function of a key and a counter, with no state
+//! carried from one draw to the next. This gives two properties a stateful generator
+//! cannot: the CPU and a GPU kernel produce the same bits for the same draw, whatever the
+//! order or parallel layout in which they compute them; and any draw is directly
+//! addressable by `(seed, ensemble, iteration, replica, stream)` plus a word index,
+//! without replaying anything before it (see [`PhiloxStream`] for the layout, [`streams`]
+//! for the stream ids). Uniforms and normals are derived from the 32-bit words by the
+//! fixed formulas documented in [`normal`], which GPU code reproduces.
+//!
+//! Embedded users who bring their own [`rand_core::Rng`] can use any generator; the small
+//! [`Xoshiro128PlusPlus`] (32-bit targets) and [`Xoshiro256PlusPlus`] (64-bit targets) are
+//! re-exported as defaults. [`Philox4x32`] is a general seedable Philox generator.
+
+pub mod normal;
+pub mod philox;
+pub mod stream;
+
+pub use normal::{
+    UnitDraw, box_muller_f32, box_muller_f64, fill_normals, normal_pair, uniform_draw, uniform_f32,
+    uniform_f64,
+};
+pub use philox::{Philox4x32, philox4x32_10};
+pub use stream::{ENSEMBLE_WIDE, PhiloxStream, streams};
+
+pub use rand_core::{Rng, SeedableRng, TryRng};
+pub use rand_xoshiro::{Xoshiro128PlusPlus, Xoshiro256PlusPlus};

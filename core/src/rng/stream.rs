@@ -1,0 +1,237 @@
+//! The keyed Philox streams the sampler draws from.
+//!
+//! Every random word the sampler uses is addressed by
+//! `(seed, ensemble, iteration, replica, stream, block, lane)` and computed as
+//!
+//! ```text
+//! key     = [seed, ensemble]
+//! counter = [iteration, replica, block, stream]
+//! word    = philox4x32_10(counter, key)[lane]
+//! ```
+//!
+//! A stream is the sequence of words for fixed `(seed, ensemble, iteration, replica,
+//! stream)`: word `i` of the stream has `block = (i / 4) as u32` (modulo 2^32) and
+//! `lane = i % 4`, so words are taken in the order block 0 lanes 0, 1, 2, 3, then block 1
+//! lanes 0..3, and so on. A stream holds 2^32 blocks = 2^34 words = 16 GiB; after that the
+//! block counter wraps to 0 and the stream repeats.
+//!
+//! Draws that concern the whole ensemble rather than one replica use
+//! `replica = `[`ENSEMBLE_WIDE`] (`u32::MAX`). The stream ids are in [`streams`].
+
+use core::convert::Infallible;
+
+use rand_core::TryRng;
+
+use super::philox::{fill_bytes_from_words, philox4x32_10};
+
+/// The replica index of ensemble-wide draws (e.g. [`streams::SWAP`]): `u32::MAX`.
+pub const ENSEMBLE_WIDE: u32 = u32::MAX;
+
+/// Stream ids: the fourth counter word, one per purpose, so that draws for different
+/// purposes never share bits.
+pub mod streams {
+    /// Noise of stochastic gradients (minibatch or injected gradient noise), per replica.
+    pub const GRADIENT: u32 = 0;
+    /// Langevin noise of the exploration step (the Gaussian increments), per replica.
+    pub const DIFFUSION: u32 = 1;
+    /// Noise of stochastic energy estimates used by the swap rule, per replica.
+    pub const ENERGY: u32 = 2;
+    /// Uniforms of the Metropolis swap rule and the parities of stochastic even/odd (SEO)
+    /// swaps; ensemble-wide, drawn with replica [`ENSEMBLE_WIDE`](super::ENSEMBLE_WIDE).
+    pub const SWAP: u32 = 3;
+    /// Initial states of the replicas, per replica (usually with iteration 0).
+    pub const INIT: u32 = 4;
+}
+
+/// One keyed Philox stream (see the [module docs](self) for the exact formula).
+///
+/// * `next_u32`: the next word of the stream (word `i`, then `i + 1`, …).
+/// * `next_u64`: two consecutive words, the first one in the low half.
+/// * `fill_bytes`: consecutive words written little-endian; a trailing partial chunk of
+///   `n < 4` bytes uses the first `n` bytes of one more word and discards the rest.
+///
+/// [`word`](Self::word) gives random access to word `i` without moving the stream, as a
+/// GPU thread would compute it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhiloxStream {
+    key: [u32; 2],
+    iteration: u32,
+    replica: u32,
+    stream: u32,
+    /// Index of the next word.
+    position: u64,
+    /// Block `position / 4`, valid whenever `position % 4 != 0`.
+    buf: [u32; 4],
+}
+
+impl PhiloxStream {
+    /// The stream of `(seed, ensemble, iteration, replica, stream)`, at word 0.
+    ///
+    /// Use [`ENSEMBLE_WIDE`] as `replica` for ensemble-wide draws and a constant of
+    /// [`streams`] as `stream`.
+    pub const fn new(seed: u32, ensemble: u32, iteration: u32, replica: u32, stream: u32) -> Self {
+        Self {
+            key: [seed, ensemble],
+            iteration,
+            replica,
+            stream,
+            position: 0,
+            buf: [0; 4],
+        }
+    }
+
+    /// The Philox key `[seed, ensemble]`.
+    pub const fn key(&self) -> [u32; 2] {
+        self.key
+    }
+
+    /// The Philox counter of block `block`: `[iteration, replica, block, stream]`.
+    pub const fn counter(&self, block: u32) -> [u32; 4] {
+        [self.iteration, self.replica, block, self.stream]
+    }
+
+    /// Block `block` of the stream: `philox4x32_10(self.counter(block), self.key())`.
+    pub const fn block(&self, block: u32) -> [u32; 4] {
+        philox4x32_10(self.counter(block), self.key)
+    }
+
+    /// Word `index` of the stream: lane `index % 4` of block `(index / 4) as u32`
+    /// (the block number wraps modulo 2^32). Does not move the stream.
+    pub const fn word(&self, index: u64) -> u32 {
+        self.block((index >> 2) as u32)[(index & 3) as usize]
+    }
+
+    /// Index of the next word `next_u32` will return.
+    pub const fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Moves the stream so that the next word is word `index`.
+    pub fn seek(&mut self, index: u64) {
+        self.position = index;
+        if index & 3 != 0 {
+            self.buf = self.block((index >> 2) as u32);
+        }
+    }
+
+    #[inline]
+    fn next_word(&mut self) -> u32 {
+        let lane = (self.position & 3) as usize;
+        if lane == 0 {
+            self.buf = self.block((self.position >> 2) as u32);
+        }
+        self.position = self.position.wrapping_add(1);
+        self.buf[lane]
+    }
+}
+
+impl TryRng for PhiloxStream {
+    type Error = Infallible;
+
+    #[inline]
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        Ok(self.next_word())
+    }
+
+    #[inline]
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        let lo = self.next_word() as u64;
+        let hi = self.next_word() as u64;
+        Ok(lo | (hi << 32))
+    }
+
+    #[inline]
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        fill_bytes_from_words(dst, || self.next_word());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::Rng;
+
+    const SEED: u32 = 0x1234_5678;
+    const ENS: u32 = 7;
+    const IT: u32 = 42;
+    const REP: u32 = 3;
+
+    #[test]
+    fn word_order_matches_counters() {
+        let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::DIFFUSION);
+        for b in 0u32..5 {
+            let expected = philox4x32_10([IT, REP, b, streams::DIFFUSION], [SEED, ENS]);
+            for w in expected {
+                assert_eq!(s.next_u32(), w);
+            }
+        }
+        assert_eq!(s.position(), 20);
+    }
+
+    #[test]
+    fn random_access_matches_sequential() {
+        let mut s = PhiloxStream::new(SEED, ENS, IT, ENSEMBLE_WIDE, streams::SWAP);
+        let r = s.clone();
+        for i in 0u64..41 {
+            assert_eq!(s.next_u32(), r.word(i));
+        }
+        // Seek to a mid-block word and to a far block.
+        for &i in &[5u64, 8, 1_000_003, (1u64 << 34) - 1] {
+            let mut t = r.clone();
+            t.seek(i);
+            assert_eq!(t.next_u32(), r.word(i));
+            assert_eq!(t.next_u32(), r.word(i.wrapping_add(1)));
+        }
+    }
+
+    #[test]
+    fn block_counter_wraps_after_2_pow_32_blocks() {
+        let s = PhiloxStream::new(SEED, ENS, IT, REP, streams::GRADIENT);
+        assert_eq!(s.word(1 << 34), s.word(0));
+        assert_eq!(s.word((1 << 34) + 5), s.word(5));
+        let mut t = s.clone();
+        t.seek((1 << 34) - 1);
+        t.next_u32();
+        assert_eq!(t.next_u32(), s.word(0));
+    }
+
+    #[test]
+    fn streams_and_replicas_differ() {
+        let a = PhiloxStream::new(SEED, ENS, IT, REP, streams::GRADIENT);
+        let b = PhiloxStream::new(SEED, ENS, IT, REP, streams::ENERGY);
+        let c = PhiloxStream::new(SEED, ENS, IT, REP + 1, streams::GRADIENT);
+        let d = PhiloxStream::new(SEED, ENS + 1, IT, REP, streams::GRADIENT);
+        assert_ne!(a.block(0), b.block(0));
+        assert_ne!(a.block(0), c.block(0));
+        assert_ne!(a.block(0), d.block(0));
+        assert_eq!(a.counter(9), [IT, REP, 9, streams::GRADIENT]);
+        assert_eq!(a.key(), [SEED, ENS]);
+    }
+
+    #[test]
+    fn next_u64_composition() {
+        let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::INIT);
+        let r = s.clone();
+        assert_eq!(s.next_u32(), r.word(0));
+        for i in 0u64..6 {
+            let lo = r.word(1 + 2 * i) as u64;
+            let hi = r.word(2 + 2 * i) as u64;
+            assert_eq!(s.next_u64(), lo | (hi << 32));
+        }
+    }
+
+    #[test]
+    fn fill_bytes_little_endian() {
+        let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::ENERGY);
+        let r = s.clone();
+        let mut bytes = [0u8; 23];
+        s.fill_bytes(&mut bytes);
+        for i in 0..5 {
+            assert_eq!(bytes[4 * i..4 * i + 4], r.word(i as u64).to_le_bytes());
+        }
+        assert_eq!(bytes[20..23], r.word(5).to_le_bytes()[..3]);
+        assert_eq!(s.position(), 6);
+        assert_eq!(s.next_u32(), r.word(6));
+    }
+}

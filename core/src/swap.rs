@@ -1,0 +1,412 @@
+//! Swap rules and the sweep that applies them to one ensemble.
+//!
+//! Two rules decide the *swap indicator* s_l of the adjacent levels (l, l + 1), given
+//! the energies e_l and e_{l+1} of the replicas at those levels:
+//!
+//! - the **buffered deterministic rule** (Deng et al., AAAI 2023, Eq. 7), for SGD
+//!   explorers whose temperatures are unknown: `s_l = 1[e_{l+1} + C < e_l]` with a
+//!   correction buffer C > 0 that absorbs the noise of stochastic energies;
+//! - the **Metropolis rule** (their Eq. 2), for exact energies and known temperatures
+//!   τ: swap with probability `min(1, exp((1/τ_l − 1/τ_{l+1})(e_l − e_{l+1})))`.
+//!
+//! A non-finite energy never wins a swap: its indicator is 0 and it is flagged.
+//!
+//! The sweep computes every pair's indicator (all of them feed the adaptation), then
+//! executes the swaps of the eligible pairs whose gates are open (see
+//! [`crate::window`]). Eligible pairs are disjoint, so the order does not matter.
+
+use rand_core::Rng;
+
+use crate::float::Float;
+use crate::index::swap_levels;
+use crate::rng::UnitDraw;
+use crate::window::{Scheme, is_window_start, pair_eligible, window_parity};
+
+/// Bit flags recorded per pair by [`sweep`].
+pub mod flags {
+    /// The swap indicator was 1.
+    pub const INDICATOR: u8 = 1;
+    /// The pair was eligible with an open gate: a swap was attempted.
+    pub const ATTEMPT: u8 = 2;
+    /// The swap was executed.
+    pub const SWAPPED: u8 = 4;
+    /// One of the two energies was not finite.
+    pub const NONFINITE: u8 = 8;
+}
+
+/// Which rule turns two energies into a swap indicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapRule {
+    /// `e_{l+1} + C < e_l` with the adaptive correction buffer C (paper Eq. 7).
+    Buffered,
+    /// Metropolis acceptance with the level temperatures (paper Eq. 2).
+    Metropolis,
+}
+
+impl SwapRule {
+    /// Numeric code used in `#[repr(C)]` parameter blocks.
+    pub fn code(self) -> u32 {
+        match self {
+            SwapRule::Buffered => 0,
+            SwapRule::Metropolis => 1,
+        }
+    }
+}
+
+/// The rule with the numbers it needs at one iteration.
+#[derive(Clone, Copy, Debug)]
+pub enum RuleInputs<'a, F> {
+    /// Buffered rule with buffer C.
+    Buffered {
+        /// The correction buffer C.
+        buffer: F,
+    },
+    /// Metropolis rule with the temperature of every level (all > 0).
+    Metropolis {
+        /// Temperatures τ_l by level, length P.
+        temperatures: &'a [f64],
+    },
+}
+
+/// Buffered indicator `e_hot + buffer < e_cold`; `None` when an energy is not finite.
+///
+/// `e_cold` is the energy at level l, `e_hot` at level l + 1.
+#[inline]
+pub fn buffered_indicator<F: Float>(e_cold: F, e_hot: F, buffer: F) -> Option<bool> {
+    if e_cold.is_finite() && e_hot.is_finite() {
+        Some(e_hot + buffer < e_cold)
+    } else {
+        None
+    }
+}
+
+/// Log acceptance ratio of the Metropolis rule, `(1/τ_l − 1/τ_{l+1}) (e_l − e_{l+1})`.
+#[inline]
+pub fn metropolis_log_ratio<F: Float>(e_cold: F, e_hot: F, t_cold: f64, t_hot: f64) -> F {
+    F::from_f64(1.0 / t_cold - 1.0 / t_hot) * (e_cold - e_hot)
+}
+
+/// Metropolis indicator with a uniform `u` in (0, 1): 1 iff `ln u < log ratio`, which
+/// has probability `min(1, exp(log ratio))`; `None` when an energy is not finite.
+#[inline]
+pub fn metropolis_indicator<F: Float>(
+    e_cold: F,
+    e_hot: F,
+    t_cold: f64,
+    t_hot: f64,
+    uniform: F,
+) -> Option<bool> {
+    if !(e_cold.is_finite() && e_hot.is_finite()) {
+        return None;
+    }
+    let log_ratio = metropolis_log_ratio(e_cold, e_hot, t_cold, t_hot);
+    Some(log_ratio >= F::ZERO || uniform.ln() < log_ratio)
+}
+
+/// The permutation, gates and flags of one ensemble, indexed by level or pair.
+#[derive(Debug)]
+pub struct SwapBuffers<'a> {
+    /// Replica at each level (length P).
+    pub replica_at: &'a mut [u32],
+    /// Level of each replica (length P).
+    pub level_of: &'a mut [u32],
+    /// Gate of each pair (length P − 1); `true` = open.
+    pub gates: &'a mut [bool],
+    /// Output: [`flags`] of each pair (length P − 1).
+    pub flags: &'a mut [u8],
+}
+
+/// The buffers an energy-based [`sweep`] reads and updates.
+#[derive(Debug)]
+pub struct SweepBuffers<'a, F> {
+    /// Energy of the replica at each level (length P); swapped along with replicas.
+    pub energies: &'a mut [F],
+    /// Permutation, gates and flags.
+    pub swap: SwapBuffers<'a>,
+}
+
+/// What one sweep did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepSummary {
+    /// Pairs with indicator 1.
+    pub indicators: u32,
+    /// Swaps executed.
+    pub swaps: u32,
+    /// Pairs with a non-finite energy.
+    pub nonfinite: u32,
+}
+
+/// The windowed sweep over any source of indicators: the one piece of swap logic that
+/// the energy-based [`sweep`] and index-process simulations (indicators drawn from a
+/// model instead of energies) share.
+///
+/// At iteration `k`: for DEO, all gates open if `k` starts a window; for SEO one word is
+/// drawn from `rng` and its top bit is the parity. Then for every pair l = 0 … P − 2 in
+/// order, `indicator(l, rng)` gives its swap indicator (`None`: non-finite energies,
+/// counted, never swaps); an eligible pair with an open gate (any eligible pair for SEO)
+/// and indicator 1 swaps on the permutation and closes its gate. Flags go to `flags`.
+pub fn sweep_with<R: Rng + ?Sized>(
+    k: u64,
+    scheme: Scheme,
+    b: SwapBuffers<'_>,
+    rng: &mut R,
+    mut indicator: impl FnMut(usize, &mut R) -> Option<bool>,
+) -> SweepSummary {
+    let (parity, gated) = match scheme {
+        Scheme::Deo { window } => {
+            if is_window_start(k, window) {
+                b.gates.fill(true);
+            }
+            (window_parity(k, window), true)
+        }
+        Scheme::Seo => (rng.next_u32() >> 31, false),
+    };
+    let mut summary = SweepSummary::default();
+    for (pair, out) in b.flags.iter_mut().enumerate() {
+        let mut f = 0u8;
+        match indicator(pair, rng) {
+            None => {
+                f |= flags::NONFINITE;
+                summary.nonfinite += 1;
+            }
+            Some(true) => {
+                f |= flags::INDICATOR;
+                summary.indicators += 1;
+            }
+            Some(false) => {}
+        }
+        if pair_eligible(pair, parity) && (!gated || b.gates[pair]) {
+            f |= flags::ATTEMPT;
+            if f & flags::INDICATOR != 0 {
+                f |= flags::SWAPPED;
+                summary.swaps += 1;
+                swap_levels(pair, b.replica_at, b.level_of);
+                if gated {
+                    b.gates[pair] = false;
+                }
+            }
+        }
+        *out = f;
+    }
+    summary
+}
+
+/// One sweep at iteration `k` on the energies of the replicas: indicators for every
+/// pair by `rule`, then the eligible swaps (see [`sweep_with`]); the energies move with
+/// their replicas.
+///
+/// Random words are drawn from `rng` only where needed, in this order: for SEO one word
+/// whose top bit is the parity; for the Metropolis rule one word per pair, pairs in
+/// order 0 … P − 2, turned into a uniform by [`UnitDraw::uniform`]. With DEO and the
+/// buffered rule nothing is drawn.
+///
+/// The buffers must be consistent (lengths P and P − 1, a permutation and its inverse);
+/// the driver checks them once when it is built.
+pub fn sweep<F: UnitDraw, R: Rng + ?Sized>(
+    k: u64,
+    scheme: Scheme,
+    rule: RuleInputs<'_, F>,
+    b: SweepBuffers<'_, F>,
+    rng: &mut R,
+) -> SweepSummary {
+    let energies: &[F] = b.energies;
+    let flags_out: &mut [u8] = b.swap.flags;
+    let summary = sweep_with(
+        k,
+        scheme,
+        SwapBuffers {
+            replica_at: b.swap.replica_at,
+            level_of: b.swap.level_of,
+            gates: b.swap.gates,
+            flags: flags_out,
+        },
+        rng,
+        |pair, rng| {
+            let (e_cold, e_hot) = (energies[pair], energies[pair + 1]);
+            match rule {
+                RuleInputs::Buffered { buffer } => buffered_indicator(e_cold, e_hot, buffer),
+                RuleInputs::Metropolis { temperatures } => {
+                    let u = F::uniform(rng.next_u32());
+                    let (t_cold, t_hot) = (temperatures[pair], temperatures[pair + 1]);
+                    metropolis_indicator(e_cold, e_hot, t_cold, t_hot, u)
+                }
+            }
+        },
+    );
+    if summary.swaps > 0 {
+        for (pair, &f) in b.swap.flags.iter().enumerate() {
+            if f & flags::SWAPPED != 0 {
+                b.energies.swap(pair, pair + 1);
+            }
+        }
+    }
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::init_identity;
+    use crate::rng::PhiloxStream;
+    use rand_core::Rng;
+
+    #[test]
+    fn buffered_rule_needs_the_hot_energy_below_by_the_buffer() {
+        assert_eq!(buffered_indicator(10.0f64, 5.0, 4.0), Some(true));
+        assert_eq!(buffered_indicator(10.0f64, 6.0, 4.0), Some(false));
+        assert_eq!(buffered_indicator(10.0f64, 7.0, 4.0), Some(false));
+        assert_eq!(buffered_indicator(f64::NAN, 7.0, 4.0), None);
+        assert_eq!(buffered_indicator(1.0f32, f32::NEG_INFINITY, 4.0), None);
+    }
+
+    #[test]
+    fn metropolis_matches_its_probability() {
+        // τ = 1 and 2, e_cold − e_hot = −1: ratio exp((1 − 0.5)(−1)) = exp(−0.5).
+        let p = libm::exp(-0.5);
+        let n = 200_000u32;
+        let mut rng = PhiloxStream::new(7, 0, 0, 0, 3);
+        let mut hits = 0u32;
+        for _ in 0..n {
+            let u = f64::uniform(rng.next_u32());
+            hits += u32::from(metropolis_indicator(1.0f64, 2.0, 1.0, 2.0, u).unwrap_or(false));
+        }
+        let rate = f64::from(hits) / f64::from(n);
+        // Binomial standard error sqrt(p(1 − p)/n) ≈ 0.0011: allow 5 of them.
+        assert!((rate - p).abs() < 0.0055, "rate {rate} vs {p}");
+        // Downhill in the right direction always swaps.
+        assert_eq!(
+            metropolis_indicator(2.0f64, 1.0, 1.0, 2.0, 0.999),
+            Some(true)
+        );
+        assert_eq!(metropolis_indicator(f64::NAN, 1.0, 1.0, 2.0, 0.5), None);
+    }
+
+    struct Ens {
+        energies: [f64; 6],
+        at: [u32; 6],
+        of: [u32; 6],
+        gates: [bool; 5],
+        flags: [u8; 5],
+    }
+
+    impl Ens {
+        fn new() -> Self {
+            let mut e = Ens {
+                energies: [0.0; 6],
+                at: [0; 6],
+                of: [0; 6],
+                gates: [false; 5],
+                flags: [0; 5],
+            };
+            let mut trips = [0u8; 6];
+            init_identity(&mut e.at, &mut e.of, &mut trips);
+            e
+        }
+        fn sweep(&mut self, k: u64, scheme: Scheme, rng: &mut PhiloxStream) -> SweepSummary {
+            sweep(
+                k,
+                scheme,
+                RuleInputs::Buffered { buffer: 0.5 },
+                SweepBuffers {
+                    energies: &mut self.energies,
+                    swap: SwapBuffers {
+                        replica_at: &mut self.at,
+                        level_of: &mut self.of,
+                        gates: &mut self.gates,
+                        flags: &mut self.flags,
+                    },
+                },
+                rng,
+            )
+        }
+    }
+
+    /// Property test of the window: random energies every iteration; each pair swaps at
+    /// most once per window, only in windows of its parity, and gates reopen exactly
+    /// at window starts.
+    #[test]
+    fn at_most_one_swap_per_pair_per_window() {
+        for window in [1u32, 2, 3, 8] {
+            let mut e = Ens::new();
+            let mut draws = PhiloxStream::new(11, window, 0, 0, 0);
+            let mut swaps_in_window = [0u32; 5];
+            let mut attempts_after_swap = 0u32;
+            for k in 0..4000u64 {
+                if k % u64::from(window) == 0 {
+                    swaps_in_window = [0; 5];
+                }
+                // Fresh energies at random so indicators are 1 about half the time.
+                for en in e.energies.iter_mut() {
+                    *en = f64::uniform(draws.next_u32()) * 3.0;
+                }
+                let gates_before = e.gates;
+                let s = e.sweep(k, Scheme::Deo { window }, &mut draws);
+                let parity = window_parity(k, window);
+                let mut swaps = 0;
+                for pair in 0..5 {
+                    let f = e.flags[pair];
+                    if f & flags::SWAPPED != 0 {
+                        swaps += 1;
+                        swaps_in_window[pair] += 1;
+                        assert!(pair_eligible(pair, parity));
+                        assert!(!e.gates[pair], "gate closes after a swap");
+                    }
+                    if f & flags::ATTEMPT != 0 {
+                        assert!(pair_eligible(pair, parity));
+                        if k % u64::from(window) != 0 {
+                            assert!(gates_before[pair], "attempt only with an open gate");
+                        }
+                    }
+                    if f & flags::ATTEMPT == 0 && pair_eligible(pair, parity) {
+                        attempts_after_swap += 1;
+                    }
+                    assert!(
+                        swaps_in_window[pair] <= 1,
+                        "pair {pair} window {window} k {k}"
+                    );
+                }
+                assert_eq!(s.swaps, swaps);
+                if k % u64::from(window) == 0 {
+                    assert!(
+                        e.gates
+                            .iter()
+                            .enumerate()
+                            .all(|(p, &g)| g || e.flags[p] & flags::SWAPPED != 0)
+                    );
+                }
+            }
+            // With W > 1 some eligible pairs must have found their gate closed.
+            assert_eq!(attempts_after_swap > 0, window > 1, "window {window}");
+        }
+    }
+
+    #[test]
+    fn seo_swaps_either_parity_without_gates() {
+        let mut e = Ens::new();
+        let mut draws = PhiloxStream::new(3, 0, 0, 0, 0);
+        let mut seen = [0u32; 2];
+        for k in 0..400u64 {
+            e.energies = [5.0, 4.0, 3.0, 2.0, 1.0, 0.0];
+            let mut rng = PhiloxStream::new(3, 0, k as u32, u32::MAX, 3);
+            let s = e.sweep(k, Scheme::Seo, &mut rng);
+            assert!(s.swaps > 0);
+            let first = e.flags.iter().position(|f| f & flags::SWAPPED != 0);
+            seen[first.unwrap_or(0) % 2] += 1;
+            let _ = draws.next_u32();
+        }
+        assert!(seen[0] > 150 && seen[1] > 150, "{seen:?}");
+    }
+
+    #[test]
+    fn nonfinite_energy_never_swaps_and_is_flagged() {
+        let mut e = Ens::new();
+        let mut rng = PhiloxStream::new(0, 0, 0, 0, 0);
+        e.energies = [9.0, f64::NAN, 0.0, f64::INFINITY, -9.0, -20.0];
+        let s = e.sweep(1, Scheme::VANILLA_DEO, &mut rng);
+        // Parity 1: pairs 0, 2, 4 are eligible; pairs 0, 1, 2, 3 touch a bad energy.
+        assert_eq!(s.nonfinite, 4);
+        assert_eq!(s.swaps, 1);
+        assert_eq!(e.flags[4] & flags::SWAPPED, flags::SWAPPED);
+        assert_eq!(e.at, [0, 1, 2, 3, 5, 4]);
+    }
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The full test suite, from a fresh clone: installs what it needs, then checks
+# formatting, lints, the no_std/no-alloc proof of nrpt-core and runs every test.
+# Usage: scripts/test.sh        (CI calls exactly this through .ci/run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain: targets and components"
+rustup target add thumbv7em-none-eabihf wasm32-unknown-unknown
+rustup component add rustfmt clippy
+
+step "format"
+cargo fmt --all --check
+
+step "lints"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "nrpt-core is no_std: builds for Cortex-M4F and WASM"
+cargo build -p nrpt-core --target thumbv7em-none-eabihf
+cargo build -p nrpt-core --target wasm32-unknown-unknown
+
+step "nrpt-core enables no std or alloc feature anywhere in its dependency graph"
+features=$(cargo tree -p nrpt-core -e features,normal,no-proc-macro \
+    --target thumbv7em-none-eabihf --prefix none)
+if grep -E 'feature "(std|alloc)"' <<<"$features"; then
+    echo "error: a dependency of nrpt-core enables std or alloc (lines above)" >&2
+    exit 1
+fi
+echo "ok: no std/alloc features"
+
+step "nrpt-core links into a bare-metal binary with no allocator"
+(cd core/nostd-check && cargo build --release)
+
+step "tests"
+cargo test --workspace
