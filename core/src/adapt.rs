@@ -138,19 +138,40 @@ pub fn geometric_ladder(min: f64, max: f64, out: &mut [f64]) -> Result<(), Error
 /// `rate(l)` gives s_l of pair (l, l + 1) for l = 0 … P − 2: a 0/1 indicator of the
 /// last iteration or a running rate. The ends of `ladder` are not touched.
 pub fn adapt_ladder(ladder: &mut [f64], target: f64, gamma: f64, rate: impl Fn(usize) -> f64) {
+    adapt_ladder_by_factor(ladder, |l| libm::exp((rate(l) - target) * gamma));
+}
+
+/// [`adapt_ladder`] for 0/1 indicators: the growth factor takes only two values,
+/// `exp((1 − S) γ)` and `exp(−S γ)`, so two exponentials serve the whole ladder.
+pub fn adapt_ladder_indicators(
+    ladder: &mut [f64],
+    target: f64,
+    gamma: f64,
+    indicator: impl Fn(usize) -> bool,
+) {
+    let (up, down) = (
+        libm::exp((1.0 - target) * gamma),
+        libm::exp(-target * gamma),
+    );
+    adapt_ladder_by_factor(ladder, |l| if indicator(l) { up } else { down });
+}
+
+/// The ladder update given the growth factor `exp((s_l − S) γ)` of every pair.
+fn adapt_ladder_by_factor(ladder: &mut [f64], factor: impl Fn(usize) -> f64) {
     let p = ladder.len();
     if p < 3 {
         return;
     }
+    let mut grow_below = factor(0);
     for l in 1..p - 1 {
         let below = ladder[l - 1];
         let here = ladder[l];
         let above = ladder[l + 1];
-        let grow_below = libm::exp((rate(l - 1) - target) * gamma);
-        let grow_above = libm::exp((rate(l) - target) * gamma);
+        let grow_above = factor(l);
         let from_below = (below + (here - below).max(0.0) * grow_below).clamp(below, above);
         let from_above = (above - (above - here).max(0.0) * grow_above).clamp(below, above);
         ladder[l] = 0.5 * (from_below + from_above);
+        grow_below = grow_above;
     }
 }
 
@@ -254,6 +275,22 @@ mod tests {
         }
         // Feasibility check of the synthetic model: equal acceptance needs C > 0 here.
         assert!(buffer > 0.05, "buffer {buffer}");
+    }
+
+    #[test]
+    fn indicator_form_equals_the_general_form() {
+        let mut a = [0.0; 9];
+        geometric_ladder(0.003, 0.6, &mut a).unwrap();
+        let mut b = a;
+        let s = [true, false, false, true, true, false, true, false];
+        for k in 0..50 {
+            let gamma = StepSchedule::default().gamma(k);
+            adapt_ladder(&mut a, 0.4, gamma, |l| {
+                f64::from(u8::from(s[(l + k as usize) % 8]))
+            });
+            adapt_ladder_indicators(&mut b, 0.4, gamma, |l| s[(l + k as usize) % 8]);
+        }
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! An iteration k does, in order:
 //! 1. **explore**: every replica takes one step (SGLD, SGD or momentum SGD) with the
 //!    learning rate and temperature of its level;
-//! 2. **energies**: the stochastic energy of every replica, stored by level;
+//! 2. **energies**: the stochastic energy of every replica at its new state, stored by
+//!    level (computed right after the replica's step, in the same pass);
 //! 3. **indicators** of every adjacent pair by the swap rule;
 //! 4. **windowed swaps** of the eligible pairs with open gates (DEO_W) or of the pairs of
 //!    a random parity (SEO), on the replica/level permutation;
@@ -14,11 +15,17 @@
 //!
 //! Every random draw comes from a Philox stream keyed by (seed, ensemble) and addressed
 //! by (iteration, replica, purpose): results do not depend on the order in which
-//! replicas or ensembles are processed, and the CUDA kernels reproduce them.
+//! replicas or ensembles are processed, and the CUDA kernels reproduce them. Replica r
+//! at iteration k reads stream `STEP` of (k, r) in this order: its gradient noise, its
+//! Langevin noise (only if its level's temperature is above 0), its energy noise; the
+//! ensemble's swap draws come from stream `SWAP` of (k, `ENSEMBLE_WIDE`); initial states
+//! from stream `INIT` of (0, r). See [`crate::rng::streams`].
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::adapt::{AdaptOptions, adapt_buffer, adapt_ladder, check_ladder_ends, geometric_ladder};
+use crate::adapt::{
+    AdaptOptions, adapt_buffer, adapt_ladder_indicators, check_ladder_ends, geometric_ladder,
+};
 use crate::error::{Error, check_chains, check_len, check_non_negative};
 use crate::explore::{Explorer, langevin_step, momentum_step, noise_scale};
 use crate::index::{IndexStats, PairStats, TripState, init_identity, observe_arrival};
@@ -398,16 +405,16 @@ impl<O> Engine<O> {
         let (seed, ens) = (o.seed, o.ensemble);
         let (grad, noise) = s.scratch.split_at_mut(dim);
 
-        // 1. Explore.
+        // 1–2. Explore, then the stochastic energy at the new state, replica by replica
+        // from one Philox stream each (gradient noise, Langevin noise, energy noise).
         for r in 0..p {
             let level = s.level_of[r] as usize;
             let eta = s.ladder[level];
             let x = &mut s.states[r * dim..(r + 1) * dim];
-            let mut rng = PhiloxStream::new(seed, ens, kw, r as u32, streams::GRADIENT);
+            let mut rng = PhiloxStream::new(seed, ens, kw, r as u32, streams::STEP);
             self.oracle.gradient(x, grad, &mut rng)?;
             let sigma = noise_scale(o.explorer, eta, s.temperatures[level]);
             if sigma > 0.0 {
-                let mut rng = PhiloxStream::new(seed, ens, kw, r as u32, streams::DIFFUSION);
                 fill_normals(&mut rng, noise);
             }
             let (eta, sigma) = (F::from_f64(eta), F::from_f64(sigma));
@@ -418,17 +425,11 @@ impl<O> Engine<O> {
                     momentum_step(x, v, grad, noise, eta, F::from_f64(momentum), sigma);
                 }
             }
-        }
-
-        // 2. Energies, by level.
-        for r in 0..p {
-            let x = &s.states[r * dim..(r + 1) * dim];
-            let mut rng = PhiloxStream::new(seed, ens, kw, r as u32, streams::ENERGY);
             let e = self.oracle.energy(x, &mut rng)?;
             if !e.is_finite() {
                 self.stats.nonfinite_energies += 1;
             }
-            s.energies[s.level_of[r] as usize] = e;
+            s.energies[level] = e;
         }
 
         // 3–4. Indicators and windowed swaps.
@@ -461,9 +462,10 @@ impl<O> Engine<O> {
         let gamma = o.adapt.schedule.gamma(k);
         let target = o.adapt.target_swap_rate;
         let flags_now: &[u8] = s.flags;
-        let indicator = |l: usize| f64::from(flags_now[l] & flags::INDICATOR);
         if o.adapt.adapt_ladder {
-            adapt_ladder(s.ladder, target, gamma, indicator);
+            adapt_ladder_indicators(s.ladder, target, gamma, |l| {
+                flags_now[l] & flags::INDICATOR != 0
+            });
             if o.temperatures == Temperatures::FollowLadder {
                 self.set_temperatures(s.ladder, s.temperatures);
             }

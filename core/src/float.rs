@@ -42,10 +42,14 @@ pub trait Float:
     fn sin(self) -> Self;
     /// `true` unless NaN or infinite.
     fn is_finite(self) -> bool;
+    /// `(sin 2πx, cos 2πx)`. For `f32` the branch-free polynomials of
+    /// [`crate::fastmath`] (the same bits on CPU and GPU); for `f64` libm after the exact
+    /// reduction `x − round(x)`.
+    fn sin_cos_2pi(self) -> (Self, Self);
 }
 
 macro_rules! impl_float {
-    ($t:ty, $sqrt:path, $exp:path, $ln:path, $cos:path, $sin:path) => {
+    ($t:ty, $sqrt:path, $exp:path, $ln:path, $cos:path, $sin:path, $sc:path) => {
         impl Float for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -81,6 +85,10 @@ macro_rules! impl_float {
             fn is_finite(self) -> bool {
                 <$t>::is_finite(self)
             }
+            #[inline(always)]
+            fn sin_cos_2pi(self) -> (Self, Self) {
+                $sc(self)
+            }
         }
     };
 }
@@ -91,6 +99,22 @@ impl_float!(
     libm::expf,
     libm::logf,
     libm::cosf,
-    libm::sinf
+    libm::sinf,
+    crate::fastmath::sin_cos_2pi
 );
-impl_float!(f64, libm::sqrt, libm::exp, libm::log, libm::cos, libm::sin);
+impl_float!(
+    f64,
+    libm::sqrt,
+    libm::exp,
+    libm::log,
+    libm::cos,
+    libm::sin,
+    sin_cos_2pi_f64
+);
+
+/// `(sin 2πx, cos 2πx)` in `f64`: exact reduction to [−½, ½], then libm.
+fn sin_cos_2pi_f64(x: f64) -> (f64, f64) {
+    let r = x - libm::round(x);
+    let t = core::f64::consts::TAU * r;
+    (libm::sin(t), libm::cos(t))
+}

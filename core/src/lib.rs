@@ -72,6 +72,7 @@ pub mod bernoulli;
 pub mod driver;
 pub mod error;
 pub mod explore;
+pub mod fastmath;
 pub mod fixed;
 pub mod float;
 pub mod index;

@@ -2,8 +2,10 @@
 //!
 //! These formulas are part of the crate's reproducibility contract: GPU kernels
 //! recompute them from the same Philox words. All `f32` arithmetic is done in `f32`
-//! (with `libm::logf`, `sqrtf`, `cosf`, `sinf`), all `f64` arithmetic in `f64` (with
-//! `libm::log`, `sqrt`, `cos`, `sin`); no step is fused (no FMA).
+//! with the branch-free [`crate::fastmath::ln`] and [`crate::fastmath::sin_cos_2pi`]
+//! and a correctly rounded square root, so `f32` normals are the same bits on any
+//! IEEE-754 machine (GPU code compiled without FMA contraction included). All `f64`
+//! arithmetic is in `f64` with libm's `log`, `sqrt`, `cos`, `sin`. No step is fused.
 //!
 //! Uniforms (each value is computed exactly, without rounding):
 //!
@@ -21,16 +23,18 @@
 //! ```text
 //! u1 = uniform(w0);  u2 = uniform(w1)
 //! r  = sqrt(-2 * ln(u1))
-//! θ  = TAU * u2            // TAU = 2π rounded to F: f32 0x40C90FDB, f64 0x401921FB54442D18
-//! (z0, z1) = (r * cos(θ), r * sin(θ))
+//! f32: (s, c) = fastmath::sin_cos_2pi(u2)          // sin and cos of 2π·u2
+//! f64: θ = TAU * u2; (s, c) = (sin θ, cos θ)       // TAU = 0x401921FB54442D18
+//! (z0, z1) = (r * c, r * s)
 //! ```
 //!
 //! Word consumption: [`uniform_draw`] takes one word; [`normal_pair`] takes two
 //! (`w0` then `w1`); [`fill_normals`] takes two words per pair, `2 * ceil(len / 2)`
 //! words in all, and for an odd length discards the second value of the last pair.
 //!
-//! The uniforms are exact, so they match bit for bit on any IEEE-754 machine; the normals
-//! match bit for bit only where `ln`, `cos` and `sin` are the same implementations.
+//! The uniforms are exact, so they match bit for bit on any IEEE-754 machine; so do the
+//! `f32` normals. The `f64` normals match only where libm's `log`, `cos` and `sin` are
+//! used.
 
 use rand_core::Rng;
 
@@ -60,14 +64,15 @@ pub fn uniform_f64(word: u32) -> f64 {
 }
 
 /// Box–Muller in `f32` arithmetic: `u1 = uniform_f32(w0)`, `u2 = uniform_f32(w1)`,
-/// `r = sqrtf(-2 * logf(u1))`, `θ = TAU_f32 * u2`, returns `(r * cosf(θ), r * sinf(θ))`.
+/// `r = sqrtf(-2 * ln(u1))`, `(s, c) = sin_cos_2pi(u2)`, returns `(r * c, r * s)`, with
+/// [`crate::fastmath`]'s `ln` and `sin_cos_2pi`.
 #[inline]
 pub fn box_muller_f32(w0: u32, w1: u32) -> (f32, f32) {
     let u1 = uniform_f32(w0);
     let u2 = uniform_f32(w1);
-    let r = libm::sqrtf(-2.0 * libm::logf(u1));
-    let theta = core::f32::consts::TAU * u2;
-    (r * libm::cosf(theta), r * libm::sinf(theta))
+    let r = libm::sqrtf(-2.0 * crate::fastmath::ln(u1));
+    let (s, c) = crate::fastmath::sin_cos_2pi(u2);
+    (r * c, r * s)
 }
 
 /// Box–Muller in `f64` arithmetic: `u1 = uniform_f64(w0)`, `u2 = uniform_f64(w1)`,
@@ -184,7 +189,7 @@ mod tests {
 
     #[test]
     fn uniform_is_exact() {
-        let mut s = PhiloxStream::new(1, 2, 3, 4, streams::GRADIENT);
+        let mut s = PhiloxStream::new(1, 2, 3, 4, streams::STEP);
         let words = EDGE_WORDS
             .into_iter()
             .chain((0..1000).map(|_| s.next_u32()));
@@ -253,7 +258,7 @@ mod tests {
     }
 
     fn moments<F: UnitDraw>() -> (f64, f64) {
-        let mut s = PhiloxStream::new(2024, 0, 0, 0, streams::DIFFUSION);
+        let mut s = PhiloxStream::new(2024, 0, 0, 0, streams::STEP);
         let mut buf = [F::ZERO; 1000];
         let (mut sum, mut sum2) = (0.0f64, 0.0f64);
         let n = 200_000;
@@ -285,7 +290,7 @@ mod tests {
 
     #[test]
     fn word_consumption() {
-        let base = PhiloxStream::new(5, 6, 7, 8, streams::GRADIENT);
+        let base = PhiloxStream::new(5, 6, 7, 8, streams::STEP);
 
         let mut s = base.clone();
         let u: f32 = uniform_draw(&mut s);

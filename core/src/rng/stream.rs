@@ -30,17 +30,17 @@ pub const ENSEMBLE_WIDE: u32 = u32::MAX;
 /// Stream ids: the fourth counter word, one per purpose, so that draws for different
 /// purposes never share bits.
 pub mod streams {
-    /// Noise of stochastic gradients (minibatch or injected gradient noise), per replica.
-    pub const GRADIENT: u32 = 0;
-    /// Langevin noise of the exploration step (the Gaussian increments), per replica.
-    pub const DIFFUSION: u32 = 1;
-    /// Noise of stochastic energy estimates used by the swap rule, per replica.
-    pub const ENERGY: u32 = 2;
+    /// Everything one replica draws in one iteration, in this order: the noise of its
+    /// stochastic gradient (as many words as the oracle takes), the Langevin noise of
+    /// its exploration step (`2·ceil(D/2)` words, only when its level's temperature is
+    /// above 0), then the noise of its stochastic energy. One stream, so that for the
+    /// 2D toy an SGD step and its energy share a single Philox block.
+    pub const STEP: u32 = 0;
     /// Uniforms of the Metropolis swap rule and the parities of stochastic even/odd (SEO)
     /// swaps; ensemble-wide, drawn with replica [`ENSEMBLE_WIDE`](super::ENSEMBLE_WIDE).
-    pub const SWAP: u32 = 3;
-    /// Initial states of the replicas, per replica (usually with iteration 0).
-    pub const INIT: u32 = 4;
+    pub const SWAP: u32 = 1;
+    /// Initial states of the replicas, per replica (with iteration 0).
+    pub const INIT: u32 = 2;
 }
 
 /// One keyed Philox stream (see the [module docs](self) for the exact formula).
@@ -159,9 +159,9 @@ mod tests {
 
     #[test]
     fn word_order_matches_counters() {
-        let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::DIFFUSION);
+        let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::STEP);
         for b in 0u32..5 {
-            let expected = philox4x32_10([IT, REP, b, streams::DIFFUSION], [SEED, ENS]);
+            let expected = philox4x32_10([IT, REP, b, streams::STEP], [SEED, ENS]);
             for w in expected {
                 assert_eq!(s.next_u32(), w);
             }
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn block_counter_wraps_after_2_pow_32_blocks() {
-        let s = PhiloxStream::new(SEED, ENS, IT, REP, streams::GRADIENT);
+        let s = PhiloxStream::new(SEED, ENS, IT, REP, streams::STEP);
         assert_eq!(s.word(1 << 34), s.word(0));
         assert_eq!(s.word((1 << 34) + 5), s.word(5));
         let mut t = s.clone();
@@ -198,14 +198,14 @@ mod tests {
 
     #[test]
     fn streams_and_replicas_differ() {
-        let a = PhiloxStream::new(SEED, ENS, IT, REP, streams::GRADIENT);
-        let b = PhiloxStream::new(SEED, ENS, IT, REP, streams::ENERGY);
-        let c = PhiloxStream::new(SEED, ENS, IT, REP + 1, streams::GRADIENT);
-        let d = PhiloxStream::new(SEED, ENS + 1, IT, REP, streams::GRADIENT);
+        let a = PhiloxStream::new(SEED, ENS, IT, REP, streams::STEP);
+        let b = PhiloxStream::new(SEED, ENS, IT, REP, streams::SWAP);
+        let c = PhiloxStream::new(SEED, ENS, IT, REP + 1, streams::STEP);
+        let d = PhiloxStream::new(SEED, ENS + 1, IT, REP, streams::STEP);
         assert_ne!(a.block(0), b.block(0));
         assert_ne!(a.block(0), c.block(0));
         assert_ne!(a.block(0), d.block(0));
-        assert_eq!(a.counter(9), [IT, REP, 9, streams::GRADIENT]);
+        assert_eq!(a.counter(9), [IT, REP, 9, streams::STEP]);
         assert_eq!(a.key(), [SEED, ENS]);
     }
 
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn fill_bytes_little_endian() {
-        let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::ENERGY);
+        let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::SWAP);
         let r = s.clone();
         let mut bytes = [0u8; 23];
         s.fill_bytes(&mut bytes);
