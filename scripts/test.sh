@@ -35,3 +35,10 @@ step "nrpt-core links into a bare-metal binary with no allocator"
 
 step "tests"
 cargo test --workspace
+
+step "embedded and WASM: firmware under QEMU, Node test of the .wasm, size limits"
+embedded/ci.sh
+
+step "NumPy speed reference: its own checks"
+python3 -c "import numpy" 2>/dev/null || python3 -m pip install --quiet numpy
+python3 benches/numpy/test_nrpt_numpy.py

@@ -397,6 +397,15 @@ impl<O> Engine<O> {
     where
         O: EnergyOracle<F>,
     {
+        self.explore(s)?;
+        Ok(self.exchange(s))
+    }
+
+    /// Phases 1–2: every replica's step and its energy at the new state.
+    pub(crate) fn explore<F: UnitDraw>(&mut self, s: &mut Storage<'_, F>) -> Result<(), O::Error>
+    where
+        O: EnergyOracle<F>,
+    {
         let o = self.options;
         let p = s.energies.len();
         let dim = s.scratch.len() / 2;
@@ -425,12 +434,31 @@ impl<O> Engine<O> {
                     momentum_step(x, v, grad, noise, eta, F::from_f64(momentum), sigma);
                 }
             }
-            let e = self.oracle.energy(x, &mut rng)?;
-            if !e.is_finite() {
-                self.stats.nonfinite_energies += 1;
-            }
-            s.energies[level] = e;
+            s.energies[level] = self.oracle.energy(x, &mut rng)?;
         }
+        Ok(())
+    }
+
+    /// Phases 3–6, from the energies by level: swaps, adaptation, book-keeping; then
+    /// the iteration counter moves on.
+    pub(crate) fn exchange<F: UnitDraw>(&mut self, s: &mut Storage<'_, F>) -> IterationReport {
+        let gamma = self.options.adapt.schedule.gamma(self.iteration);
+        self.exchange_with_gamma(s, gamma)
+    }
+
+    /// [`Engine::exchange`] with the step size γ_k supplied by the caller.
+    pub(crate) fn exchange_with_gamma<F: UnitDraw>(
+        &mut self,
+        s: &mut Storage<'_, F>,
+        gamma: f64,
+    ) -> IterationReport {
+        let o = self.options;
+        let p = s.energies.len();
+        let k = self.iteration;
+        let kw = k as u32;
+        let (seed, ens) = (o.seed, o.ensemble);
+        self.stats.nonfinite_energies +=
+            s.energies.iter().filter(|e| !e.is_finite()).count() as u64;
 
         // 3–4. Indicators and windowed swaps.
         let rule = match o.rule {
@@ -459,7 +487,6 @@ impl<O> Engine<O> {
         );
 
         // 5. Adaptation, from this iteration's indicators.
-        let gamma = o.adapt.schedule.gamma(k);
         let target = o.adapt.target_swap_rate;
         let flags_now: &[u8] = s.flags;
         if o.adapt.adapt_ladder {
@@ -492,12 +519,12 @@ impl<O> Engine<O> {
             }
         }
         self.iteration += 1;
-        Ok(IterationReport {
+        IterationReport {
             indicators: summary.indicators,
             swaps: summary.swaps,
             nonfinite_pairs: summary.nonfinite,
             round_trips: (self.stats.round_trips - before) as u32,
-        })
+        }
     }
 }
 
@@ -527,6 +554,37 @@ impl<'a, F: UnitDraw, O: EnergyOracle<F>> Tempering<'a, F, O> {
     /// Runs one iteration.
     pub fn step(&mut self) -> Result<IterationReport, O::Error> {
         self.engine.iterate(&mut self.storage)
+    }
+
+    /// The second half of an iteration for engines that explore by themselves (a
+    /// vectorized CPU path, say): after they have moved every replica and written the
+    /// energies by level into [`Tempering::storage_mut`], this runs the swaps, the
+    /// adaptation and the book-keeping of iteration [`Tempering::iteration`] exactly as
+    /// [`Tempering::step`] would, and advances the iteration counter.
+    pub fn exchange(&mut self) -> IterationReport {
+        self.engine.exchange(&mut self.storage)
+    }
+
+    /// [`Tempering::exchange`] with the adaptation step size `gamma` supplied by the
+    /// caller; it must equal `self.options().adapt.schedule.gamma(self.iteration())`
+    /// for results identical to [`Tempering::step`]. Engines that run many ensembles in
+    /// lockstep compute it once per iteration instead of once per ensemble.
+    pub fn exchange_with_gamma(&mut self, gamma: f64) -> IterationReport {
+        self.engine.exchange_with_gamma(&mut self.storage, gamma)
+    }
+
+    /// Write access to the buffers, for engines that explore by themselves (see
+    /// [`Tempering::exchange`]). Keep the permutation, gates and counts as they are:
+    /// only states, momenta and energies are theirs to write.
+    pub fn storage_mut(&mut self) -> &mut Storage<'a, F> {
+        &mut self.storage
+    }
+
+    /// The first half of an iteration: every replica's exploration step and its
+    /// energy, by nrpt-core's scalar code; follow with [`Tempering::exchange`].
+    /// `explore` then `exchange` is exactly [`Tempering::step`].
+    pub fn explore(&mut self) -> Result<(), O::Error> {
+        self.engine.explore(&mut self.storage)
     }
 
     /// Runs `n` iterations.

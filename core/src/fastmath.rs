@@ -78,13 +78,24 @@ pub fn sin_cos_2pi(x: f32) -> (f32, f32) {
     let f2 = f * f;
     let s = f * (S1 + f2 * (S3 + f2 * (S5 + f2 * (S7 + f2 * S9))));
     let c = 1.0 + f2 * (C2 + f2 * (C4 + f2 * (C6 + f2 * (C8 + f2 * C10))));
-    // q in {−2, −1, 0, 1, 2}; rotate (s, c) by q quarter turns.
-    let qi = (q as i32) & 3;
-    let (sin, cos) = match qi {
-        0 => (s, c),
-        1 => (c, -s),
-        2 => (-s, -c),
-        _ => (-c, s),
+    // q in {−2, −1, 0, 1, 2}; rotate (s, c) by q quarter turns: odd q swaps sine and
+    // cosine, and the signs follow the quadrant. Selects on floats only (no float to
+    // integer conversion), so that the compiler can vectorize it.
+    let odd = q.abs() == 1.0;
+    let half = q.abs() == 2.0;
+    let sin = if odd {
+        if q > 0.0 { c } else { -c }
+    } else if half {
+        -s
+    } else {
+        s
+    };
+    let cos = if odd {
+        if q > 0.0 { -s } else { s }
+    } else if half {
+        -c
+    } else {
+        c
     };
     if x.is_finite() {
         (sin, cos)
