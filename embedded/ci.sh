@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# nrpt-core where embedded and WASM users run it, checked end to end:
+#
+#   1. the firmware (embedded/firmware) runs the P = 16, D = 2 toy for 2,000 iterations
+#      on an emulated Cortex-M4F (QEMU, machine mps2-an386) and exits 0;
+#   2. its semihosting output equals, line for line, what the host prints for the same
+#      run (embedded/toyrun): round trips, swap counts, ladder bits, sample checksum;
+#   3. the WASM module (embedded/wasm) gives, in Node, the native solver results and
+#      the same toy run, to the bit;
+#   4. flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB (embedded/size-report.sh --check).
+#
+# Installs what it needs (qemu-system-arm through apt when missing; the Rust targets
+# and llvm-tools through rustup). Usage: embedded/ci.sh   Ends with
+# "embedded: N passed, M failed" and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+passed=0
+failed=0
+step() { printf '\n==> embedded: %s\n' "$*"; }
+# check NAME COMMAND...: runs the command, counts it as passed or failed.
+check() {
+    local name="$1"
+    shift
+    if "$@"; then
+        echo "ok: $name"
+        passed=$((passed + 1))
+    else
+        echo "FAIL: $name"
+        failed=$((failed + 1))
+    fi
+}
+
+step "tools: qemu-system-arm, Rust targets, llvm-tools, node"
+if ! command -v qemu-system-arm >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-arm) >/dev/null
+fi
+rustup target add thumbv7em-none-eabihf wasm32-unknown-unknown
+rustup component add llvm-tools clippy rustfmt
+qemu-system-arm --version | head -n 1
+node --version
+
+step "format and lints of the three embedded workspaces"
+lint() {
+    local ws="$1"
+    shift
+    (cd "$ws" && cargo fmt --check && cargo clippy -q --all-targets "$@" -- -D warnings)
+}
+check "toyrun: fmt, clippy" lint toyrun
+check "firmware: fmt, clippy" lint firmware
+check "wasm: fmt, clippy (host)" lint wasm
+check "wasm: clippy (wasm32)" lint wasm --target wasm32-unknown-unknown
+
+step "host: the reference run"
+check "toyrun builds" bash -c '(cd toyrun && cargo build --release -q)'
+check "host report" bash -c "toyrun/target/release/toyrun >'$out/host.txt'"
+check "host json" bash -c "toyrun/target/release/toyrun json >'$out/native.json'"
+
+step "firmware: build, then run under qemu-system-arm (mps2-an386, Cortex-M4F)"
+check "firmware builds" bash -c '(cd firmware && cargo build --release -q)'
+run_firmware() {
+    local start end rc
+    start=$(date +%s%N)
+    timeout 60 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
+        -semihosting-config enable=on,target=native -icount shift=0 \
+        -kernel firmware/target/thumbv7em-none-eabihf/release/nrpt-firmware \
+        >"$out/firmware.txt" 2>"$out/firmware.err"
+    rc=$?
+    end=$(date +%s%N)
+    cat "$out/firmware.err"
+    echo "firmware: exit status $rc after $(((end - start) / 1000000)) ms under QEMU"
+    return $rc
+}
+check "firmware runs and exits 0" run_firmware
+check "firmware output = host output, line for line" \
+    diff -u --label host "$out/host.txt" --label firmware "$out/firmware.txt"
+
+step "host tests (with the firmware's output to compare)"
+check "toyrun tests" bash -c "(cd toyrun && TOYRUN_FIRMWARE_OUTPUT='$out/firmware.txt' cargo test -q)"
+
+step "wasm: native tests, module build, Node test"
+check "wasm tests (native)" bash -c '(cd wasm && cargo test -q)'
+check "wasm builds" bash -c '(cd wasm && cargo build --release -q --target wasm32-unknown-unknown)'
+check "node test: wasm = native" \
+    node wasm/test.mjs wasm/target/wasm32-unknown-unknown/release/nrpt_wasm.wasm "$out/native.json"
+
+step "sizes: flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB"
+check "size limits" ./size-report.sh --check
+
+echo
+echo "embedded: $passed passed, $failed failed"
+((failed == 0))
