@@ -170,8 +170,12 @@ fn adapt_ladder_by_factor(ladder: &mut [f64], factor: impl Fn(usize) -> f64) {
         let grow_above = factor(l);
         // max/min rather than clamp: clamp has a panic path (and its float formatting)
         // that firmware and WASM builds would have to carry.
-        let from_below = (below + (here - below).max(0.0) * grow_below).max(below).min(above);
-        let from_above = (above - (above - here).max(0.0) * grow_above).max(below).min(above);
+        let from_below = (below + (here - below).max(0.0) * grow_below)
+            .max(below)
+            .min(above);
+        let from_above = (above - (above - here).max(0.0) * grow_above)
+            .max(below)
+            .min(above);
         ladder[l] = 0.5 * (from_below + from_above);
         grow_below = grow_above;
     }

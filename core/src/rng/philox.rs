@@ -240,7 +240,11 @@ mod tests {
         let out = philox4x32_10_lanes(c, key);
         for i in 0..16 {
             let scalar = philox4x32_10([c[0][i], c[1][i], c[2][i], c[3][i]], key);
-            assert_eq!([out[0][i], out[1][i], out[2][i], out[3][i]], scalar, "lane {i}");
+            assert_eq!(
+                [out[0][i], out[1][i], out[2][i], out[3][i]],
+                scalar,
+                "lane {i}"
+            );
         }
     }
     use rand_core::Rng;

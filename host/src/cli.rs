@@ -1,0 +1,243 @@
+//! Command-line arguments of `nrpt`, written for someone who has not read the paper.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{ExplorerKind, RuleKind, RunConfig, TargetKind, WindowSpec};
+
+/// nrpt: non-reversible parallel tempering for multi-modal and stochastic posteriors.
+///
+/// Parallel tempering runs P chains ("replicas") on a ladder of learning rates: level 0
+/// samples the target carefully, higher levels explore boldly, and neighbouring levels
+/// swap states so that what the explorers find reaches the target level. nrpt
+/// implements the windowed deterministic even–odd swaps (DEO_W) of Deng et al. (AAAI
+/// 2023): even and odd pairs take turns in windows of W iterations, and the optimal
+/// window W⋆ lets replicas travel the ladder in O(P log P) iterations instead of O(P²).
+#[derive(Debug, Parser)]
+#[command(name = "nrpt", version, propagate_version = true)]
+pub struct Cli {
+    /// No progress bar.
+    #[arg(long, global = true)]
+    pub quiet: bool,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Worker threads for the CPU engine (default: one per core).
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The optimal swap window W⋆ for P chains and a swap rate S, with the expected
+    /// round-trip times of Lemma 1.
+    ///
+    /// A round trip is a replica travelling from the target level to the hottest level
+    /// and back; the more round trips per iteration, the better the chains mix between
+    /// modes. Treating every adjacent pair as swapping with probability S, Lemma 1
+    /// gives the expected round-trip time for a window W; W⋆ minimizes it.
+    Window(WindowArgs),
+    /// Run the sampler with a configuration (file and/or flags) and write everything
+    /// to an output folder.
+    ///
+    /// Writes summary.json, pairs.csv (per-pair swap statistics), trace.csv (round
+    /// trips, buffer and swap rates over time), ladder.csv (learning rates over time),
+    /// and the target-level samples as samples.csv and samples.npy.
+    Run(Box<RunArgs>),
+    /// Reproduce the paper's 2D experiment (its Figures 3–6): four methods on the
+    /// 25-mode target, a sweep of the target swap rate S and of the window W.
+    ///
+    /// Methods: 16 independent SGLD chains (SGLD×P16); one cyclical-SGLD chain with 16×
+    /// the iterations (cycSGLD×T16); tempering with 16 SGD explorers and vanilla DEO
+    /// swaps (DEO-SGD×P16, W = 1); the same with the optimal window (DEO⋆-SGD×P16).
+    /// Prints a table, writes figures (PNG and SVG, each with its data as CSV) and
+    /// results.json to the output folder.
+    Reproduce(ReproduceArgs),
+    /// Measure the CPU engine's speed in chain-steps per second.
+    ///
+    /// One chain-step is one exploration step of one chain with its share of the
+    /// energy, swap, adaptation and book-keeping work.
+    Bench(BenchArgs),
+}
+
+/// `nrpt window`.
+#[derive(Debug, Args)]
+pub struct WindowArgs {
+    /// Number of chains P (at least 2).
+    #[arg(long, short = 'p', value_name = "P")]
+    pub chains: usize,
+    /// Swap rate S of every adjacent pair, strictly between 0 and 1.
+    #[arg(long, short = 's', value_name = "S")]
+    pub swap_rate: f64,
+}
+
+/// The run configuration as flags; each overrides the same key of `--config`.
+#[derive(Debug, Args, Default)]
+pub struct RunFlags {
+    /// Target: `modes2d` (the paper's 25-mode 2D target) or `sum-modes` (D dims).
+    #[arg(long, value_enum)]
+    pub target: Option<TargetKind>,
+    /// Dimension D of `sum-modes`.
+    #[arg(long)]
+    pub dim: Option<usize>,
+    /// Chains per ensemble P (2 to 65536).
+    #[arg(long, short = 'p', value_name = "P")]
+    pub chains: Option<usize>,
+    /// Independent ensembles E, run in parallel and pooled.
+    #[arg(long, short = 'e', value_name = "E")]
+    pub ensembles: Option<usize>,
+    /// Iterations.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub iterations: Option<u64>,
+    /// Swap window: iterations (1 = vanilla DEO), `opt` (exact W⋆), `paper` (the
+    /// paper's asymptotic formula) or `seo` (reversible baseline).
+    #[arg(long, short = 'w')]
+    pub window: Option<WindowSpec>,
+    /// Swap rule: `buffered` (for SGD explorers) or `metropolis` (needs sgld).
+    #[arg(long, value_enum)]
+    pub rule: Option<RuleKind>,
+    /// Target swap rate S, strictly between 0 and 1.
+    #[arg(long, short = 's', value_name = "S")]
+    pub swap_rate: Option<f64>,
+    /// Smallest learning rate (the target level), > 0.
+    #[arg(long)]
+    pub eta_min: Option<f64>,
+    /// Largest learning rate (the hottest explorer), > eta-min.
+    #[arg(long)]
+    pub eta_max: Option<f64>,
+    /// Explorers: `sgd` (the paper's), `sgld` or `msgd` (momentum).
+    #[arg(long, value_enum)]
+    pub explorer: Option<ExplorerKind>,
+    /// Momentum of msgd, in [0, 1).
+    #[arg(long)]
+    pub momentum: Option<f64>,
+    /// Initial correction buffer C of the buffered rule, >= 0.
+    #[arg(long)]
+    pub buffer: Option<f64>,
+    /// Noise scale of the stochastic gradients and energies, >= 0.
+    #[arg(long)]
+    pub noise: Option<f64>,
+    /// Adapt the learning-rate ladder (true/false).
+    #[arg(long)]
+    pub adapt_ladder: Option<bool>,
+    /// Adapt the correction buffer (true/false).
+    #[arg(long)]
+    pub adapt_buffer: Option<bool>,
+    /// Step sizes γ_k = a / (k^α + b): a.
+    #[arg(long)]
+    pub gamma_a: Option<f64>,
+    /// Step sizes: α.
+    #[arg(long)]
+    pub gamma_alpha: Option<f64>,
+    /// Step sizes: b.
+    #[arg(long)]
+    pub gamma_b: Option<f64>,
+    /// Scale of the buffer's updates.
+    #[arg(long)]
+    pub buffer_scale: Option<f64>,
+    /// Random seed (0 to 4294967295).
+    #[arg(long)]
+    pub seed: Option<u32>,
+    /// Keep a target-level sample every `thin` iterations (0: none).
+    #[arg(long)]
+    pub thin: Option<u64>,
+    /// Iterations before the first kept sample.
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Output folder.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl RunFlags {
+    /// Applies every given flag on top of `c`.
+    pub fn apply(&self, c: &mut RunConfig) {
+        macro_rules! set {
+            ($($f:ident),*) => { $( if let Some(v) = self.$f.clone() { c.$f = v; } )* };
+        }
+        set!(
+            target,
+            dim,
+            chains,
+            ensembles,
+            iterations,
+            window,
+            rule,
+            swap_rate,
+            eta_min,
+            eta_max,
+            explorer,
+            momentum,
+            buffer,
+            noise,
+            adapt_ladder,
+            adapt_buffer,
+            gamma_a,
+            gamma_alpha,
+            gamma_b,
+            buffer_scale,
+            seed,
+            thin,
+            warmup,
+            out
+        );
+    }
+}
+
+/// `nrpt run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A TOML file with any of the keys below (snake_case: swap_rate = 0.4, …).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The configuration fields.
+    #[command(flatten)]
+    pub flags: RunFlags,
+}
+
+/// `nrpt reproduce`.
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// A fast version (fewer iterations and seeds) that still shows the ordering.
+    #[arg(long)]
+    pub quick: bool,
+    /// Independent ensembles (seeds) per method, pooled for the metrics.
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<usize>,
+    /// Output folder for figures, data and results.json.
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        default_value = "nrpt-reproduce"
+    )]
+    pub out: PathBuf,
+    /// Base random seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
+}
+
+/// `nrpt bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Ensembles E.
+    #[arg(long, short = 'e', default_value_t = 256)]
+    pub ensembles: usize,
+    /// Chains per ensemble P.
+    #[arg(long, short = 'p', default_value_t = 16)]
+    pub chains: usize,
+    /// Iterations.
+    #[arg(long, short = 'n', default_value_t = 2000)]
+    pub iters: u64,
+    /// Swap window (a number, `opt`, `paper` or `seo`).
+    #[arg(long, short = 'w', default_value = "opt")]
+    pub window: WindowSpec,
+    /// Use nrpt-core's scalar code only (no vectorized path), for comparison.
+    #[arg(long)]
+    pub scalar: bool,
+}

@@ -1,0 +1,615 @@
+//! `nrpt reproduce`: the paper's 2D experiment (Deng et al., AAAI 2023, Figures 3–6).
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::baselines::{self, Baseline};
+use crate::cli::ReproduceArgs;
+use crate::config::{RunConfig, WindowSpec};
+use crate::engine::{Backend, EngineError, Job, Record, RunOutput};
+use crate::figures::{self, DensityPanel, LineChart, PathPanel, Series, Style};
+use crate::metrics::{Grid, Truth};
+use crate::output::{Csv, ensure_dir, write_json};
+use crate::progress::Progress;
+
+/// Sizes of a reproduction.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Settings {
+    /// Iterations of every tempering run (the cyclical chain runs 16× as many).
+    pub iterations: u64,
+    /// Independent ensembles (seeds) per method.
+    pub seeds: usize,
+    /// Chains per ensemble.
+    pub chains: usize,
+    /// Base seed.
+    pub seed: u32,
+    /// Keep a sample every `thin` iterations…
+    pub thin: u64,
+    /// …after `warmup` iterations.
+    pub warmup: u64,
+}
+
+/// One method's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct MethodResult {
+    /// Name as in the paper.
+    pub name: String,
+    /// Swap window (null for the baselines without swaps).
+    pub window: Option<u32>,
+    /// Target swap rate S (null for the baselines).
+    pub swap_rate: Option<f64>,
+    /// Standard round trips per 1000 iterations, mean over seeds (null without swaps).
+    pub round_trips_per_1000: Option<f64>,
+    /// Round trips per 1000 iterations as the authors' code counts them.
+    pub round_trips_per_1000_authors: Option<f64>,
+    /// Lemma 1's prediction P / E[T] · 1000 for this W and S.
+    pub model_round_trips_per_1000: Option<f64>,
+    /// TV distance on the 50×50 grid of [−2.5, 2.5]² (pooled samples).
+    pub tv_distance: f64,
+    /// TV distance over the 25 mode cells.
+    pub tv_modes: f64,
+    /// Share of samples outside the grid.
+    pub outside_share: f64,
+    /// Samples pooled.
+    pub samples: usize,
+}
+
+/// One point of the window sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct WindowPoint {
+    /// W.
+    pub window: u32,
+    /// Standard round trips per 1000 iterations, mean over seeds.
+    pub round_trips_per_1000: f64,
+    /// In the authors' counting.
+    pub round_trips_per_1000_authors: f64,
+    /// Lemma 1 with S = 0.4.
+    pub model_round_trips_per_1000: f64,
+    /// TV distance.
+    pub tv_distance: f64,
+    /// TV over the mode cells.
+    pub tv_modes: f64,
+}
+
+/// `results.json`.
+#[derive(Debug, Serialize)]
+pub struct Results {
+    /// Sizes.
+    pub settings: Settings,
+    /// Backend that ran the tempering methods.
+    pub backend: String,
+    /// SGLD×P16, cycSGLD×T16, DEO-SGD×P16, DEO⋆-SGD×P16.
+    pub methods: Vec<MethodResult>,
+    /// DEO⋆ with S ∈ {0.2, …, 0.6} (window from the solver for each S).
+    pub s_sweep: Vec<MethodResult>,
+    /// DEO with W ∈ {1, 2, 4, 8, 16, 32} at S = 0.4.
+    pub w_sweep: Vec<WindowPoint>,
+    /// Figures written (PNG and SVG, with a CSV of their data).
+    pub figures: Vec<String>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+const S_SWEEP: [f64; 5] = [0.2, 0.3, 0.4, 0.5, 0.6];
+const W_SWEEP: [u32; 6] = [1, 2, 4, 8, 16, 32];
+/// Iterations of the index paths shown in Figure 6.
+const PATH_ITERATIONS: u64 = 2_000;
+
+fn tempering_job(s: &Settings, window: WindowSpec, swap_rate: f64, record: Record) -> Result<Job> {
+    let config = RunConfig {
+        chains: s.chains,
+        ensembles: s.seeds,
+        iterations: s.iterations,
+        window,
+        swap_rate,
+        seed: s.seed,
+        ..RunConfig::default()
+    };
+    Ok(config.job(record)?)
+}
+
+fn tempering_result(name: &str, job: &Job, out: &RunOutput, truth: &Truth) -> MethodResult {
+    let stats = out.total_stats();
+    let runs = job.ensembles as f64 * job.iterations as f64;
+    let window = job.options.scheme.window_code();
+    let s = job.options.adapt.target_swap_rate;
+    let acc = truth.accuracy(&out.samples);
+    MethodResult {
+        name: name.to_string(),
+        window: Some(window),
+        swap_rate: Some(s),
+        round_trips_per_1000: Some(stats.round_trips as f64 * 1000.0 / runs),
+        round_trips_per_1000_authors: Some(stats.authors_round_trips as f64 * 1000.0 / runs),
+        model_round_trips_per_1000: nrpt_core::optimal::round_trip_rate_u32(job.chains, window, s)
+            .ok()
+            .map(|r| 1000.0 * r),
+        tv_distance: acc.tv_distance,
+        tv_modes: acc.tv_modes,
+        outside_share: acc.outside_share,
+        samples: acc.samples,
+    }
+}
+
+fn baseline_result(name: &str, samples: &[f32], truth: &Truth) -> MethodResult {
+    let acc = truth.accuracy(samples);
+    MethodResult {
+        name: name.to_string(),
+        window: None,
+        swap_rate: None,
+        round_trips_per_1000: None,
+        round_trips_per_1000_authors: None,
+        model_round_trips_per_1000: None,
+        tv_distance: acc.tv_distance,
+        tv_modes: acc.tv_modes,
+        outside_share: acc.outside_share,
+        samples: acc.samples,
+    }
+}
+
+/// Every run of the reproduction, outputs kept for the figures.
+struct Runs {
+    sgld: Vec<f32>,
+    cyc: Vec<f32>,
+    /// (job, output) of the S sweep; S = 0.4 is DEO⋆.
+    s_sweep: Vec<(Job, RunOutput)>,
+    /// (job, output) of the W sweep; W = 1 is DEO.
+    w_sweep: Vec<(Job, RunOutput)>,
+}
+
+fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
+    let full = Record {
+        thin: s.thin,
+        warmup: s.warmup,
+        trace_every: (s.iterations / 200).max(1),
+        path_iterations: PATH_ITERATIONS.min(s.iterations),
+    };
+    let mut jobs = Vec::new();
+    for &rate in &S_SWEEP {
+        jobs.push(tempering_job(s, WindowSpec::Optimal, rate, full)?);
+    }
+    for &w in &W_SWEEP {
+        jobs.push(tempering_job(s, WindowSpec::Fixed(w), 0.4, full)?);
+    }
+    let chain_steps = |j: &Job| j.iterations * j.ensembles as u64;
+    let total: u64 = jobs.iter().map(chain_steps).sum::<u64>()
+        + 2 * s.iterations * s.seeds as u64
+        + 16 * s.iterations * s.seeds as u64;
+    let progress = Progress::new("reproduce", total, quiet);
+    let inc = |n: u64| progress.inc(n);
+    let base = Baseline {
+        seed: s.seed,
+        seeds: s.seeds,
+        noise: 2.0,
+        thin: s.thin,
+        warmup: s.warmup,
+    };
+    // The runs are independent: run them side by side.
+    let (outs, (sgld, cyc)) = rayon::join(
+        || {
+            jobs.par_iter()
+                .map(|j| backend.run(j, &inc))
+                .collect::<Result<Vec<_>, EngineError>>()
+        },
+        || {
+            rayon::join(
+                || baselines::parallel_sgld(base, s.chains, s.iterations, 0.003, &|n| inc(2 * n)),
+                || baselines::cyclical_sgld(base, 16 * s.iterations, 100, 0.6, &inc),
+            )
+        },
+    );
+    progress.finish();
+    let mut outs = outs?.into_iter();
+    let mut jobs = jobs.into_iter();
+    let mut s_sweep = Vec::new();
+    for _ in S_SWEEP {
+        if let (Some(j), Some(o)) = (jobs.next(), outs.next()) {
+            s_sweep.push((j, o));
+        }
+    }
+    let w_sweep = jobs.zip(outs).collect();
+    Ok(Runs {
+        sgld: sgld?,
+        cyc: cyc?,
+        s_sweep,
+        w_sweep,
+    })
+}
+
+fn density(samples: &[f32]) -> Vec<f64> {
+    Grid::PAPER.histogram(samples).0
+}
+
+fn figure_density(dir: &Path, stem: &str, panels: &[(&str, Vec<f64>)]) -> Result<String> {
+    let n = Grid::PAPER.n;
+    let views: Vec<DensityPanel<'_>> = panels
+        .iter()
+        .map(|(title, values)| DensityPanel {
+            title,
+            values,
+            n,
+            extent: [Grid::PAPER.lo, Grid::PAPER.hi],
+        })
+        .collect();
+    figures::density_panels(&dir.join(stem), &views)?;
+    let mut header = vec!["x", "y"];
+    header.extend(panels.iter().map(|(t, _)| *t));
+    let mut csv = Csv::new(&header);
+    let w = (Grid::PAPER.hi - Grid::PAPER.lo) / n as f64;
+    for j in 0..n {
+        for i in 0..n {
+            let mut row = vec![
+                format!("{:.3}", Grid::PAPER.lo + w * (i as f64 + 0.5)),
+                format!("{:.3}", Grid::PAPER.lo + w * (j as f64 + 0.5)),
+            ];
+            row.extend(panels.iter().map(|(_, v)| format!("{:.6e}", v[j * n + i])));
+            csv.row(row);
+        }
+    }
+    csv.write(&dir.join(format!("{stem}.csv")))?;
+    Ok(stem.to_string())
+}
+
+fn write_figures(
+    dir: &Path,
+    runs: &Runs,
+    truth: &Truth,
+    w_points: &[WindowPoint],
+    s: &Settings,
+) -> Result<Vec<String>> {
+    let mut written = Vec::new();
+    let deo = &runs.w_sweep[0];
+    let star = &runs.s_sweep[2];
+    let w_star = star.0.options.scheme.window_code();
+
+    // Figure 5: ground truth beside each method's density.
+    let star_name = format!("DEO⋆-SGD×P16 (W = {w_star})");
+    written.push(figure_density(
+        dir,
+        "fig5_densities",
+        &[
+            ("ground truth", truth.fine.clone()),
+            ("SGLD×P16", density(&runs.sgld)),
+            ("cycSGLD×T16", density(&runs.cyc)),
+            ("DEO-SGD×P16 (W = 1)", density(&deo.1.samples)),
+            (&star_name, density(&star.1.samples)),
+        ],
+    )?);
+
+    // Figure 3: the swap-rate sweep.
+    let names: Vec<String> = runs
+        .s_sweep
+        .iter()
+        .map(|(j, _)| {
+            format!(
+                "S = {} (W = {})",
+                j.options.adapt.target_swap_rate,
+                j.options.scheme.window_code()
+            )
+        })
+        .collect();
+    let mut panels: Vec<(&str, Vec<f64>)> = vec![("ground truth", truth.fine.clone())];
+    for (name, (_, o)) in names.iter().zip(&runs.s_sweep) {
+        panels.push((name, density(&o.samples)));
+    }
+    written.push(figure_density(dir, "fig3_swap_rates", &panels)?);
+
+    // Figure 4a: round trips against the window, measured and Lemma 1.
+    let measured: Vec<(f64, f64)> = w_points
+        .iter()
+        .map(|p| (f64::from(p.window), p.round_trips_per_1000))
+        .collect();
+    let authors: Vec<(f64, f64)> = w_points
+        .iter()
+        .map(|p| (f64::from(p.window), p.round_trips_per_1000_authors))
+        .collect();
+    let model: Vec<(f64, f64)> = w_points
+        .iter()
+        .map(|p| (f64::from(p.window), p.model_round_trips_per_1000))
+        .collect();
+    figures::lines(
+        &dir.join("fig4a_round_trips_vs_window"),
+        &LineChart {
+            title: "Round trips against the window (P = 16, S = 0.4)",
+            x_label: "window W (iterations)",
+            y_label: "round trips per 1000 iterations",
+            x_log: true,
+            y_log: false,
+            series: &[
+                Series {
+                    name: "measured (standard counting)",
+                    points: &measured,
+                    style: Style::LinePoints,
+                },
+                Series {
+                    name: "measured (authors' counting)",
+                    points: &authors,
+                    style: Style::LinePoints,
+                },
+                Series {
+                    name: "Lemma 1 model",
+                    points: &model,
+                    style: Style::Dashed,
+                },
+            ],
+            hlines: &[],
+            vlines: &[(f64::from(w_star), "W⋆ (solver)")],
+        },
+    )?;
+    let mut csv = Csv::new(&[
+        "window",
+        "round_trips_per_1000",
+        "round_trips_per_1000_authors",
+        "model_round_trips_per_1000",
+        "tv_distance",
+        "tv_modes",
+    ]);
+    for p in w_points {
+        csv.row([
+            p.window.to_string(),
+            format!("{:.3}", p.round_trips_per_1000),
+            format!("{:.3}", p.round_trips_per_1000_authors),
+            format!("{:.3}", p.model_round_trips_per_1000),
+            format!("{:.4}", p.tv_distance),
+            format!("{:.4}", p.tv_modes),
+        ]);
+    }
+    csv.write(&dir.join("fig4a_round_trips_vs_window.csv"))?;
+    written.push("fig4a_round_trips_vs_window".into());
+
+    // Figure 4b–c: ladder and swap rates of DEO⋆ converging.
+    let t = &star.1.trace;
+    let p = s.chains;
+    let ladder_series: Vec<Vec<(f64, f64)>> = (0..p)
+        .map(|l| {
+            t.iterations
+                .iter()
+                .zip(&t.ladder)
+                .map(|(&k, row)| (k as f64, row[l]))
+                .collect()
+        })
+        .collect();
+    let level_names: Vec<String> = (0..p).map(|l| format!("level {l}")).collect();
+    let series: Vec<Series<'_>> = ladder_series
+        .iter()
+        .zip(&level_names)
+        .map(|(pts, name)| Series {
+            name,
+            points: pts,
+            style: Style::Line,
+        })
+        .collect();
+    figures::lines(
+        &dir.join("fig4b_ladder"),
+        &LineChart {
+            title: "Learning rates of DEO⋆ adapting (ensemble 0)",
+            x_label: "iteration",
+            y_label: "learning rate",
+            x_log: false,
+            y_log: true,
+            series: &series,
+            hlines: &[],
+            vlines: &[],
+        },
+    )?;
+    let mut header = vec!["iteration".to_string()];
+    header.extend((0..p).map(|l| format!("eta_{l}")));
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut csv = Csv::new(&refs);
+    for (k, row) in t.iterations.iter().zip(&t.ladder) {
+        let mut cells = vec![k.to_string()];
+        cells.extend(row.iter().map(|v| format!("{v:.6e}")));
+        csv.row(cells);
+    }
+    csv.write(&dir.join("fig4b_ladder.csv"))?;
+    written.push("fig4b_ladder".into());
+
+    let rate_series: Vec<Vec<(f64, f64)>> = (0..p - 1)
+        .map(|l| {
+            t.iterations
+                .iter()
+                .zip(&t.indicator_rate)
+                .map(|(&k, row)| (k as f64, row[l]))
+                .collect()
+        })
+        .collect();
+    let pair_names: Vec<String> = (0..p - 1).map(|l| format!("pair {l}–{}", l + 1)).collect();
+    let series: Vec<Series<'_>> = rate_series
+        .iter()
+        .zip(&pair_names)
+        .map(|(pts, name)| Series {
+            name,
+            points: pts,
+            style: Style::Line,
+        })
+        .collect();
+    figures::lines(
+        &dir.join("fig4c_swap_rates"),
+        &LineChart {
+            title: "Swap-indicator rates of DEO⋆ approaching the target S",
+            x_label: "iteration",
+            y_label: "share of iterations with e(l+1) + C < e(l)",
+            x_log: false,
+            y_log: false,
+            series: &series,
+            hlines: &[(0.4, "target S = 0.4")],
+            vlines: &[],
+        },
+    )?;
+    let mut header = vec!["iteration".to_string()];
+    header.extend((0..p - 1).map(|l| format!("pair_{l}")));
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut csv = Csv::new(&refs);
+    for (k, row) in t.iterations.iter().zip(&t.indicator_rate) {
+        let mut cells = vec![k.to_string()];
+        cells.extend(row.iter().map(|v| format!("{v:.4}")));
+        csv.row(cells);
+    }
+    csv.write(&dir.join("fig4c_swap_rates.csv"))?;
+    written.push("fig4c_swap_rates".into());
+
+    // Figure 6: index paths of four replicas under both schemes.
+    let shown = [0usize, p / 3, 2 * p / 3, p - 1];
+    let pick =
+        |o: &RunOutput| -> Vec<Vec<u32>> { shown.iter().map(|&r| o.paths[r].clone()).collect() };
+    let (deo_paths, star_paths) = (pick(&deo.1), pick(&star.1));
+    let iters: Vec<u64> = (0..deo_paths[0].len() as u64).collect();
+    let star_title = format!("DEO⋆ (W = {w_star})");
+    figures::index_paths(
+        &dir.join("fig6_index_paths"),
+        &[
+            PathPanel {
+                title: "DEO (W = 1)",
+                iterations: &iters,
+                levels: &deo_paths,
+                chains: p,
+            },
+            PathPanel {
+                title: &star_title,
+                iterations: &iters,
+                levels: &star_paths,
+                chains: p,
+            },
+        ],
+    )?;
+    let mut header = vec!["iteration".to_string()];
+    for scheme in ["deo", "deo_star"] {
+        header.extend(shown.iter().map(|r| format!("{scheme}_replica_{r}")));
+    }
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut csv = Csv::new(&refs);
+    for (i, k) in iters.iter().enumerate() {
+        let mut cells = vec![k.to_string()];
+        cells.extend(deo_paths.iter().map(|path| path[i].to_string()));
+        cells.extend(star_paths.iter().map(|path| path[i].to_string()));
+        csv.row(cells);
+    }
+    csv.write(&dir.join("fig6_index_paths.csv"))?;
+    written.push("fig6_index_paths".into());
+    Ok(written)
+}
+
+/// Runs the reproduction and returns its results (figures written to `out`).
+pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) -> Result<Results> {
+    let started = Instant::now();
+    ensure_dir(out)?;
+    let truth = Truth::new();
+    let runs = run_all(&s, backend, quiet)?;
+    let deo = &runs.w_sweep[0];
+    let star = &runs.s_sweep[2];
+    let methods = vec![
+        baseline_result("SGLD×P16", &runs.sgld, &truth),
+        baseline_result("cycSGLD×T16", &runs.cyc, &truth),
+        tempering_result("DEO-SGD×P16", &deo.0, &deo.1, &truth),
+        tempering_result("DEO⋆-SGD×P16", &star.0, &star.1, &truth),
+    ];
+    let s_sweep = runs
+        .s_sweep
+        .iter()
+        .map(|(j, o)| {
+            tempering_result(
+                &format!("DEO⋆-SGD×P16, S = {}", j.options.adapt.target_swap_rate),
+                j,
+                o,
+                &truth,
+            )
+        })
+        .collect();
+    let w_sweep: Vec<WindowPoint> = runs
+        .w_sweep
+        .iter()
+        .map(|(j, o)| {
+            let r = tempering_result("", j, o, &truth);
+            WindowPoint {
+                window: j.options.scheme.window_code(),
+                round_trips_per_1000: r.round_trips_per_1000.unwrap_or(f64::NAN),
+                round_trips_per_1000_authors: r.round_trips_per_1000_authors.unwrap_or(f64::NAN),
+                model_round_trips_per_1000: r.model_round_trips_per_1000.unwrap_or(f64::NAN),
+                tv_distance: r.tv_distance,
+                tv_modes: r.tv_modes,
+            }
+        })
+        .collect();
+    let figures = write_figures(out, &runs, &truth, &w_sweep, &s)?;
+    let results = Results {
+        settings: s,
+        backend: star.1.backend.clone(),
+        methods,
+        s_sweep,
+        w_sweep,
+        figures,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    write_json(&out.join("results.json"), &results)?;
+    Ok(results)
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "—".to_string(), |x| format!("{x:.digits$}"))
+}
+
+/// Runs the command.
+pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
+    let seeds = args.seeds.unwrap_or(if args.quick { 3 } else { 5 });
+    if seeds == 0 {
+        return Err(crate::config::ConfigError::new("seeds", "must be at least 1, got 0").into());
+    }
+    let s = Settings {
+        iterations: if args.quick { 10_000 } else { 20_000 },
+        seeds,
+        chains: 16,
+        seed: args.seed,
+        thin: 10,
+        warmup: 100,
+    };
+    let r = reproduce(s, &args.out, backend, quiet)?;
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(());
+    }
+    println!(
+        "The paper's 2D experiment: 25-mode target, {} chains, {} iterations, {} seeds per method ({} backend, {:.1} s)\n",
+        s.chains, s.iterations, s.seeds, r.backend, r.seconds
+    );
+    println!(
+        "{:<26} {:>6} {:>22} {:>10} {:>10} {:>9}",
+        "method", "window", "round trips/1000 (std)", "(authors)", "TV grid", "TV modes"
+    );
+    for m in &r.methods {
+        println!(
+            "{:<26} {:>6} {:>22} {:>10} {:>10.3} {:>9.3}",
+            m.name,
+            m.window.map_or("—".into(), |w| w.to_string()),
+            fmt_opt(m.round_trips_per_1000, 1),
+            fmt_opt(m.round_trips_per_1000_authors, 1),
+            m.tv_distance,
+            m.tv_modes
+        );
+    }
+    println!("\nTarget swap rate S (DEO⋆, window from the solver):");
+    for m in &r.s_sweep {
+        println!(
+            "  S = {:<4} W = {:<3} round trips/1000 {:>5}  TV grid {:.3}  TV modes {:.3}",
+            m.swap_rate.unwrap_or(f64::NAN),
+            m.window.unwrap_or(0),
+            fmt_opt(m.round_trips_per_1000, 1),
+            m.tv_distance,
+            m.tv_modes
+        );
+    }
+    println!("\nWindow W at S = 0.4 (round trips per 1000 iterations; Lemma 1 in brackets):");
+    for p in &r.w_sweep {
+        println!(
+            "  W = {:<3} {:>5.1} standard, {:>5.1} authors' counting  [{:.1}]",
+            p.window,
+            p.round_trips_per_1000,
+            p.round_trips_per_1000_authors,
+            p.model_round_trips_per_1000
+        );
+    }
+    println!("\nfigures and data in {}", args.out.display());
+    Ok(())
+}

@@ -1,0 +1,476 @@
+//! One validated run configuration, from a TOML file and command-line flags for the
+//! same fields. Errors name the field (and its flag) and the allowed range.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use nrpt_core::adapt::{AdaptOptions, StepSchedule};
+use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
+use nrpt_core::explore::Explorer;
+use nrpt_core::swap::SwapRule;
+use nrpt_core::window::Scheme;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Job, Record, Target};
+
+/// A configuration error: which field, what is allowed, what was given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field} (--{flag}): {message}")]
+pub struct ConfigError {
+    /// Field name as in the TOML file.
+    pub field: String,
+    /// The matching command-line flag, without dashes.
+    pub flag: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// An error for `field` (its flag is the field name with dashes).
+    pub fn new(field: &str, message: impl Into<String>) -> Self {
+        ConfigError {
+            field: field.to_string(),
+            flag: field.replace('_', "-"),
+            message: message.into(),
+        }
+    }
+}
+
+/// The swap window: a number of iterations, the exact optimum, the paper's formula, or
+/// the reversible SEO scheme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowSpec {
+    /// W iterations (≥ 1).
+    Fixed(u32),
+    /// The best integer window by Lemma 1 for P and S (`nrpt window`).
+    Optimal,
+    /// The paper's `ceil((log P + log log P) / −log(1 − S))`.
+    Paper,
+    /// Stochastic even–odd swaps (reversible baseline, no window).
+    Seo,
+}
+
+impl WindowSpec {
+    /// The scheme for P chains at target swap rate S.
+    pub fn scheme(self, chains: usize, swap_rate: f64) -> Result<Scheme, ConfigError> {
+        let bad = |e: nrpt_core::Error| ConfigError::new("window", e.to_string());
+        Ok(match self {
+            WindowSpec::Fixed(0) => {
+                return Err(ConfigError::new(
+                    "window",
+                    "must be at least 1 iteration, got 0",
+                ));
+            }
+            WindowSpec::Fixed(window) => Scheme::Deo { window },
+            WindowSpec::Optimal => Scheme::Deo {
+                window: nrpt_core::optimal::optimal_window(chains, swap_rate).map_err(bad)?,
+            },
+            WindowSpec::Paper => Scheme::Deo {
+                window: nrpt_core::optimal::paper_window(chains, swap_rate).map_err(bad)?,
+            },
+            WindowSpec::Seo => Scheme::Seo,
+        })
+    }
+}
+
+impl FromStr for WindowSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "opt" | "optimal" => Ok(WindowSpec::Optimal),
+            "paper" => Ok(WindowSpec::Paper),
+            "seo" => Ok(WindowSpec::Seo),
+            other => match other.parse::<u32>() {
+                Ok(0) => Err("the window must be at least 1 iteration".to_string()),
+                Ok(w) => Ok(WindowSpec::Fixed(w)),
+                Err(_) => Err(format!(
+                    "`{other}` is not a window: give a number of iterations (1, 2, …), `opt`, `paper` or `seo`"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for WindowSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WindowSpec::Fixed(w) => write!(f, "{w}"),
+            WindowSpec::Optimal => write!(f, "opt"),
+            WindowSpec::Paper => write!(f, "paper"),
+            WindowSpec::Seo => write!(f, "seo"),
+        }
+    }
+}
+
+impl Serialize for WindowSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            WindowSpec::Fixed(w) => s.serialize_u32(*w),
+            other => s.serialize_str(&other.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WindowSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(i64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) if (1..=i64::from(u32::MAX)).contains(&n) => {
+                Ok(WindowSpec::Fixed(n as u32))
+            }
+            Raw::Number(n) => Err(serde::de::Error::custom(format!(
+                "window must be between 1 and {}, got {n}",
+                u32::MAX
+            ))),
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// The exploration kernel of the levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ExplorerKind {
+    /// The paper's SGD explorers: SGLD (temperature 1) at the target level, plain SGD
+    /// above (their spread comes from the gradient noise and the learning rate).
+    Sgd,
+    /// SGLD at every level, with temperature proportional to the learning rate.
+    Sgld,
+    /// Momentum SGD (momentum from `momentum`), SGHMC at the target level.
+    Msgd,
+}
+
+/// The swap rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleKind {
+    /// `e_{l+1} + C < e_l` with an adaptive buffer C (for SGD explorers).
+    Buffered,
+    /// Metropolis acceptance with known temperatures (needs `sgld`).
+    Metropolis,
+}
+
+/// The target distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// The paper's 25-mode 2D target.
+    Modes2d,
+    /// A D-dimensional sum of 5-mode profiles (`dim` sets D).
+    SumModes,
+}
+
+/// Every field of a run. Field names are the TOML keys; each has a flag with dashes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// Target distribution.
+    pub target: TargetKind,
+    /// Dimension of `sum-modes` (ignored for `modes2d`, which is 2).
+    pub dim: usize,
+    /// Chains per ensemble (P).
+    pub chains: usize,
+    /// Independent ensembles (E).
+    pub ensembles: usize,
+    /// Iterations.
+    pub iterations: u64,
+    /// Swap window: a number, `opt`, `paper` or `seo`.
+    pub window: WindowSpec,
+    /// Swap rule.
+    pub rule: RuleKind,
+    /// Target swap rate S of every adjacent pair.
+    pub swap_rate: f64,
+    /// Smallest learning rate (the target level).
+    pub eta_min: f64,
+    /// Largest learning rate (the hottest explorer).
+    pub eta_max: f64,
+    /// Exploration kernel.
+    pub explorer: ExplorerKind,
+    /// Momentum of `msgd`.
+    pub momentum: f64,
+    /// Initial correction buffer C.
+    pub buffer: f64,
+    /// Standard deviation of the noise on gradients and energies.
+    pub noise: f64,
+    /// Adapt the learning-rate ladder.
+    pub adapt_ladder: bool,
+    /// Adapt the correction buffer.
+    pub adapt_buffer: bool,
+    /// Step-size numerator a of γ_k = a / (k^α + b).
+    pub gamma_a: f64,
+    /// Step-size exponent α.
+    pub gamma_alpha: f64,
+    /// Step-size offset b.
+    pub gamma_b: f64,
+    /// Buffer update scale.
+    pub buffer_scale: f64,
+    /// Random seed.
+    pub seed: u32,
+    /// Keep a target-level sample every `thin` iterations.
+    pub thin: u64,
+    /// Iterations before the first kept sample.
+    pub warmup: u64,
+    /// Output folder.
+    pub out: PathBuf,
+}
+
+impl Default for RunConfig {
+    /// The paper's 2D experiment with the optimal window, 5 ensembles.
+    fn default() -> Self {
+        RunConfig {
+            target: TargetKind::Modes2d,
+            dim: 2,
+            chains: 16,
+            ensembles: 5,
+            iterations: 20_000,
+            window: WindowSpec::Optimal,
+            rule: RuleKind::Buffered,
+            swap_rate: 0.4,
+            eta_min: 0.003,
+            eta_max: 0.6,
+            explorer: ExplorerKind::Sgd,
+            momentum: 0.9,
+            buffer: 4.0,
+            noise: 2.0,
+            adapt_ladder: true,
+            adapt_buffer: true,
+            gamma_a: 50.0,
+            gamma_alpha: 0.8,
+            gamma_b: 500.0,
+            buffer_scale: 1.0,
+            seed: 0,
+            thin: 10,
+            warmup: 100,
+            out: PathBuf::from("nrpt-out"),
+        }
+    }
+}
+
+fn in_range<T: PartialOrd + fmt::Display + Copy>(
+    field: &str,
+    value: T,
+    lo: T,
+    hi: T,
+) -> Result<(), ConfigError> {
+    if value >= lo && value <= hi {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("must be between {lo} and {hi}, got {value}"),
+        ))
+    }
+}
+
+fn positive(field: &str, value: f64) -> Result<(), ConfigError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("must be a finite number > 0, got {value}"),
+        ))
+    }
+}
+
+fn non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("must be a finite number >= 0, got {value}"),
+        ))
+    }
+}
+
+/// Largest P accepted.
+pub const MAX_CHAINS: usize = 65_536;
+/// Largest D accepted.
+pub const MAX_DIM: usize = 1 << 20;
+
+impl RunConfig {
+    /// Reads a TOML file (every key optional; unknown keys are errors).
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let message = e.message().to_string();
+            // toml names the key in its message when it can; keep the whole text.
+            ConfigError {
+                field: "config file".to_string(),
+                flag: "config".to_string(),
+                message,
+            }
+        })
+    }
+
+    /// Checks every field and turns the configuration into a job.
+    pub fn job(&self, record: Record) -> Result<Job, ConfigError> {
+        in_range("chains", self.chains, 2, MAX_CHAINS)?;
+        in_range("ensembles", self.ensembles, 1, 1 << 24)?;
+        in_range("iterations", self.iterations, 1, 1 << 40)?;
+        if !(self.swap_rate > 0.0 && self.swap_rate < 1.0) {
+            return Err(ConfigError::new(
+                "swap_rate",
+                format!("must lie strictly between 0 and 1, got {}", self.swap_rate),
+            ));
+        }
+        positive("eta_min", self.eta_min)?;
+        positive("eta_max", self.eta_max)?;
+        if self.eta_min >= self.eta_max {
+            return Err(ConfigError::new(
+                "eta_max",
+                format!(
+                    "must be larger than eta_min ({}), got {}",
+                    self.eta_min, self.eta_max
+                ),
+            ));
+        }
+        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
+            return Err(ConfigError::new(
+                "momentum",
+                format!("must be in [0, 1), got {}", self.momentum),
+            ));
+        }
+        non_negative("buffer", self.buffer)?;
+        non_negative("noise", self.noise)?;
+        positive("gamma_a", self.gamma_a)?;
+        positive("gamma_alpha", self.gamma_alpha)?;
+        positive("gamma_b", self.gamma_b)?;
+        positive("buffer_scale", self.buffer_scale)?;
+        let target = match self.target {
+            TargetKind::Modes2d => Target::Modes2d,
+            TargetKind::SumModes => {
+                in_range("dim", self.dim, 1, MAX_DIM)?;
+                Target::SumModes { dim: self.dim }
+            }
+        };
+        if self.rule == RuleKind::Metropolis && self.explorer != ExplorerKind::Sgld {
+            return Err(ConfigError::new(
+                "rule",
+                "`metropolis` needs known temperatures: use it with `--explorer sgld`",
+            ));
+        }
+        let scheme = self.window.scheme(self.chains, self.swap_rate)?;
+        let (explorer, temperatures) = match self.explorer {
+            ExplorerKind::Sgd => (Explorer::Langevin, Temperatures::SgdExplorers),
+            ExplorerKind::Sgld => (Explorer::Langevin, Temperatures::FollowLadder),
+            ExplorerKind::Msgd => (
+                Explorer::Momentum {
+                    momentum: self.momentum,
+                },
+                Temperatures::SgdExplorers,
+            ),
+        };
+        let options = TemperingOptions {
+            scheme,
+            rule: match self.rule {
+                RuleKind::Buffered => SwapRule::Buffered,
+                RuleKind::Metropolis => SwapRule::Metropolis,
+            },
+            explorer,
+            temperatures,
+            ladder_min: self.eta_min,
+            ladder_max: self.eta_max,
+            initial_buffer: self.buffer,
+            adapt: AdaptOptions {
+                target_swap_rate: self.swap_rate,
+                schedule: StepSchedule {
+                    a: self.gamma_a,
+                    alpha: self.gamma_alpha,
+                    b: self.gamma_b,
+                },
+                adapt_ladder: self.adapt_ladder,
+                adapt_buffer: self.adapt_buffer,
+                buffer_scale: self.buffer_scale,
+            },
+            init: InitialStates::Uniform {
+                low: -1.0,
+                high: 1.0,
+            },
+            seed: self.seed,
+            ensemble: 0,
+        };
+        // Anything nrpt-core still rejects is reported with its own words.
+        options
+            .validate()
+            .map_err(|e| ConfigError::new("config", e.to_string()))?;
+        Ok(Job {
+            options,
+            target,
+            noise: self.noise,
+            chains: self.chains,
+            ensembles: self.ensembles,
+            iterations: self.iterations,
+            record,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_paper_settings() {
+        let job = RunConfig::default().job(Record::NOTHING).unwrap();
+        assert_eq!(job.options.scheme, Scheme::Deo { window: 7 });
+        assert_eq!(job.chains, 16);
+        assert_eq!(job.noise, 2.0);
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_range() {
+        let c = RunConfig {
+            swap_rate: 1.5,
+            ..RunConfig::default()
+        };
+        let e = c.job(Record::NOTHING).unwrap_err();
+        assert_eq!(e.field, "swap_rate");
+        assert!(e.to_string().contains("--swap-rate"), "{e}");
+        assert!(e.to_string().contains("between 0 and 1"), "{e}");
+        let c = RunConfig {
+            chains: 1,
+            ..RunConfig::default()
+        };
+        assert!(
+            c.job(Record::NOTHING)
+                .unwrap_err()
+                .to_string()
+                .contains("between 2 and 65536")
+        );
+        let c = RunConfig {
+            eta_min: 0.6,
+            eta_max: 0.003,
+            ..RunConfig::default()
+        };
+        assert_eq!(c.job(Record::NOTHING).unwrap_err().field, "eta_max");
+    }
+
+    #[test]
+    fn toml_round_trip_and_unknown_keys() {
+        let c = RunConfig::from_toml("chains = 8\nwindow = \"paper\"\nswap_rate = 0.3\n").unwrap();
+        assert_eq!(c.chains, 8);
+        assert_eq!(c.window, WindowSpec::Paper);
+        let c = RunConfig::from_toml("window = 4").unwrap();
+        assert_eq!(c.window, WindowSpec::Fixed(4));
+        let e = RunConfig::from_toml("chians = 8").unwrap_err();
+        assert!(e.message.contains("chians"), "{e}");
+        assert!(RunConfig::from_toml("window = 0").is_err());
+        let text = toml::to_string(&RunConfig::default()).unwrap();
+        assert_eq!(RunConfig::from_toml(&text).unwrap(), RunConfig::default());
+    }
+
+    #[test]
+    fn window_specs_parse() {
+        assert_eq!("opt".parse(), Ok(WindowSpec::Optimal));
+        assert_eq!("8".parse(), Ok(WindowSpec::Fixed(8)));
+        assert!("0".parse::<WindowSpec>().is_err());
+        assert!("eight".parse::<WindowSpec>().is_err());
+    }
+}

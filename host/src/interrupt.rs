@@ -1,0 +1,22 @@
+//! Ctrl-C: the first one asks running work to stop cleanly (no file is left
+//! half-written); the command then exits with status 130.
+
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+static INSTALL: Once = Once::new();
+
+/// Installs the handler (once per process; later calls do nothing).
+pub fn install() {
+    INSTALL.call_once(|| {
+        // If a handler cannot be installed, Ctrl-C keeps its default meaning (the
+        // process ends at once); atomic writes still leave no partial output file.
+        let _ = ctrlc::set_handler(|| REQUESTED.store(true, Ordering::SeqCst));
+    });
+}
+
+/// `true` once Ctrl-C has been pressed.
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::Relaxed)
+}

@@ -1,0 +1,55 @@
+//! The `nrpt` command: see `nrpt --help`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use nrpt::cli::{Cli, Command};
+use nrpt::commands;
+use nrpt::config::ConfigError;
+use nrpt::engine::EngineError;
+use nrpt::engine::cpu::CpuBackend;
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    let backend = CpuBackend {
+        threads: cli.threads,
+        scalar_only: false,
+    };
+    if let Some(n) = cli.threads
+        && n > 0
+    {
+        // One pool for everything the command runs in parallel.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global();
+    }
+    match &cli.command {
+        Command::Window(a) => commands::window::run(a, cli.json),
+        Command::Run(a) => commands::run::run(a, &backend, cli.json, cli.quiet),
+        Command::Reproduce(a) => commands::reproduce::run(a, &backend, cli.json, cli.quiet),
+        Command::Bench(a) => commands::bench::run(a, cli.threads, cli.json, cli.quiet),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    nrpt::interrupt::install();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if matches!(
+                e.downcast_ref::<EngineError>(),
+                Some(EngineError::Interrupted)
+            ) || nrpt::interrupt::requested()
+            {
+                eprintln!("interrupted: nothing was written");
+                return ExitCode::from(130);
+            }
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<ConfigError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
