@@ -118,6 +118,29 @@ impl Default for TemperingOptions {
     }
 }
 
+impl Temperatures {
+    /// Writes the temperature of every level for the given ladder (same length P ≥ 2):
+    /// what the driver uses at the start and, for [`Temperatures::FollowLadder`],
+    /// after every ladder update.
+    pub fn fill(&self, ladder: &[f64], temperatures: &mut [f64]) {
+        let top = temperatures.len().saturating_sub(1).max(1);
+        for (l, t) in temperatures.iter_mut().enumerate() {
+            *t = match *self {
+                Temperatures::SgdExplorers => {
+                    if l == 0 {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                }
+                Temperatures::Constant(c) => c,
+                Temperatures::Geometric { max } => libm::pow(max, l as f64 / top as f64),
+                Temperatures::FollowLadder => ladder[l] / ladder[0],
+            };
+        }
+    }
+}
+
 impl TemperingOptions {
     /// Checks every field; `Error` names the first one that is wrong.
     pub fn validate(self) -> Result<Self, Error> {
@@ -372,21 +395,7 @@ impl<O> Engine<O> {
     }
 
     fn set_temperatures(&self, ladder: &[f64], temperatures: &mut [f64]) {
-        let top = temperatures.len() - 1;
-        for (l, t) in temperatures.iter_mut().enumerate() {
-            *t = match self.options.temperatures {
-                Temperatures::SgdExplorers => {
-                    if l == 0 {
-                        1.0
-                    } else {
-                        0.0
-                    }
-                }
-                Temperatures::Constant(c) => c,
-                Temperatures::Geometric { max } => libm::pow(max, l as f64 / top as f64),
-                Temperatures::FollowLadder => ladder[l] / ladder[0],
-            };
-        }
+        self.options.temperatures.fill(ladder, temperatures);
     }
 
     /// One full iteration (see the module docs).

@@ -87,9 +87,10 @@ pub fn metropolis_log_ratio<F: Float>(e_cold: F, e_hot: F, t_cold: f64, t_hot: f
 }
 
 /// Metropolis indicator with a uniform `u` in (0, 1): 1 iff `ln u < log ratio`, which
-/// has probability `min(1, exp(log ratio))`; `None` when an energy is not finite.
+/// has probability `min(1, exp(log ratio))`; `None` when an energy is not finite. The
+/// logarithm is [`UnitDraw::ln_uniform`] (branch-free for `f32`, so GPUs agree).
 #[inline]
-pub fn metropolis_indicator<F: Float>(
+pub fn metropolis_indicator<F: UnitDraw>(
     e_cold: F,
     e_hot: F,
     t_cold: f64,
@@ -100,7 +101,7 @@ pub fn metropolis_indicator<F: Float>(
         return None;
     }
     let log_ratio = metropolis_log_ratio(e_cold, e_hot, t_cold, t_hot);
-    Some(log_ratio >= F::ZERO || uniform.ln() < log_ratio)
+    Some(log_ratio >= F::ZERO || F::ln_uniform(uniform) < log_ratio)
 }
 
 /// The permutation, gates and flags of one ensemble, indexed by level or pair.

@@ -206,9 +206,14 @@ pub struct ReproduceArgs {
     /// A fast version (fewer iterations and seeds) that still shows the ordering.
     #[arg(long)]
     pub quick: bool,
-    /// Independent ensembles (seeds) per method, pooled for the metrics.
+    /// Independent ensembles (seeds) per method, pooled for the metrics (default 5,
+    /// 3 with --quick).
     #[arg(long, value_name = "N")]
     pub seeds: Option<usize>,
+    /// Iterations of each tempering run (default 20,000, 10,000 with --quick; the
+    /// cyclical SGLD chain runs 16 times as many).
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u64>,
     /// Output folder for figures, data and results.json.
     #[arg(
         long,

@@ -99,6 +99,9 @@ pub trait UnitDraw: Float + sealed::Sealed {
     /// Two independent standard normals from two words: [`box_muller_f32`] or
     /// [`box_muller_f64`].
     fn box_muller(w0: u32, w1: u32) -> (Self, Self);
+    /// Natural logarithm of a uniform in (0, 1), by the same function as Box–Muller:
+    /// [`crate::fastmath::ln`] for `f32`, libm's `log` for `f64`.
+    fn ln_uniform(u: Self) -> Self;
 }
 
 impl UnitDraw for f32 {
@@ -110,6 +113,10 @@ impl UnitDraw for f32 {
     fn box_muller(w0: u32, w1: u32) -> (Self, Self) {
         box_muller_f32(w0, w1)
     }
+    #[inline]
+    fn ln_uniform(u: Self) -> Self {
+        crate::fastmath::ln(u)
+    }
 }
 
 impl UnitDraw for f64 {
@@ -120,6 +127,10 @@ impl UnitDraw for f64 {
     #[inline]
     fn box_muller(w0: u32, w1: u32) -> (Self, Self) {
         box_muller_f64(w0, w1)
+    }
+    #[inline]
+    fn ln_uniform(u: Self) -> Self {
+        libm::log(u)
     }
 }
 

@@ -557,8 +557,18 @@ pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool)
     if seeds == 0 {
         return Err(crate::config::ConfigError::new("seeds", "must be at least 1, got 0").into());
     }
+    let iterations = args
+        .iterations
+        .unwrap_or(if args.quick { 10_000 } else { 20_000 });
+    if iterations < 200 {
+        return Err(crate::config::ConfigError::new(
+            "iterations",
+            format!("must be at least 200 (100 are warm-up), got {iterations}"),
+        )
+        .into());
+    }
     let s = Settings {
-        iterations: if args.quick { 10_000 } else { 20_000 },
+        iterations,
         seeds,
         chains: 16,
         seed: args.seed,

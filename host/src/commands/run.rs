@@ -41,6 +41,15 @@ pub struct Summary {
     pub swap_rate: Vec<f64>,
     /// Accuracy of the target-level samples (2D toy only).
     pub accuracy: Option<Accuracy>,
+}
+
+/// What `--json` prints: the summary (which is the same for the same seed, whatever
+/// the machine) plus the timing (which is not, and so stays out of summary.json).
+#[derive(Debug, Serialize)]
+pub struct RunReport<'a> {
+    /// The summary.
+    #[serde(flatten)]
+    pub summary: &'a Summary,
     /// Wall-clock seconds of the run.
     pub seconds: f64,
     /// Chain-steps per second.
@@ -212,12 +221,16 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
         swap_rate,
         accuracy: (job.target == Target::Modes2d && !out.samples.is_empty())
             .then(|| Truth::new().accuracy(&out.samples)),
-        seconds,
-        chain_steps_per_sec: (job.chains * job.ensembles) as f64 * job.iterations as f64 / seconds,
     };
     write_outputs(&config.out, &config, &out, &summary)?;
     if json {
-        println!("{}", serde_json::to_string(&summary)?);
+        let report = RunReport {
+            summary: &summary,
+            seconds,
+            chain_steps_per_sec: (job.chains * job.ensembles) as f64 * job.iterations as f64
+                / seconds,
+        };
+        println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
             "{} backend: {} ensembles × {} chains × {} iterations in {:.2} s",

@@ -148,3 +148,54 @@ pub fn explore(t: &mut Tempering<'_, f32, Noisy<Target>>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use nrpt_core::driver::{InitialStates, Tempering, TemperingOptions};
+    use nrpt_core::target::Noisy;
+
+    use super::*;
+    use crate::engine::EnsembleBuffers;
+
+    /// Every state and energy after each exploration phase equals nrpt-core's, bit for
+    /// bit, over many iterations (the states start wide, across the wall at |x|² = 20).
+    #[test]
+    fn exploration_equals_the_core_driver_bit_for_bit() {
+        for (chains, window) in [(16usize, 7u32), (21, 1), (5, 3)] {
+            let options = TemperingOptions {
+                scheme: nrpt_core::window::Scheme::Deo { window },
+                init: InitialStates::Uniform {
+                    low: -6.0,
+                    high: 6.0,
+                },
+                seed: 31,
+                ensemble: 4,
+                ..TemperingOptions::default()
+            };
+            let oracle = Noisy {
+                potential: Target::Modes2d,
+                gradient_noise: 2.0,
+                energy_noise: 2.0,
+            };
+            let (mut b1, mut b2) = (
+                EnsembleBuffers::<f32>::new(chains, 2, false),
+                EnsembleBuffers::<f32>::new(chains, 2, false),
+            );
+            let mut fast = Tempering::new(options, oracle, b1.storage()).unwrap();
+            let mut core = Tempering::new(options, oracle, b2.storage()).unwrap();
+            for k in 0..400 {
+                explore(&mut fast);
+                let Ok(()) = core.explore();
+                let (f, c) = (fast.storage(), core.storage());
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(f.states), bits(c.states), "states, iteration {k}");
+                assert_eq!(
+                    bits(f.energies),
+                    bits(c.energies),
+                    "energies, iteration {k}"
+                );
+                assert_eq!(fast.exchange(), core.exchange());
+            }
+        }
+    }
+}

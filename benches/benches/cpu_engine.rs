@@ -1,0 +1,42 @@
+//! The CPU engine on the paper's 2D toy (E = 256, P = 16): the vectorized path against
+//! nrpt-core's scalar driver in the same run. Chain-steps per second are E·P·N divided
+//! by the time of one iteration of the benchmark loop.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use nrpt::engine::cpu::CpuBackend;
+use nrpt::engine::{Backend, Job, Record, Target};
+use nrpt_core::TemperingOptions;
+
+fn job() -> Job {
+    Job {
+        options: TemperingOptions::default(),
+        target: Target::Modes2d,
+        noise: 2.0,
+        chains: 16,
+        ensembles: 256,
+        iterations: 200,
+        record: Record::NOTHING,
+    }
+}
+
+fn engine(c: &mut Criterion) {
+    let j = job();
+    let mut g = c.benchmark_group("cpu engine, E = 256, P = 16, 200 iterations");
+    g.throughput(Throughput::Elements(
+        (j.chains * j.ensembles) as u64 * j.iterations,
+    ));
+    g.sample_size(10);
+    for (name, scalar_only) in [("vectorized", false), ("scalar (nrpt-core driver)", true)] {
+        let backend = CpuBackend {
+            threads: None,
+            scalar_only,
+        };
+        g.bench_function(name, |b| {
+            b.iter(|| backend.run(&j, &|_| {}).map(|o| o.ensembles.len()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, engine);
+criterion_main!(benches);

@@ -1,0 +1,341 @@
+//! The `nrpt` binary end to end: JSON keys, output files, figures, errors and exit
+//! codes, determinism across thread counts, and Ctrl-C.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn nrpt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrpt"))
+        .args(args)
+        .output()
+        .expect("the nrpt binary runs")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "nrpt failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+fn finite(v: &Value, key: &str) -> f64 {
+    let x = v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("`{key}` missing or not a number in {v}"));
+    assert!(x.is_finite(), "`{key}` = {x}");
+    x
+}
+
+#[test]
+fn window_reports_the_model() {
+    let v = json_of(&nrpt(&[
+        "window",
+        "--chains",
+        "16",
+        "--swap-rate",
+        "0.4",
+        "--json",
+    ]));
+    for key in [
+        "w_exact",
+        "w_paper",
+        "x_star",
+        "expected_round_trip_w1",
+        "expected_round_trip_opt",
+        "round_trips_per_1000_w1",
+        "round_trips_per_1000_opt",
+    ] {
+        finite(&v, key);
+    }
+    assert!((finite(&v, "w_exact") - 7.413386).abs() < 1e-5);
+    assert_eq!(v["w_paper"], 8);
+    assert_eq!(v["w_opt"], 7);
+    assert!((finite(&v, "round_trips_per_1000_w1") - 21.28).abs() < 0.01);
+    let text = nrpt(&["window", "-p", "10", "-s", "0.005"]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("W = 626") && text.contains("603.8"), "{text}");
+}
+
+fn assert_usage_error(args: &[&str], names: &str) {
+    let out = nrpt(args);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(names),
+        "{args:?}: stderr does not name `{names}`: {err}"
+    );
+}
+
+#[test]
+fn bad_flags_name_the_flag_and_exit_with_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let o = out.to_str().unwrap();
+    assert_usage_error(&["run", "--swap-rate", "1.5", "-o", o], "--swap-rate");
+    assert_usage_error(&["run", "--chains", "1", "-o", o], "--chains");
+    assert_usage_error(
+        &["run", "--eta-min", "0.6", "--eta-max", "0.1", "-o", o],
+        "--eta-max",
+    );
+    assert_usage_error(&["run", "--window", "eight", "-o", o], "--window");
+    assert_usage_error(&["run", "--momentum", "1.2", "-o", o], "--momentum");
+    assert_usage_error(&["run", "--iterations=-5", "-o", o], "--iterations");
+    assert_usage_error(&["run", "--no-such-flag"], "--no-such-flag");
+    assert_usage_error(
+        &["run", "--config", "/no/such/file.toml", "-o", o],
+        "--config",
+    );
+    assert_usage_error(
+        &["window", "--chains", "16", "--swap-rate", "0"],
+        "--swap-rate",
+    );
+    assert_usage_error(
+        &["window", "--chains", "1", "--swap-rate", "0.4"],
+        "--chains",
+    );
+    assert_usage_error(&["reproduce", "--seeds", "0", "-o", o], "--seeds");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "chians = 3\n").unwrap();
+    assert_usage_error(
+        &["run", "--config", bad.to_str().unwrap(), "-o", o],
+        "chians",
+    );
+    assert!(!out.exists(), "nothing is written on bad input");
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn run_writes_every_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        "chains = 8\nensembles = 3\niterations = 600\nwindow = \"paper\"\n",
+    )
+    .unwrap();
+    let v = json_of(&nrpt(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--seed",
+        "4",
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ]));
+    for key in [
+        "round_trips_per_1000",
+        "round_trips_per_1000_authors",
+        "buffer",
+        "seconds",
+        "chain_steps_per_sec",
+    ] {
+        finite(&v, key);
+    }
+    assert_eq!(v["config"]["chains"], 8, "the file's value");
+    assert_eq!(v["config"]["seed"], 4, "the flag's value");
+    finite(&v["accuracy"], "tv_distance");
+    finite(&v["accuracy"], "tv_modes");
+    for f in [
+        "summary.json",
+        "pairs.csv",
+        "trace.csv",
+        "ladder.csv",
+        "samples.csv",
+        "samples.npy",
+    ] {
+        let len = std::fs::metadata(out.join(f)).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 50, "{f} missing or empty");
+    }
+    // 50 samples (iterations 100, 110, …, 590) × 3 ensembles × 2 coordinates.
+    let npy = std::fs::read(out.join("samples.npy")).unwrap();
+    let hlen = u16::from_le_bytes([npy[8], npy[9]]) as usize;
+    assert!(String::from_utf8_lossy(&npy[10..10 + hlen]).contains("(50, 3, 2)"));
+    assert_eq!(npy.len(), 10 + hlen + 4 * 50 * 3 * 2);
+    let csv = std::fs::read_to_string(out.join("samples.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 50 * 3);
+    let pairs = std::fs::read_to_string(out.join("pairs.csv")).unwrap();
+    assert_eq!(pairs.lines().count(), 1 + 7);
+}
+
+#[test]
+fn same_seed_same_summary_whatever_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut summaries = Vec::new();
+    for threads in ["1", "2"] {
+        // The same relative output folder, so that the summaries may be equal byte
+        // for byte (they record the configuration, folder included).
+        let cwd = dir.path().join(format!("t{threads}"));
+        std::fs::create_dir(&cwd).unwrap();
+        let status = Command::new(env!("CARGO_BIN_EXE_nrpt"))
+            .args([
+                "run",
+                "-e",
+                "5",
+                "-n",
+                "500",
+                "--seed",
+                "9",
+                "--threads",
+                threads,
+                "--quiet",
+                "-o",
+                "out",
+            ])
+            .current_dir(&cwd)
+            .output()
+            .unwrap();
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        let out = cwd.join("out");
+        summaries.push(std::fs::read(out.join("summary.json")).unwrap());
+        assert_eq!(
+            std::fs::read(out.join("samples.npy")).unwrap(),
+            std::fs::read(dir.path().join("t1/out/samples.npy")).unwrap()
+        );
+    }
+    assert_eq!(summaries[0], summaries[1]);
+    let v = read_json(&dir.path().join("t1/out/summary.json"));
+    assert!(
+        v.get("seconds").is_none(),
+        "timing stays out of summary.json"
+    );
+}
+
+#[test]
+fn reproduce_writes_results_and_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("repro");
+    let v = json_of(&nrpt(&[
+        "reproduce",
+        "--quick",
+        "--iterations",
+        "1500",
+        "--seeds",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ]));
+    let methods = v["methods"].as_array().expect("methods");
+    assert_eq!(methods.len(), 4);
+    for m in methods {
+        for key in [
+            "name",
+            "window",
+            "round_trips_per_1000",
+            "round_trips_per_1000_authors",
+            "tv_distance",
+        ] {
+            assert!(m.get(key).is_some(), "{key} missing in {m}");
+        }
+        finite(m, "tv_distance");
+        finite(m, "tv_modes");
+    }
+    for m in &methods[2..] {
+        finite(m, "round_trips_per_1000");
+        finite(m, "round_trips_per_1000_authors");
+    }
+    let w = v["w_sweep"].as_array().expect("w_sweep");
+    assert_eq!(
+        w.iter()
+            .map(|p| p["window"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 4, 8, 16, 32]
+    );
+    for p in w {
+        finite(p, "round_trips_per_1000");
+    }
+    assert_eq!(v["s_sweep"].as_array().map(Vec::len), Some(5));
+    let figs = v["figures"].as_array().unwrap();
+    assert!(figs.len() >= 6);
+    for f in figs {
+        let stem = f.as_str().unwrap();
+        for (ext, min) in [("png", 1000), ("svg", 1000), ("csv", 100)] {
+            let p = out.join(format!("{stem}.{ext}"));
+            let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            assert!(len > min, "{} missing or nearly empty", p.display());
+        }
+    }
+    assert_eq!(
+        read_json(&out.join("results.json"))["methods"],
+        v["methods"]
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+#[test]
+fn ctrl_c_leaves_no_half_written_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("long");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nrpt"))
+        .args([
+            "run",
+            "-e",
+            "64",
+            "-n",
+            "100000000",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut waited = 0;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+        if waited > 300 {
+            let _ = child.kill();
+            panic!("nrpt did not stop within 30 s of Ctrl-C");
+        }
+    };
+    assert_eq!(status.code(), Some(130));
+    // Either no folder at all, or only complete files (never temporary ones).
+    if out.exists() {
+        for e in std::fs::read_dir(&out).unwrap() {
+            let name = e.unwrap().file_name();
+            assert!(
+                !name.to_string_lossy().contains(".tmp"),
+                "{name:?} left behind"
+            );
+        }
+    }
+}
