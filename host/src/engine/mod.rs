@@ -3,6 +3,9 @@
 
 mod buffers;
 pub mod cpu;
+pub mod cuda;
+mod lockstep;
+mod record;
 mod toy2d;
 
 pub use buffers::EnsembleBuffers;

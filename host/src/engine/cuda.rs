@@ -1,0 +1,389 @@
+//! The CUDA engine: every ensemble of a [`Job`] on one GPU through nrpt-cuda's
+//! [`GpuEnsembles`], recording exactly what the CPU engine records, at the same
+//! iterations.
+//!
+//! # Same results as the CPU engine
+//!
+//! Ensemble e draws from Philox key (seed, e) on both engines, and the kernels perform
+//! nrpt-core's `f32` operations in the same order. Under [`MathMode::Exact`] (the
+//! default: no FMA contraction, IEEE division and square root) a CUDA run is **bit for
+//! bit** the CPU run of the same job: samples, traces, paths, ladders, buffers and
+//! counts. Under [`MathMode::Fma`] values differ from the CPU by a few ulp, so swap
+//! decisions may part after a while (same distribution, different realization). Half
+//! precision storage ([`Precision::Bf16`], [`Precision::F16`], SumModes only) rounds
+//! the states and is never bit-identical.
+//!
+//! # What is downloaded when
+//!
+//! The run advances on the device in chunks that end exactly at the next iteration
+//! where something is recorded (a sample, a trace entry, a path point) or where
+//! Ctrl-C is checked; between them nothing leaves the GPU. A sample downloads the
+//! states, a trace entry the buffers, counts and ensemble 0's ladder (indicator rates
+//! are differences of the per-pair indicator counts), a path point ensemble 0's
+//! levels.
+
+use std::sync::Arc;
+
+use nrpt_core::driver::TemperingOptions;
+use nrpt_cuda::{
+    CudaError, DeviceInfo, EnsembleConfig, ExecutionPath, Gpu, GpuEnsembles, GpuTarget, MathMode,
+    Noise, Precision,
+};
+
+use super::{Backend, EngineError, EnsembleResult, Job, RunOutput, Target, Trace};
+
+/// Short name of the backend in reports and errors.
+const NAME: &str = "cuda";
+
+/// Most ensemble-iterations between two checks of Ctrl-C (and progress reports).
+const CHUNK_WORK: u64 = 1 << 24;
+
+/// Most iterations between two checks of Ctrl-C, whatever the number of ensembles.
+const CHUNK_ITERATIONS: u64 = 4096;
+
+/// The CUDA engine on one device (see the module docs).
+#[derive(Clone, Debug)]
+pub struct CudaBackend {
+    gpu: Arc<Gpu>,
+    math: MathMode,
+    path: ExecutionPath,
+    precision: Precision,
+}
+
+/// Turns an nrpt-cuda error into the engine's error, with a message a user can act on.
+fn engine_error(e: CudaError) -> EngineError {
+    let message = match e {
+        CudaError::Options(e) => return EngineError::Invalid(e),
+        CudaError::NoDriver { reason } => {
+            format!("no CUDA driver was found ({reason}); this machine can only run --backend cpu")
+        }
+        CudaError::NoNvrtc { reason } => format!(
+            "the CUDA driver is present but NVRTC, which compiles the kernels, is not \
+             ({reason})"
+        ),
+        CudaError::NoSuchDevice { ordinal, count } => format!(
+            "there is no CUDA device {ordinal}: {count} present (`nrpt devices` lists them)"
+        ),
+        other => other.to_string(),
+    };
+    EngineError::Backend {
+        backend: NAME,
+        message,
+    }
+}
+
+/// Every CUDA device of this machine, or why there is none (the error says, e.g., that
+/// no CUDA driver was found). Never panics.
+pub fn list_devices() -> Result<Vec<DeviceInfo>, EngineError> {
+    Gpu::list().map_err(engine_error)
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal` and compiles the kernels (NVRTC, once per process):
+    /// [`MathMode::Exact`], automatic choice of kernels, `f32` states. Without a driver
+    /// the error says that no CUDA driver was found; never panics.
+    pub fn open(ordinal: usize) -> Result<Self, EngineError> {
+        let gpu = Gpu::open(ordinal).map_err(engine_error)?;
+        Ok(CudaBackend::from_gpu(Arc::new(gpu)))
+    }
+
+    /// The engine on an already opened device, with the defaults of [`open`](Self::open).
+    pub fn from_gpu(gpu: Arc<Gpu>) -> Self {
+        CudaBackend {
+            gpu,
+            math: MathMode::Exact,
+            path: ExecutionPath::Auto,
+            precision: Precision::F32,
+        }
+    }
+
+    /// The same engine with another floating-point contract ([`MathMode::Fma`] is
+    /// faster and no longer bit-identical to the CPU).
+    pub fn with_math(self, math: MathMode) -> Self {
+        CudaBackend { math, ..self }
+    }
+
+    /// The same engine forcing a choice of kernels (for comparisons and benchmarks).
+    pub fn with_path(self, path: ExecutionPath) -> Self {
+        CudaBackend { path, ..self }
+    }
+
+    /// The same engine with another storage of the states (half precision: SumModes
+    /// with D > 2 only; a run of another target fails with a clear message).
+    pub fn with_precision(self, precision: Precision) -> Self {
+        CudaBackend { precision, ..self }
+    }
+
+    /// The device's description (name, compute capability, memory).
+    pub fn device(&self) -> &DeviceInfo {
+        self.gpu.info()
+    }
+
+    /// The opened device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// The floating-point contract of the kernels.
+    pub fn math(&self) -> MathMode {
+        self.math
+    }
+
+    /// The nrpt-cuda configuration that runs `job`: ensemble e of the job is ensemble e
+    /// of the launch, with Philox key (seed, e) as on the CPU.
+    pub fn config(&self, job: &Job) -> EnsembleConfig {
+        let target = match job.target {
+            Target::Modes2d => GpuTarget::Modes2d,
+            Target::SumModes { dim } => GpuTarget::SumModes { dim },
+        };
+        EnsembleConfig {
+            noise: Noise {
+                gradient: job.noise,
+                energy: job.noise,
+            },
+            precision: self.precision,
+            math: self.math,
+            path: self.path,
+            ..EnsembleConfig::new(
+                TemperingOptions {
+                    ensemble: 0,
+                    ..job.options
+                },
+                target,
+                job.ensembles,
+                job.chains,
+            )
+        }
+    }
+}
+
+/// What a run records, filled as the run goes.
+struct Recorder<'a> {
+    job: &'a Job,
+    samples: Vec<f32>,
+    sample_iterations: Vec<u64>,
+    trace: Trace,
+    paths: Vec<Vec<u32>>,
+    /// Indicator counts of every pair of every ensemble at the last trace entry.
+    indicators: Vec<u64>,
+}
+
+impl<'a> Recorder<'a> {
+    fn new(job: &'a Job) -> Self {
+        let rec = job.record;
+        Recorder {
+            job,
+            samples: Vec::new(),
+            sample_iterations: Vec::new(),
+            trace: Trace::default(),
+            paths: if rec.path_iterations > 0 {
+                vec![Vec::new(); job.chains]
+            } else {
+                Vec::new()
+            },
+            indicators: vec![0; job.ensembles * (job.chains - 1)],
+        }
+    }
+
+    /// The next number of iterations done, above `done`, after which something is
+    /// recorded (or `job.iterations`).
+    fn next_stop(&self, done: u64) -> u64 {
+        let rec = self.job.record;
+        let mut next = self.job.iterations;
+        if rec.thin > 0 {
+            // Samples after iteration k (0-based), k ≥ warmup, k multiple of thin.
+            let from = rec.warmup.max(done);
+            let k = from.div_ceil(rec.thin).saturating_mul(rec.thin);
+            next = next.min(k.saturating_add(1));
+        }
+        if let Some(q) = done.checked_div(rec.trace_every) {
+            next = next.min((q + 1).saturating_mul(rec.trace_every));
+        }
+        if done < rec.path_iterations {
+            next = next.min(done + 1);
+        }
+        next
+    }
+
+    /// Records what the job asks for once `done` iterations are done (after iteration
+    /// k = done − 1), as the CPU engine's `observe` does.
+    fn observe(&mut self, run: &GpuEnsembles, done: u64) -> Result<(), CudaError> {
+        let rec = self.job.record;
+        let k = done - 1;
+        if rec.trace_every > 0 && done.is_multiple_of(rec.trace_every) {
+            self.trace_entry(run, done)?;
+        }
+        if k < rec.path_iterations {
+            let levels = run.levels(0)?;
+            for (path, level) in self.paths.iter_mut().zip(levels) {
+                path.push(level);
+            }
+        }
+        if rec.thin > 0 && k >= rec.warmup && k.is_multiple_of(rec.thin) {
+            self.samples.extend(run.sample_target()?);
+            self.sample_iterations.push(k);
+        }
+        Ok(())
+    }
+
+    /// One trace entry, with the CPU engine's arithmetic (per-ensemble rates, then
+    /// their mean in ensemble order), so the numbers are the same bits.
+    fn trace_entry(&mut self, run: &GpuEnsembles, done: u64) -> Result<(), CudaError> {
+        let (e, pairs) = (self.job.ensembles, self.job.chains - 1);
+        let ef = e as f64;
+        let since = self.job.record.trace_every as f64;
+        let buffers = run.buffers()?;
+        let stats = run.index_stats()?;
+        let counts = run.pair_stats()?;
+        let rates: Vec<Vec<f64>> = (0..e)
+            .map(|ens| {
+                (0..pairs)
+                    .map(|q| {
+                        let i = ens * pairs + q;
+                        (counts[i].indicators - self.indicators[i]) as f64 / since
+                    })
+                    .collect()
+            })
+            .collect();
+        for (prev, now) in self.indicators.iter_mut().zip(&counts) {
+            *prev = now.indicators;
+        }
+        let t = &mut self.trace;
+        t.iterations.push(done);
+        t.ladder.push(run.ladder(0)?);
+        t.buffer.push(buffers.iter().sum::<f64>() / ef);
+        t.round_trips
+            .push(stats.iter().map(|s| s.round_trips).sum());
+        t.authors_round_trips
+            .push(stats.iter().map(|s| s.authors_round_trips).sum());
+        t.indicator_rate.push(
+            (0..pairs)
+                .map(|q| rates.iter().map(|r| r[q]).sum::<f64>() / ef)
+                .collect(),
+        );
+        Ok(())
+    }
+}
+
+impl CudaBackend {
+    fn run_job(
+        &self,
+        job: &Job,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<RunOutput, EngineError> {
+        let mut run = GpuEnsembles::new(&self.gpu, &self.config(job)).map_err(engine_error)?;
+        let mut recorder = Recorder::new(job);
+        let e = job.ensembles as u64;
+        let chunk = (CHUNK_WORK / e).clamp(1, CHUNK_ITERATIONS);
+        let mut done = 0u64;
+        while done < job.iterations {
+            let stop = recorder.next_stop(done).min(done + chunk);
+            run.advance(stop - done).map_err(engine_error)?;
+            progress(e * (stop - done));
+            done = stop;
+            recorder.observe(&run, done).map_err(engine_error)?;
+            if crate::interrupt::requested() {
+                return Err(EngineError::Interrupted);
+            }
+        }
+        let snapshot = run.snapshot().map_err(engine_error)?;
+        Ok(RunOutput {
+            backend: self.name(),
+            ensembles: snapshot
+                .ensembles
+                .into_iter()
+                .map(|s| EnsembleResult {
+                    ladder: s.ladder,
+                    buffer: s.buffer,
+                    stats: s.stats,
+                    pairs: s.pair_stats,
+                })
+                .collect(),
+            samples: recorder.samples,
+            sample_iterations: recorder.sample_iterations,
+            trace: recorder.trace,
+            paths: recorder.paths,
+        })
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> String {
+        NAME.to_string()
+    }
+
+    fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError> {
+        if job.ensembles == 0 {
+            return Err(EngineError::Backend {
+                backend: NAME,
+                message: "no ensembles to run".to_string(),
+            });
+        }
+        if job.chains < 2 {
+            return Err(nrpt_core::Error::TooFewChains { chains: job.chains }.into());
+        }
+        self.run_job(job, progress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Record;
+
+    /// The chunks end at every iteration where the CPU engine records something.
+    #[test]
+    fn stops_cover_every_recording_iteration() {
+        let records = [
+            Record::NOTHING,
+            Record {
+                thin: 3,
+                warmup: 40,
+                trace_every: 25,
+                path_iterations: 120,
+            },
+            Record {
+                thin: 1,
+                warmup: 0,
+                trace_every: 1,
+                path_iterations: 0,
+            },
+            Record {
+                thin: 7,
+                warmup: 500,
+                trace_every: 0,
+                path_iterations: 1000,
+            },
+        ];
+        for record in records {
+            for iterations in [0u64, 1, 2, 99, 300, 1001] {
+                let job = Job {
+                    options: TemperingOptions::default(),
+                    target: Target::Modes2d,
+                    noise: 2.0,
+                    chains: 4,
+                    ensembles: 2,
+                    iterations,
+                    record,
+                };
+                let recorder = Recorder::new(&job);
+                let mut stops = Vec::new();
+                let mut done = 0;
+                while done < iterations {
+                    let next = recorder.next_stop(done);
+                    assert!(next > done && next <= iterations, "{record:?}");
+                    stops.push(next);
+                    done = next;
+                }
+                for k in 0..iterations {
+                    let wanted = (record.thin > 0 && k >= record.warmup && k % record.thin == 0)
+                        || (record.trace_every > 0 && (k + 1) % record.trace_every == 0)
+                        || k < record.path_iterations;
+                    if wanted {
+                        assert!(stops.contains(&(k + 1)), "k = {k}, {record:?}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,577 @@
+//! Eight ensembles in SIMD lanes: the whole iteration of the paper's 2D toy —
+//! exploration, energies, windowed swaps, ladder and buffer adaptation, book-keeping —
+//! vectorized across ensembles, with the same bits as nrpt-core's driver.
+//!
+//! nrpt-core keeps states in place and permutes replica indices; here everything is
+//! stored *by level* (state, replica index, travel state of the replica at each level)
+//! and a swap exchanges the two levels' entries, a masked select per lane. Lane i of
+//! every array belongs to ensemble `first + i`, so every step of the iteration is the
+//! same operation on eight values: the compiler turns the lane loops into AVX2
+//! instructions (chosen at run time). Each value is computed by the operations
+//! nrpt-core performs, in the same order, with the same branch-free `f32` functions and
+//! correctly rounded square roots; the tests compare whole runs with the scalar driver
+//! bit for bit.
+//!
+//! Applies to: the 25-mode target with noise, SGD explorers (SGLD at the target level,
+//! SGD above), the buffered rule, DEO windows (see [`applies`]).
+
+// Lane loops index several arrays with one lane index on purpose: that is the shape the
+// vectorizer turns into SIMD.
+#![allow(clippy::needless_range_loop)]
+
+use nrpt_core::adapt::{geometric_ladder, growth_factors};
+use nrpt_core::driver::{InitialStates, Temperatures};
+use nrpt_core::explore::Explorer;
+use nrpt_core::fastmath::{ln, sin_cos_2pi};
+use nrpt_core::index::{IndexStats, PairStats, TripState, initial_trip_state, observe_arrival};
+use nrpt_core::rng::philox::{PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1};
+use nrpt_core::rng::{PhiloxStream, Rng, streams, uniform_f32, uniform_f64};
+use nrpt_core::swap::SwapRule;
+use nrpt_core::window::{Scheme, is_window_start, pair_eligible, window_parity};
+
+use super::record::Recorder;
+use super::{Job, Target};
+
+/// Ensembles per lane group.
+pub const LANES: usize = 16;
+
+type F32s = [f32; LANES];
+type F64s = [f64; LANES];
+type U32s = [u32; LANES];
+type U64s = [u64; LANES];
+
+/// `true` when the lockstep path can run `job`.
+pub fn applies(job: &Job) -> bool {
+    let o = &job.options;
+    job.target == Target::Modes2d
+        && job.noise > 0.0
+        && o.explorer == Explorer::Langevin
+        && o.temperatures == Temperatures::SgdExplorers
+        && o.rule == SwapRule::Buffered
+        && matches!(o.scheme, Scheme::Deo { .. })
+        && matches!(o.init, InitialStates::Uniform { .. })
+}
+
+/// Per-pair counters of every lane.
+#[derive(Clone, Copy, Default)]
+struct PairLanes {
+    indicators: U64s,
+    attempts: U64s,
+    swaps: U64s,
+    nonfinite: U64s,
+}
+
+/// Eight ensembles of P replicas, stored by level.
+pub struct Lanes {
+    p: usize,
+    window: u32,
+    seed: u32,
+    ensemble: U32s,
+    noise: f32,
+    target_rate: f64,
+    schedule_scale: f64,
+    adapt_ladder: bool,
+    adapt_buffer: bool,
+    hot: Vec<f64>,
+    xa: Vec<F32s>,
+    xb: Vec<F32s>,
+    energy: Vec<F32s>,
+    ladder: Vec<F64s>,
+    replica: Vec<U32s>,
+    trips: Vec<[TripState; LANES]>,
+    gates: Vec<[bool; LANES]>,
+    indicator: Vec<[bool; LANES]>,
+    swap: Vec<[bool; LANES]>,
+    pairs: Vec<PairLanes>,
+    buffer: F64s,
+    stats: [IndexStats; LANES],
+    iteration: u64,
+}
+
+/// Philox4x32-10 of one counter per lane with key `[seed, ensemble[i]]`.
+#[inline(always)]
+fn philox(c: [U32s; 4], seed: u32, ensemble: &U32s) -> [U32s; 4] {
+    let [mut c0, mut c1, mut c2, mut c3] = c;
+    let (mut k0, mut k1) = (seed, *ensemble);
+    for round in 0..10 {
+        if round > 0 {
+            k0 = k0.wrapping_add(PHILOX_W0);
+            for k in &mut k1 {
+                *k = k.wrapping_add(PHILOX_W1);
+            }
+        }
+        for i in 0..LANES {
+            let p0 = u64::from(PHILOX_M0) * u64::from(c0[i]);
+            let p1 = u64::from(PHILOX_M1) * u64::from(c2[i]);
+            let n0 = (p1 >> 32) as u32 ^ c1[i] ^ k0;
+            let n2 = (p0 >> 32) as u32 ^ c3[i] ^ k1[i];
+            c0[i] = n0;
+            c1[i] = p1 as u32;
+            c2[i] = n2;
+            c3[i] = p0 as u32;
+        }
+    }
+    [c0, c1, c2, c3]
+}
+
+/// Box–Muller of nrpt-core (`box_muller_f32`) with a correctly rounded square root.
+#[inline(always)]
+fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
+    let r = (-2.0 * ln(uniform_f32(w0))).sqrt();
+    let (s, c) = sin_cos_2pi(uniform_f32(w1));
+    (r * c, r * s)
+}
+
+const WALL: f32 = 20.0;
+
+/// ∇U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`.
+#[inline(always)]
+fn gradient(a: f32, b: f32) -> (f32, f32) {
+    let four_pi = (4.0 * std::f64::consts::PI) as f32;
+    let r2 = a * a + b * b;
+    let slope = if r2 > WALL { 2.4f32 } else { 0.4f32 };
+    (
+        slope * a + four_pi * sin_cos_2pi(a).0,
+        slope * b + four_pi * sin_cos_2pi(b).0,
+    )
+}
+
+/// U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`.
+#[inline(always)]
+fn energy(a: f32, b: f32) -> f32 {
+    let r2 = a * a + b * b;
+    let mut u = 0.2f32 * r2 - 2.0f32 * (sin_cos_2pi(a).1 + sin_cos_2pi(b).1);
+    if r2 > WALL {
+        u += r2 - WALL;
+    }
+    u
+}
+
+impl Lanes {
+    /// Starts ensembles `first .. first + LANES` of `job` (which must satisfy
+    /// [`applies`]) as nrpt-core's driver starts them.
+    pub fn new(job: &Job, first: usize) -> Result<Self, nrpt_core::Error> {
+        let o = job.options.validate()?;
+        let p = job.chains;
+        let Scheme::Deo { window } = o.scheme else {
+            unreachable!("applies() admits DEO only");
+        };
+        let InitialStates::Uniform { low, high } = o.init else {
+            unreachable!("applies() admits uniform starts only");
+        };
+        let mut ladder = vec![0.0; p];
+        geometric_ladder(o.ladder_min, o.ladder_max, &mut ladder)?;
+        let mut hot = vec![0.0; p];
+        o.temperatures.fill(&ladder, &mut hot);
+        let mut ensemble = [0u32; LANES];
+        for (i, e) in ensemble.iter_mut().enumerate() {
+            *e = (first + i) as u32;
+        }
+        let mut xa = vec![[0.0f32; LANES]; p];
+        let mut xb = vec![[0.0f32; LANES]; p];
+        for l in 0..p {
+            for i in 0..LANES {
+                // Replica l starts at level l with coordinates from its INIT stream.
+                let mut rng = PhiloxStream::new(o.seed, ensemble[i], 0, l as u32, streams::INIT);
+                xa[l][i] = (low + (high - low) * uniform_f64(rng.next_u32())) as f32;
+                xb[l][i] = (low + (high - low) * uniform_f64(rng.next_u32())) as f32;
+            }
+        }
+        Ok(Lanes {
+            p,
+            window,
+            seed: o.seed,
+            ensemble,
+            noise: job.noise as f32,
+            target_rate: o.adapt.target_swap_rate,
+            schedule_scale: o.adapt.buffer_scale,
+            adapt_ladder: o.adapt.adapt_ladder,
+            adapt_buffer: o.adapt.adapt_buffer,
+            hot,
+            xa,
+            xb,
+            energy: vec![[0.0; LANES]; p],
+            ladder: ladder.iter().map(|&v| [v; LANES]).collect(),
+            replica: (0..p).map(|l| [l as u32; LANES]).collect(),
+            trips: (0..p)
+                .map(|l| [initial_trip_state(l, p - 1); LANES])
+                .collect(),
+            gates: vec![[true; LANES]; p - 1],
+            indicator: vec![[false; LANES]; p - 1],
+            swap: vec![[false; LANES]; p - 1],
+            pairs: vec![PairLanes::default(); p - 1],
+            buffer: [o.initial_buffer; LANES],
+            stats: [IndexStats::default(); LANES],
+            iteration: 0,
+        })
+    }
+
+    /// Exploration step and energy of every level.
+    #[inline(always)]
+    fn explore(&mut self) {
+        let k = self.iteration as u32;
+        let noise = self.noise;
+        for l in 0..self.p {
+            let mut eta = [0.0f32; LANES];
+            for i in 0..LANES {
+                eta[i] = self.ladder[l][i] as f32;
+            }
+            let ctr = [
+                [k; LANES],
+                self.replica[l],
+                [0; LANES],
+                [streams::STEP; LANES],
+            ];
+            let w = philox(ctr, self.seed, &self.ensemble);
+            let (xa, xb, en) = (&mut self.xa[l], &mut self.xb[l], &mut self.energy[l]);
+            if self.hot[l] > 0.0 {
+                // SGLD: Langevin noise from words 2 and 3, the energy's from block 1.
+                let w1 = philox(
+                    [
+                        [k; LANES],
+                        self.replica[l],
+                        [1; LANES],
+                        [streams::STEP; LANES],
+                    ],
+                    self.seed,
+                    &self.ensemble,
+                );
+                let mut sigma = [0.0f32; LANES];
+                for i in 0..LANES {
+                    sigma[i] = (2.0 * self.ladder[l][i] * self.hot[l]).sqrt() as f32;
+                }
+                explore_hot(xa, xb, en, &eta, &sigma, &w, &w1, noise);
+            } else {
+                explore_cold(xa, xb, en, &eta, &w, noise);
+            }
+        }
+    }
+
+    /// Swaps, adaptation with step size `gamma`, book-keeping.
+    #[inline(always)]
+    fn exchange(&mut self, gamma: f64) {
+        let p = self.p;
+        let k = self.iteration;
+        for i in 0..LANES {
+            let bad = self.energy.iter().filter(|e| !e[i].is_finite()).count();
+            self.stats[i].nonfinite_energies += bad as u64;
+        }
+        if is_window_start(k, self.window) {
+            for g in &mut self.gates {
+                *g = [true; LANES];
+            }
+        }
+        let parity = window_parity(k, self.window);
+        let mut c32 = [0.0f32; LANES];
+        for i in 0..LANES {
+            c32[i] = self.buffer[i] as f32;
+        }
+        let mut count = [0u32; LANES];
+        for l in 0..p - 1 {
+            sweep_pair(
+                &self.energy[l],
+                &self.energy[l + 1],
+                &c32,
+                &self.gates[l],
+                pair_eligible(l, parity),
+                &mut self.indicator[l],
+                &mut self.swap[l],
+                &mut self.pairs[l],
+                &mut count,
+            );
+        }
+        // Eligible pairs are disjoint: their swaps commute.
+        let top = p - 1;
+        for l in (0..p - 1).filter(|&l| pair_eligible(l, parity)) {
+            let m = self.swap[l];
+            let (lo, hi) = self.xa.split_at_mut(l + 1);
+            blend(&m, &mut lo[l], &mut hi[0]);
+            let (lo, hi) = self.xb.split_at_mut(l + 1);
+            blend(&m, &mut lo[l], &mut hi[0]);
+            let (lo, hi) = self.replica.split_at_mut(l + 1);
+            blend(&m, &mut lo[l], &mut hi[0]);
+            let (lo, hi) = self.trips.split_at_mut(l + 1);
+            blend(&m, &mut lo[l], &mut hi[0]);
+            for i in 0..LANES {
+                if m[i] {
+                    self.gates[l][i] = false;
+                    for level in [l, l + 1] {
+                        let r = self.replica[level][i] as usize;
+                        let ev = observe_arrival(&mut self.trips[level][i], level, r, top);
+                        self.stats[i].record(ev);
+                    }
+                }
+            }
+        }
+        let s = self.target_rate;
+        if self.adapt_ladder && p >= 3 {
+            let (up, down) = growth_factors(s, gamma);
+            let mut grow_below = [0.0f64; LANES];
+            for i in 0..LANES {
+                grow_below[i] = if self.indicator[0][i] { up } else { down };
+            }
+            for l in 1..p - 1 {
+                let (lower, upper) = self.ladder.split_at_mut(l);
+                let (here, rest) = upper.split_at_mut(1);
+                ladder_level(
+                    &lower[l - 1],
+                    &mut here[0],
+                    &rest[0],
+                    &self.indicator[l],
+                    &mut grow_below,
+                    up,
+                    down,
+                );
+            }
+        }
+        if self.adapt_buffer {
+            for i in 0..LANES {
+                let mean = f64::from(count[i]) / (p - 1) as f64;
+                self.buffer[i] =
+                    (self.buffer[i] + (mean - s) * gamma / self.schedule_scale).max(0.0);
+            }
+        }
+        self.iteration += 1;
+    }
+
+    /// One iteration with the adaptation step size `gamma` of this iteration.
+    pub fn step(&mut self, gamma: f64) {
+        step_dispatch(self, gamma);
+    }
+
+    /// State of the target level of lane `i`.
+    pub fn target(&self, i: usize) -> [f32; 2] {
+        [self.xa[0][i], self.xb[0][i]]
+    }
+
+    /// Ladder of lane `i`.
+    pub fn ladder(&self, i: usize) -> Vec<f64> {
+        self.ladder.iter().map(|l| l[i]).collect()
+    }
+
+    /// Buffer of lane `i`.
+    pub fn buffer(&self, i: usize) -> f64 {
+        self.buffer[i]
+    }
+
+    /// Totals of lane `i`.
+    pub fn stats(&self, i: usize) -> IndexStats {
+        self.stats[i]
+    }
+
+    /// Running indicator count of pair `l` in lane `i`.
+    pub fn indicators(&self, i: usize, l: usize) -> u64 {
+        self.pairs[l].indicators[i]
+    }
+
+    /// Per-pair counts of lane `i`.
+    pub fn pair_stats(&self, i: usize) -> Vec<PairStats> {
+        self.pairs
+            .iter()
+            .map(|c| PairStats {
+                indicators: c.indicators[i],
+                attempts: c.attempts[i],
+                swaps: c.swaps[i],
+                nonfinite: c.nonfinite[i],
+            })
+            .collect()
+    }
+
+    /// Level of every replica in lane `i`.
+    pub fn level_of(&self, i: usize) -> Vec<u32> {
+        let mut of = vec![0u32; self.p];
+        for (level, r) in self.replica.iter().enumerate() {
+            of[r[i] as usize] = level as u32;
+        }
+        of
+    }
+}
+
+// The lane loops below are functions of their own so that their array arguments are
+// known not to overlap, which is what lets the compiler vectorize them.
+
+/// Exploration step and energy of one level of SGD explorers (temperature 0).
+#[inline(always)]
+fn explore_cold(
+    xa: &mut F32s,
+    xb: &mut F32s,
+    en: &mut F32s,
+    eta: &F32s,
+    w: &[U32s; 4],
+    noise: f32,
+) {
+    for i in 0..LANES {
+        let (z0, z1) = box_muller(w[0][i], w[1][i]);
+        let (g0, g1) = gradient(xa[i], xb[i]);
+        let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
+        let a = xa[i] - eta[i] * g0;
+        let b = xb[i] - eta[i] * g1;
+        en[i] = energy(a, b) + noise * box_muller(w[2][i], w[3][i]).0;
+        xa[i] = a;
+        xb[i] = b;
+    }
+}
+
+/// Exploration step (SGLD with noise scale `sigma`) and energy of one level.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn explore_hot(
+    xa: &mut F32s,
+    xb: &mut F32s,
+    en: &mut F32s,
+    eta: &F32s,
+    sigma: &F32s,
+    w: &[U32s; 4],
+    w1: &[U32s; 4],
+    noise: f32,
+) {
+    for i in 0..LANES {
+        let (z0, z1) = box_muller(w[0][i], w[1][i]);
+        let (g0, g1) = gradient(xa[i], xb[i]);
+        let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
+        let (n0, n1) = box_muller(w[2][i], w[3][i]);
+        let a = xa[i] - eta[i] * g0 + sigma[i] * n0;
+        let b = xb[i] - eta[i] * g1 + sigma[i] * n1;
+        en[i] = energy(a, b) + noise * box_muller(w1[0][i], w1[1][i]).0;
+        xa[i] = a;
+        xb[i] = b;
+    }
+}
+
+/// Indicators, attempts and swap decisions of one pair in every lane.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn sweep_pair(
+    lo: &F32s,
+    hi: &F32s,
+    c32: &F32s,
+    gates: &[bool; LANES],
+    eligible: bool,
+    indicator: &mut [bool; LANES],
+    swap: &mut [bool; LANES],
+    pc: &mut PairLanes,
+    count: &mut [u32; LANES],
+) {
+    for i in 0..LANES {
+        let valid = lo[i].is_finite() && hi[i].is_finite();
+        let ind = valid && hi[i] + c32[i] < lo[i];
+        let attempt = eligible && gates[i];
+        let sw = attempt && ind;
+        indicator[i] = ind;
+        swap[i] = sw;
+        count[i] += u32::from(ind);
+        pc.indicators[i] += u64::from(ind);
+        pc.attempts[i] += u64::from(attempt);
+        pc.swaps[i] += u64::from(sw);
+        pc.nonfinite[i] += u64::from(!valid);
+    }
+}
+
+/// The ladder update of one inner level in every lane (nrpt-core's
+/// `adapt_ladder_indicators`, one level).
+#[inline(always)]
+fn ladder_level(
+    below: &F64s,
+    here: &mut F64s,
+    above: &F64s,
+    indicator: &[bool; LANES],
+    grow_below: &mut F64s,
+    up: f64,
+    down: f64,
+) {
+    for i in 0..LANES {
+        let grow_above = if indicator[i] { up } else { down };
+        let (b, h, a) = (below[i], here[i], above[i]);
+        let from_below = (b + (h - b).max(0.0) * grow_below[i]).max(b).min(a);
+        let from_above = (a - (a - h).max(0.0) * grow_above).max(b).min(a);
+        here[i] = 0.5 * (from_below + from_above);
+        grow_below[i] = grow_above;
+    }
+}
+
+/// Exchanges `a[i]` and `b[i]` where `mask[i]`.
+#[inline(always)]
+fn blend<T: Copy>(mask: &[bool; LANES], a: &mut [T; LANES], b: &mut [T; LANES]) {
+    for i in 0..LANES {
+        let (x, y) = (a[i], b[i]);
+        a[i] = if mask[i] { y } else { x };
+        b[i] = if mask[i] { x } else { y };
+    }
+}
+
+#[inline(always)]
+fn step_body(lanes: &mut Lanes, gamma: f64) {
+    lanes.explore();
+    lanes.exchange(gamma);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn step_avx2(lanes: &mut Lanes, gamma: f64) {
+    step_body(lanes, gamma);
+}
+
+fn step_dispatch(lanes: &mut Lanes, gamma: f64) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor supports AVX2, checked just above.
+        unsafe { step_avx2(lanes, gamma) };
+        return;
+    }
+    step_body(lanes, gamma);
+}
+
+/// Runs ensembles `first .. first + count` (count ≤ [`LANES`]) of `job` in one lane
+/// group; lanes past `count` compute ensembles that are thrown away.
+pub fn run_group(
+    job: &Job,
+    first: usize,
+    count: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<Recorder>, super::EngineError> {
+    let mut lanes = Lanes::new(job, first)?;
+    let mut records: Vec<Recorder> = (0..count).map(|i| Recorder::new(job, first + i)).collect();
+    let rec = job.record;
+    let schedule = job.options.adapt.schedule;
+    let mut unreported = 0u64;
+    for k in 0..job.iterations {
+        lanes.step(schedule.gamma(k));
+        for (i, r) in records.iter_mut().enumerate() {
+            if rec.traces_at(k) {
+                let ladder = r.is_first().then(|| lanes.ladder(i));
+                r.trace(
+                    k,
+                    rec.trace_every,
+                    ladder,
+                    lanes.buffer(i),
+                    lanes.stats(i),
+                    |l| lanes.indicators(i, l),
+                );
+            }
+            if r.is_first() && rec.paths_at(k) {
+                r.path(lanes.level_of(i).into_iter());
+            }
+            if rec.samples_at(k) {
+                r.sample(k, &lanes.target(i));
+            }
+        }
+        unreported += count as u64;
+        if unreported >= 1024 {
+            progress(unreported);
+            unreported = 0;
+            if crate::interrupt::requested() {
+                return Err(super::EngineError::Interrupted);
+            }
+        }
+    }
+    progress(unreported);
+    for (i, r) in records.iter_mut().enumerate() {
+        r.finish(
+            lanes.ladder(i),
+            lanes.buffer(i),
+            lanes.stats(i),
+            lanes.pair_stats(i),
+        );
+    }
+    Ok(records)
+}

@@ -1,0 +1,197 @@
+//! What one ensemble records during a run (samples, traces, index paths), the same
+//! way whichever engine runs it, and how the records of all ensembles merge into a
+//! [`RunOutput`].
+
+use nrpt_core::index::{IndexStats, PairStats};
+
+use super::{EnsembleResult, Job, Record, RunOutput, Trace};
+
+impl Record {
+    /// A sample is kept after iteration `k`.
+    #[inline]
+    pub fn samples_at(&self, k: u64) -> bool {
+        self.thin > 0 && k >= self.warmup && k.is_multiple_of(self.thin)
+    }
+
+    /// A trace entry is written after iteration `k` (when k + 1 iterations are done).
+    #[inline]
+    pub fn traces_at(&self, k: u64) -> bool {
+        self.trace_every > 0 && (k + 1).is_multiple_of(self.trace_every)
+    }
+
+    /// The index path of ensemble 0 is recorded after iteration `k`.
+    #[inline]
+    pub fn paths_at(&self, k: u64) -> bool {
+        k < self.path_iterations
+    }
+}
+
+/// The records of one ensemble.
+#[derive(Debug)]
+pub struct Recorder {
+    ensemble: usize,
+    result: EnsembleResult,
+    samples: Vec<f32>,
+    sample_iterations: Vec<u64>,
+    trace_ladder: Vec<Vec<f64>>,
+    trace_buffer: Vec<f64>,
+    trace_trips: Vec<IndexStats>,
+    trace_rates: Vec<Vec<f64>>,
+    trace_iterations: Vec<u64>,
+    paths: Vec<Vec<u32>>,
+    last_indicators: Vec<u64>,
+}
+
+impl Recorder {
+    /// Empty records of ensemble `e` of `job`, with room for every sample.
+    pub fn new(job: &Job, e: usize) -> Self {
+        let rec = job.record;
+        let n_samples = if rec.thin == 0 || job.iterations <= rec.warmup {
+            0
+        } else {
+            (job.iterations - rec.warmup).div_ceil(rec.thin) as usize
+        };
+        Recorder {
+            ensemble: e,
+            result: EnsembleResult {
+                ladder: Vec::new(),
+                buffer: 0.0,
+                stats: IndexStats::default(),
+                pairs: Vec::new(),
+            },
+            samples: Vec::with_capacity(n_samples * job.target.dim()),
+            sample_iterations: Vec::with_capacity(n_samples),
+            trace_ladder: Vec::new(),
+            trace_buffer: Vec::new(),
+            trace_trips: Vec::new(),
+            trace_rates: Vec::new(),
+            trace_iterations: Vec::new(),
+            paths: if e == 0 && rec.path_iterations > 0 {
+                vec![Vec::with_capacity(rec.path_iterations as usize); job.chains]
+            } else {
+                Vec::new()
+            },
+            last_indicators: vec![0; job.chains.saturating_sub(1)],
+        }
+    }
+
+    /// `true` for ensemble 0 (whose ladder and index paths are recorded).
+    pub fn is_first(&self) -> bool {
+        self.ensemble == 0
+    }
+
+    /// Keeps the target-level state after iteration `k`.
+    pub fn sample(&mut self, k: u64, target: &[f32]) {
+        self.samples.extend_from_slice(target);
+        self.sample_iterations.push(k);
+    }
+
+    /// A trace entry after iteration `k`; `indicators(l)` is the running total of
+    /// pair l's indicator count (rates are taken over the interval since the last
+    /// entry, of `interval` iterations); `ladder` only for ensemble 0.
+    pub fn trace(
+        &mut self,
+        k: u64,
+        interval: u64,
+        ladder: Option<Vec<f64>>,
+        buffer: f64,
+        stats: IndexStats,
+        indicators: impl Fn(usize) -> u64,
+    ) {
+        if let Some(l) = ladder {
+            self.trace_ladder.push(l);
+        }
+        self.trace_buffer.push(buffer);
+        self.trace_trips.push(stats);
+        let rates = self
+            .last_indicators
+            .iter_mut()
+            .enumerate()
+            .map(|(l, last)| {
+                let now = indicators(l);
+                let rate = (now - *last) as f64 / interval as f64;
+                *last = now;
+                rate
+            })
+            .collect();
+        self.trace_rates.push(rates);
+        self.trace_iterations.push(k + 1);
+    }
+
+    /// Appends the level of every replica (ensemble 0 only).
+    pub fn path(&mut self, level_of: impl Iterator<Item = u32>) {
+        for (path, level) in self.paths.iter_mut().zip(level_of) {
+            path.push(level);
+        }
+    }
+
+    /// The final state of the ensemble.
+    pub fn finish(
+        &mut self,
+        ladder: Vec<f64>,
+        buffer: f64,
+        stats: IndexStats,
+        pairs: Vec<PairStats>,
+    ) {
+        self.result = EnsembleResult {
+            ladder,
+            buffer,
+            stats,
+            pairs,
+        };
+    }
+}
+
+/// Merges the records of every ensemble (in ensemble order) into a run's output.
+pub fn merge(backend: String, runs: Vec<Recorder>, dim: usize) -> RunOutput {
+    let n = runs.first().map_or(0, |r| r.sample_iterations.len());
+    let mut samples = Vec::with_capacity(n * runs.len() * dim);
+    for i in 0..n {
+        for r in &runs {
+            samples.extend_from_slice(&r.samples[i * dim..(i + 1) * dim]);
+        }
+    }
+    RunOutput {
+        backend,
+        samples,
+        sample_iterations: runs
+            .first()
+            .map(|r| r.sample_iterations.clone())
+            .unwrap_or_default(),
+        trace: merge_traces(&runs),
+        paths: runs.first().map(|r| r.paths.clone()).unwrap_or_default(),
+        ensembles: runs.into_iter().map(|r| r.result).collect(),
+    }
+}
+
+fn merge_traces(runs: &[Recorder]) -> Trace {
+    let Some(first) = runs.first() else {
+        return Trace::default();
+    };
+    let e = runs.len() as f64;
+    let mut trace = Trace {
+        iterations: first.trace_iterations.clone(),
+        ladder: first.trace_ladder.clone(),
+        ..Trace::default()
+    };
+    for i in 0..first.trace_iterations.len() {
+        trace
+            .buffer
+            .push(runs.iter().map(|r| r.trace_buffer[i]).sum::<f64>() / e);
+        trace
+            .round_trips
+            .push(runs.iter().map(|r| r.trace_trips[i].round_trips).sum());
+        trace.authors_round_trips.push(
+            runs.iter()
+                .map(|r| r.trace_trips[i].authors_round_trips)
+                .sum(),
+        );
+        let pairs = first.trace_rates[i].len();
+        trace.indicator_rate.push(
+            (0..pairs)
+                .map(|l| runs.iter().map(|r| r.trace_rates[i][l]).sum::<f64>() / e)
+                .collect(),
+        );
+    }
+    trace
+}
