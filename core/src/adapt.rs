@@ -149,11 +149,20 @@ pub fn adapt_ladder_indicators(
     gamma: f64,
     indicator: impl Fn(usize) -> bool,
 ) {
-    let (up, down) = (
+    let (up, down) = growth_factors(target, gamma);
+    adapt_ladder_by_factor(ladder, |l| if indicator(l) { up } else { down });
+}
+
+/// The two growth factors of the ladder update for 0/1 indicators at step size γ:
+/// `(exp((1 − S) γ), exp(−S γ))`, for an indicator of 1 and of 0. Engines that update
+/// many ensembles at once (vector lanes, a GPU) compute them once per iteration from
+/// this definition.
+#[inline]
+pub fn growth_factors(target: f64, gamma: f64) -> (f64, f64) {
+    (
         libm::exp((1.0 - target) * gamma),
         libm::exp(-target * gamma),
-    );
-    adapt_ladder_by_factor(ladder, |l| if indicator(l) { up } else { down });
+    )
 }
 
 /// The ladder update given the growth factor `exp((s_l − S) γ)` of every pair.

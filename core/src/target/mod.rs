@@ -1,0 +1,151 @@
+//! Energy functions: the oracle trait the sampler calls, exact potentials, and the
+//! noisy oracle that hides a potential behind stochastic gradients and energies.
+//!
+//! The sampler only ever sees an [`EnergyOracle`]: a stochastic gradient ∇Ũ and a
+//! stochastic energy Ũ at a point, written into buffers the caller owns. A data target
+//! computes them on a mini-batch; the toy targets add Gaussian noise to an exact
+//! [`Potential`] through [`Noisy`].
+
+mod modes2d;
+mod sum_modes;
+
+pub use modes2d::Modes2d;
+pub use sum_modes::SumModes;
+
+use core::convert::Infallible;
+use rand_core::Rng;
+
+use crate::float::Float;
+use crate::rng::{UnitDraw, fill_normals, normal_pair};
+
+/// Stochastic energy and gradient of the target, π(x) ∝ exp(−U(x)).
+///
+/// Random draws come from the `rng` handed in; the driver hands each replica, iteration
+/// and purpose its own counter-based stream, so results do not depend on call order.
+pub trait EnergyOracle<F: Float> {
+    /// Error of a failed evaluation (a data source that fails, say). Non-finite values
+    /// are not errors: the sampler counts them and they never win a swap.
+    type Error: core::fmt::Debug;
+
+    /// Dimension D of the state.
+    fn dim(&self) -> usize;
+
+    /// Writes a stochastic gradient ∇Ũ(x) into `grad` (length D).
+    fn gradient<R: Rng + ?Sized>(
+        &mut self,
+        x: &[F],
+        grad: &mut [F],
+        rng: &mut R,
+    ) -> Result<(), Self::Error>;
+
+    /// Returns a stochastic energy Ũ(x).
+    fn energy<R: Rng + ?Sized>(&mut self, x: &[F], rng: &mut R) -> Result<F, Self::Error>;
+}
+
+/// An exact, deterministic potential U(x) with its gradient.
+pub trait Potential<F: Float> {
+    /// Dimension D.
+    fn dim(&self) -> usize;
+    /// U(x).
+    fn energy(&self, x: &[F]) -> F;
+    /// Writes ∇U(x) into `grad` (length D).
+    fn gradient(&self, x: &[F], grad: &mut [F]);
+}
+
+/// A potential seen only through noise: `∇Ũ = ∇U + σ_g ξ` with ξ ~ N(0, I_D) and
+/// `Ũ = U + σ_e ζ` with ζ ~ N(0, 1). The paper's toy uses σ_g = σ_e = 2.
+///
+/// Word use (the GPU kernels match it): the gradient noise is [`fill_normals`] over D
+/// values, the energy noise the first value of one [`normal_pair`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Noisy<P> {
+    /// The exact potential.
+    pub potential: P,
+    /// Standard deviation σ_g of the gradient noise.
+    pub gradient_noise: f64,
+    /// Standard deviation σ_e of the energy noise.
+    pub energy_noise: f64,
+}
+
+impl<P> Noisy<P> {
+    /// The paper's oracle: noise scale 2 on gradient and energy.
+    pub fn paper(potential: P) -> Self {
+        Noisy {
+            potential,
+            gradient_noise: 2.0,
+            energy_noise: 2.0,
+        }
+    }
+
+    /// No noise at all (exact gradients and energies).
+    pub fn exact(potential: P) -> Self {
+        Noisy {
+            potential,
+            gradient_noise: 0.0,
+            energy_noise: 0.0,
+        }
+    }
+}
+
+impl<F: Float + UnitDraw, P: Potential<F>> EnergyOracle<F> for Noisy<P> {
+    type Error = Infallible;
+
+    fn dim(&self) -> usize {
+        self.potential.dim()
+    }
+
+    fn gradient<R: Rng + ?Sized>(
+        &mut self,
+        x: &[F],
+        grad: &mut [F],
+        rng: &mut R,
+    ) -> Result<(), Infallible> {
+        self.potential.gradient(x, grad);
+        if self.gradient_noise != 0.0 {
+            let s = F::from_f64(self.gradient_noise);
+            // Draw in blocks of 8 so no scratch buffer is needed.
+            let mut buf = [F::ZERO; 8];
+            for chunk in grad.chunks_mut(8) {
+                let z = &mut buf[..chunk.len()];
+                fill_normals(rng, z);
+                for (g, &zi) in chunk.iter_mut().zip(z.iter()) {
+                    *g += s * zi;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn energy<R: Rng + ?Sized>(&mut self, x: &[F], rng: &mut R) -> Result<F, Infallible> {
+        let u = self.potential.energy(x);
+        if self.energy_noise == 0.0 {
+            return Ok(u);
+        }
+        let (z, _) = normal_pair::<F, R>(rng);
+        Ok(u + F::from_f64(self.energy_noise) * z)
+    }
+}
+
+/// Checks a potential's gradient against central differences of its energy: returns
+/// the largest absolute difference over the coordinates of `x`. For tests and users
+/// who bring their own potential; `grad` and `probe` are scratch of length D.
+pub fn gradient_check<P: Potential<f64>>(
+    potential: &P,
+    x: &[f64],
+    grad: &mut [f64],
+    probe: &mut [f64],
+    h: f64,
+) -> f64 {
+    potential.gradient(x, grad);
+    probe.copy_from_slice(x);
+    let mut worst: f64 = 0.0;
+    for j in 0..x.len() {
+        probe[j] = x[j] + h;
+        let up = potential.energy(probe);
+        probe[j] = x[j] - h;
+        let down = potential.energy(probe);
+        probe[j] = x[j];
+        worst = worst.max(((up - down) / (2.0 * h) - grad[j]).abs());
+    }
+    worst
+}

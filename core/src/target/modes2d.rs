@@ -1,0 +1,104 @@
+//! The 25-mode 2D target of Deng et al. (AAAI 2023), Figure 3.
+
+use core::f64::consts::PI;
+
+use super::Potential;
+use crate::float::Float;
+
+/// `U(x) = 0.2 (x₁² + x₂²) − 2 (cos 2πx₁ + cos 2πx₂) + 1[|x|² > 20] (|x|² − 20)`.
+///
+/// Twenty-five modes near the integer points of [−2, 2]², deeper towards the centre.
+/// The last term is the soft wall of the authors' code, which keeps runaway explorers
+/// (large learning rates, no temperature) inside |x|² ≤ 20; it does not change the
+/// density where it has mass worth speaking of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Modes2d;
+
+impl Modes2d {
+    /// The wall starts at |x|² = 20.
+    pub const WALL: f64 = 20.0;
+}
+
+impl<F: Float> Potential<F> for Modes2d {
+    fn dim(&self) -> usize {
+        2
+    }
+
+    #[inline]
+    fn energy(&self, x: &[F]) -> F {
+        let (a, b) = (x[0], x[1]);
+        let r2 = a * a + b * b;
+        let wall = F::from_f64(Modes2d::WALL);
+        let (ca, cb) = (a.sin_cos_2pi().1, b.sin_cos_2pi().1);
+        let mut u = F::from_f64(0.2) * r2 - F::from_f64(2.0) * (ca + cb);
+        if r2 > wall {
+            u += r2 - wall;
+        }
+        u
+    }
+
+    #[inline]
+    fn gradient(&self, x: &[F], grad: &mut [F]) {
+        let four_pi = F::from_f64(4.0 * PI);
+        let (a, b) = (x[0], x[1]);
+        let r2 = a * a + b * b;
+        let slope = if r2 > F::from_f64(Modes2d::WALL) {
+            F::from_f64(0.4 + 2.0)
+        } else {
+            F::from_f64(0.4)
+        };
+        grad[0] = slope * a + four_pi * a.sin_cos_2pi().0;
+        grad[1] = slope * b + four_pi * b.sin_cos_2pi().0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::gradient_check;
+
+    #[test]
+    fn energy_at_reference_points() {
+        // U(0,0) = −4; U(1,0) = 0.2 − 4; U(2,2) = 1.6 − 4; U(0.5, 0) = 0.05 + 2 − 2.
+        let cases: [([f64; 2], f64); 5] = [
+            ([0.0, 0.0], -4.0),
+            ([1.0, 0.0], 0.2 - 4.0),
+            ([2.0, 2.0], 1.6 - 4.0),
+            ([0.5, 0.0], 0.05),
+            ([4.0, 3.0], 5.0 - 4.0 + 5.0), // |x|² = 25: wall adds 5
+        ];
+        for (x, u) in cases {
+            let got = Potential::<f64>::energy(&Modes2d, &x);
+            assert!((got - u).abs() < 1e-12, "U({x:?}) = {got}, want {u}");
+        }
+    }
+
+    #[test]
+    fn gradient_matches_central_differences() {
+        let mut g = [0.0; 2];
+        let mut p = [0.0; 2];
+        for x in [
+            [0.1, -0.3],
+            [1.7, 2.2],
+            [-3.9, 2.6],
+            [4.1, -1.0],
+            [0.0, 0.0],
+        ] {
+            let err = gradient_check(&Modes2d, &x, &mut g, &mut p, 1e-6);
+            assert!(err < 1e-6, "at {x:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn f32_agrees_with_f64() {
+        for x in [[0.1f64, -0.3], [1.7, 2.2], [-3.9, 2.6]] {
+            let xf = [x[0] as f32, x[1] as f32];
+            let e64 = Potential::<f64>::energy(&Modes2d, &[f64::from(xf[0]), f64::from(xf[1])]);
+            let e32 = Potential::<f32>::energy(&Modes2d, &xf);
+            assert!(
+                (f64::from(e32) - e64).abs() < 1e-5 * (1.0 + e64.abs()),
+                "{x:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Builds the kernels' per-thread math (kernels/*.cuh) for the host, without FMA
+//! contraction, into a static library the tests compare with nrpt-core.
+
+fn main() {
+    println!("cargo:rerun-if-changed=csrc/host_math.cpp");
+    println!("cargo:rerun-if-changed=../kernels");
+    if let Ok(entries) = std::fs::read_dir("../kernels") {
+        for entry in entries.flatten() {
+            println!("cargo:rerun-if-changed={}", entry.path().display());
+        }
+    }
+    cc::Build::new()
+        .cpp(true)
+        .file("csrc/host_math.cpp")
+        .include("../kernels")
+        .opt_level(2)
+        .flag("-ffp-contract=off")
+        .flag_if_supported("-fno-fast-math")
+        .flag_if_supported("-fexcess-precision=standard")
+        .warnings(true)
+        .compile("nrpt_kernel_host");
+}

@@ -1,0 +1,139 @@
+// host_math.cpp: the kernels' per-thread math (kernels/*.cuh) compiled for the CPU with
+// -ffp-contract=off, behind extern "C" shims that nrpt-cuda's tests call to compare
+// with nrpt-core. The kernels run exactly these functions on the GPU.
+#include "chain.cuh"
+#include "swap.cuh"
+
+extern "C" {
+
+void nrpt_host_philox(const nrpt_u32* counter, const nrpt_u32* key, nrpt_u32* out) {
+    NrptBlock b = nrpt_philox(counter[0], counter[1], counter[2], counter[3], key[0], key[1]);
+    out[0] = b.w0;
+    out[1] = b.w1;
+    out[2] = b.w2;
+    out[3] = b.w3;
+}
+
+nrpt_u32 nrpt_host_stream_word(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u32 iteration,
+                               nrpt_u32 replica, nrpt_u32 stream, nrpt_u64 index) {
+    return nrpt_stream_word(nrpt_stream(seed, ensemble, iteration, replica, stream), index);
+}
+
+float nrpt_host_uniform_f32(nrpt_u32 w) { return nrpt_uniform_f32(w); }
+double nrpt_host_uniform_f64(nrpt_u32 w) { return nrpt_uniform_f64(w); }
+
+void nrpt_host_box_muller_f32(nrpt_u32 w0, nrpt_u32 w1, float* out) {
+    NrptPair p = nrpt_box_muller_f32(w0, w1);
+    out[0] = p.z0;
+    out[1] = p.z1;
+}
+
+float nrpt_host_ln(float x) { return nrpt_ln(x); }
+
+void nrpt_host_sin_cos_2pi(float x, float* out) {
+    NrptSinCos sc = nrpt_sin_cos_2pi(x);
+    out[0] = sc.s;
+    out[1] = sc.c;
+}
+
+float nrpt_host_modes2d_energy(float a, float b) { return nrpt_modes2d_energy(a, b); }
+
+void nrpt_host_modes2d_gradient(float a, float b, float* out) {
+    nrpt_modes2d_gradient(a, b, &out[0], &out[1]);
+}
+
+float nrpt_host_sum_modes_term(float x) { return nrpt_sum_modes_term(x); }
+float nrpt_host_sum_modes_grad(float x) { return nrpt_sum_modes_grad(x); }
+
+nrpt_u16 nrpt_host_f32_to_bf16(float x) { return nrpt_f32_to_bf16(x); }
+float nrpt_host_bf16_to_f32(nrpt_u16 h) { return nrpt_bf16_to_f32(h); }
+nrpt_u16 nrpt_host_f32_to_f16(float x) { return nrpt_f32_to_f16(x); }
+float nrpt_host_f16_to_f32(nrpt_u16 h) { return nrpt_f16_to_f32(h); }
+
+nrpt_u32 nrpt_host_persistent_shared_bytes(nrpt_u32 g, nrpt_u32 p) {
+    return nrpt_persistent_shared_bytes(g, p);
+}
+
+/// One replica's iteration as the per-thread kernels do it (step_2d for D = 2, else
+/// step_seq). `storage`: 0 f32 (x, v are float*), 1 bf16, 2 f16 (x, v are u16*).
+float nrpt_host_chain_step(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+                           nrpt_u32 replica, double eta, double temp, void* x, void* v,
+                           nrpt_u32 storage) {
+    NrptChainCfg cfg = nrpt_chain_cfg(p);
+    NrptLevelCoeffs l = nrpt_level_coeffs(&cfg, eta, temp);
+    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, (nrpt_u32)k, replica, NRPT_STREAM_STEP);
+    if (storage == 0u && cfg.dim == 2u) {
+        float* xf = (float*)x;
+        float* vf = (float*)v;
+        float v0 = cfg.momentum ? vf[0] : 0.0f, v1 = cfg.momentum ? vf[1] : 0.0f;
+        float e = nrpt_chain_step_2d(&cfg, &l, s, &xf[0], &xf[1], &v0, &v1);
+        if (cfg.momentum) {
+            vf[0] = v0;
+            vf[1] = v1;
+        }
+        return e;
+    }
+    if (storage == 1u)
+        return nrpt_chain_step_seq<NrptStoreBf16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x));
+    if (storage == 2u)
+        return nrpt_chain_step_seq<NrptStoreF16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x));
+    return nrpt_chain_step_seq<NrptStoreF32>(&cfg, &l, s, (float*)x, (float*)(v ? v : x));
+}
+
+/// One replica's iteration as the cooperative kernel step_block_f32 does it: 256
+/// threads over quads, then the fixed warp/block tree of partial energies.
+float nrpt_host_chain_step_block(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+                                 nrpt_u32 replica, double eta, double temp, float* x,
+                                 float* v) {
+    NrptChainCfg cfg = nrpt_chain_cfg(p);
+    NrptLevelCoeffs l = nrpt_level_coeffs(&cfg, eta, temp);
+    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, (nrpt_u32)k, replica, NRPT_STREAM_STEP);
+    float partial[256];
+    for (nrpt_u32 t = 0; t < 256u; ++t) {
+        partial[t] = nrpt_chain_step_quads<NrptStoreF32>(&cfg, &l, s, x, v ? v : x, t, 256u);
+    }
+    float u = nrpt_block_sum(partial, 256u);
+    NrptCursor cur = nrpt_cursor(s, 0u);
+    return nrpt_energy_noise(&cfg, &l, &cur, u);
+}
+
+/// Steps 3-6 of one ensemble, arrays with the given stride.
+void nrpt_host_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+                              const NrptIterConsts* ic, float* energies, double* ladder,
+                              double* temps, nrpt_u32* replica_at, nrpt_u32* level_of,
+                              nrpt_u8* trips, nrpt_u8* gates, nrpt_u8* flags,
+                              NrptPairStats* pairs, nrpt_u32 stride, double* buffer,
+                              NrptIndexStats* stats, nrpt_u32* summary) {
+    NrptEnsembleRefs r;
+    r.energies = energies;
+    r.ladder = ladder;
+    r.temps = temps;
+    r.replica_at = replica_at;
+    r.level_of = level_of;
+    r.trips = trips;
+    r.gates = gates;
+    r.flags = flags;
+    r.pairs = pairs;
+    r.stride = stride;
+    NrptSweepSummary s = nrpt_swap_and_adapt(p, ensemble_key, k, *ic, &r, buffer, stats);
+    summary[0] = s.indicators;
+    summary[1] = s.swaps;
+    summary[2] = s.nonfinite;
+}
+
+}  // extern "C"
+
+extern "C" {
+/// Sizes and offsets of the shared blocks, for the layout test against Rust.
+void nrpt_host_layout(nrpt_u32* out) {
+    NrptGpuParams p;
+    out[0] = (nrpt_u32)sizeof(NrptKernelParams);
+    out[1] = (nrpt_u32)sizeof(NrptGpuParams);
+    out[2] = (nrpt_u32)((const char*)&p.ensembles - (const char*)&p);
+    out[3] = (nrpt_u32)((const char*)&p.core.seed - (const char*)&p);
+    out[4] = (nrpt_u32)sizeof(NrptArrays);
+    out[5] = (nrpt_u32)sizeof(NrptIterConsts);
+    out[6] = (nrpt_u32)sizeof(NrptPairStats);
+    out[7] = (nrpt_u32)sizeof(NrptIndexStats);
+}
+}

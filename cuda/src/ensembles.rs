@@ -1,0 +1,686 @@
+//! E independent tempering ensembles of P chains on one GPU: device buffers, start of
+//! run, the iteration loop (persistent kernel or step + swap kernels), and what comes
+//! back to the host.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use nrpt_core::TemperingOptions;
+use nrpt_core::adapt::geometric_ladder;
+use nrpt_core::driver::InitialStates;
+use nrpt_core::index::{IndexStats, PairStats};
+
+use crate::device::Gpu;
+use crate::error::{CudaError, driver};
+use crate::host_math;
+use crate::kernels::{Kernel, persistent_shared_bytes};
+use crate::params::{
+    Arrays, ExecutionPath, GpuParams, GpuTarget, IterConsts, MathMode, Noise, Precision,
+};
+
+/// Most iterations one persistent launch (or one chunk of step/swap launches) covers.
+const CHUNK: u64 = 4096;
+/// Threads per block of the one-thread-per-item kernels.
+const THREADS: u32 = 256;
+/// Threads per chain of the cooperative step (kernels/step.cu NRPT_BLOCK_THREADS).
+const BLOCK_THREADS: u32 = 256;
+/// Largest D stepped by one thread per chain; above it a block per chain.
+const SEQ_MAX_DIM: usize = 64;
+/// Target number of threads per persistent block.
+const PERSISTENT_THREADS: u32 = 512;
+/// Shared memory a block may use without opting in.
+const SHARED_LIMIT: u32 = 48 * 1024;
+
+/// Everything that defines a GPU run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EnsembleConfig {
+    /// The options of every ensemble; ensemble e uses `options.ensemble + e` as its
+    /// Philox key word, exactly as the CPU engine does for ensemble index e.
+    pub options: TemperingOptions,
+    /// The potential.
+    pub target: GpuTarget,
+    /// The oracle's noise.
+    pub noise: Noise,
+    /// Number of ensembles E.
+    pub ensembles: usize,
+    /// Chains per ensemble P.
+    pub chains: usize,
+    /// Storage of the states.
+    pub precision: Precision,
+    /// Floating-point contract of the kernels.
+    pub math: MathMode,
+    /// Which kernels run the iterations.
+    pub path: ExecutionPath,
+}
+
+impl EnsembleConfig {
+    /// E ensembles of P chains with the paper's noisy oracle, f32 storage, exact math,
+    /// automatic choice of kernels.
+    pub fn new(
+        options: TemperingOptions,
+        target: GpuTarget,
+        ensembles: usize,
+        chains: usize,
+    ) -> Self {
+        EnsembleConfig {
+            options,
+            target,
+            noise: Noise::PAPER,
+            ensembles,
+            chains,
+            precision: Precision::F32,
+            math: MathMode::Exact,
+            path: ExecutionPath::Auto,
+        }
+    }
+}
+
+/// The state of one ensemble as the host sees it after a [`GpuEnsembles::snapshot`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnsembleSnapshot {
+    /// Learning rate of each level (P).
+    pub ladder: Vec<f64>,
+    /// Temperature of each level (P).
+    pub temperatures: Vec<f64>,
+    /// Correction buffer C.
+    pub buffer: f64,
+    /// Round trips, restarts, non-finite energies.
+    pub stats: IndexStats,
+    /// Counts of each pair (P − 1).
+    pub pair_stats: Vec<PairStats>,
+    /// Replica at each level (P).
+    pub replica_at: Vec<u32>,
+    /// Level of each replica (P).
+    pub level_of: Vec<u32>,
+    /// Energy at each level after the last iteration (P).
+    pub energies: Vec<f32>,
+    /// Trip state of each replica (P).
+    pub trips: Vec<u8>,
+    /// Flags of each pair at the last iteration (P − 1).
+    pub flags: Vec<u8>,
+    /// Gates of each pair (P − 1; 1 = open).
+    pub gates: Vec<u8>,
+}
+
+/// Every ensemble at one iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    /// Iterations done.
+    pub iteration: u64,
+    /// One entry per ensemble.
+    pub ensembles: Vec<EnsembleSnapshot>,
+}
+
+#[derive(Debug)]
+struct Buffers {
+    states: CudaSlice<u8>,
+    momenta: Option<CudaSlice<u8>>,
+    energies: CudaSlice<f32>,
+    ladder: CudaSlice<f64>,
+    temps: CudaSlice<f64>,
+    replica_at: CudaSlice<u32>,
+    level_of: CudaSlice<u32>,
+    trips: CudaSlice<u8>,
+    gates: CudaSlice<u8>,
+    flags: CudaSlice<u8>,
+    pairs: CudaSlice<u64>,
+    buffers: CudaSlice<f64>,
+    stats: CudaSlice<u64>,
+}
+
+#[derive(Debug)]
+struct Functions {
+    step: CudaFunction,
+    step_block: bool,
+    swap: CudaFunction,
+    persistent: Option<(CudaFunction, u32)>,
+}
+
+/// E ensembles of P chains stepping together on one GPU.
+#[derive(Debug)]
+pub struct GpuEnsembles {
+    gpu: Arc<Gpu>,
+    config: EnsembleConfig,
+    params: GpuParams,
+    buf: Buffers,
+    arrays: Arrays,
+    funcs: Functions,
+    iteration: u64,
+    recorded: Option<Vec<u8>>,
+}
+
+fn ptr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
+    let (p, _sync) = s.device_ptr(gpu.stream());
+    p
+}
+
+fn grid(items: u64, threads: u32) -> Result<LaunchConfig, CudaError> {
+    let blocks = items.div_ceil(u64::from(threads));
+    let blocks = u32::try_from(blocks.max(1))
+        .map_err(|_| CudaError::Unsupported(format!("{items} items exceed one launch grid")))?;
+    Ok(LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
+impl GpuEnsembles {
+    /// Validates the configuration, allocates every buffer and starts the run as
+    /// nrpt-core's `Engine::start` does (geometric ladder, identity permutation, open
+    /// gates, C₀, uniform initial states from the INIT streams).
+    pub fn new(gpu: &Arc<Gpu>, config: &EnsembleConfig) -> Result<GpuEnsembles, CudaError> {
+        let options = config.options.validate()?;
+        let (e, p, d) = (config.ensembles, config.chains, config.target.dim());
+        if p < 2 {
+            return Err(nrpt_core::Error::TooFewChains { chains: p }.into());
+        }
+        if e == 0 || d == 0 {
+            return Err(CudaError::Unsupported(
+                "zero ensembles or zero dimensions".into(),
+            ));
+        }
+        if u64::from(options.ensemble) + e as u64 - 1 > u64::from(u32::MAX) {
+            return Err(CudaError::Unsupported(
+                "options.ensemble + ensembles exceeds the 32-bit Philox key word".into(),
+            ));
+        }
+        let e32 = u32::try_from(e)
+            .map_err(|_| CudaError::Unsupported("more than 2^32 ensembles".into()))?;
+        let p32 =
+            u32::try_from(p).map_err(|_| CudaError::Unsupported("more than 2^32 chains".into()))?;
+        if config.precision != Precision::F32 && d == 2 {
+            return Err(CudaError::Unsupported(
+                "half-precision storage is for D-dimensional SumModes states (D > 2)".into(),
+            ));
+        }
+        if config.target == GpuTarget::Modes2d && config.precision != Precision::F32 {
+            return Err(CudaError::Unsupported("Modes2d needs f32 storage".into()));
+        }
+        let momentum = options.explorer.has_momentum();
+        let (init_uniform, low, high) = match options.init {
+            InitialStates::Uniform { low, high } => (1, low, high),
+            InitialStates::Keep => (0, 0.0, 0.0),
+        };
+        let params = GpuParams {
+            core: options.params(p, d),
+            gradient_noise: config.noise.gradient,
+            energy_noise: config.noise.energy,
+            init_low: low,
+            init_high: high,
+            ensembles: e32,
+            target: config.target.code(),
+            init_uniform,
+            reserved: 0,
+        };
+
+        let mut ladder0 = vec![0.0; p];
+        geometric_ladder(options.ladder_min, options.ladder_max, &mut ladder0)?;
+        let mut temps0 = vec![0.0; p];
+        options.temperatures.fill(&ladder0, &mut temps0);
+
+        let s = gpu.stream();
+        let n = e * p;
+        let np = e * (p - 1);
+        let bytes = n * d * config.precision.bytes();
+        let buf = Buffers {
+            states: s.alloc_zeros::<u8>(bytes).map_err(driver("allocating"))?,
+            momenta: if momentum {
+                Some(s.alloc_zeros::<u8>(bytes).map_err(driver("allocating"))?)
+            } else {
+                None
+            },
+            energies: s.alloc_zeros::<f32>(n).map_err(driver("allocating"))?,
+            ladder: s.alloc_zeros::<f64>(n).map_err(driver("allocating"))?,
+            temps: s.alloc_zeros::<f64>(n).map_err(driver("allocating"))?,
+            replica_at: s.alloc_zeros::<u32>(n).map_err(driver("allocating"))?,
+            level_of: s.alloc_zeros::<u32>(n).map_err(driver("allocating"))?,
+            trips: s.alloc_zeros::<u8>(n).map_err(driver("allocating"))?,
+            gates: s.alloc_zeros::<u8>(np).map_err(driver("allocating"))?,
+            flags: s.alloc_zeros::<u8>(np).map_err(driver("allocating"))?,
+            pairs: s.alloc_zeros::<u64>(4 * np).map_err(driver("allocating"))?,
+            buffers: s.alloc_zeros::<f64>(e).map_err(driver("allocating"))?,
+            stats: s.alloc_zeros::<u64>(4 * e).map_err(driver("allocating"))?,
+        };
+        let arrays = Arrays {
+            states: ptr(gpu, &buf.states),
+            momenta: buf.momenta.as_ref().map_or(0, |m| ptr(gpu, m)),
+            energies: ptr(gpu, &buf.energies),
+            ladder: ptr(gpu, &buf.ladder),
+            temps: ptr(gpu, &buf.temps),
+            replica_at: ptr(gpu, &buf.replica_at),
+            level_of: ptr(gpu, &buf.level_of),
+            trips: ptr(gpu, &buf.trips),
+            gates: ptr(gpu, &buf.gates),
+            flags: ptr(gpu, &buf.flags),
+            pairs: ptr(gpu, &buf.pairs),
+            buffers: ptr(gpu, &buf.buffers),
+            stats: ptr(gpu, &buf.stats),
+        };
+
+        let funcs = Self::functions(gpu, config, p32, e32)?;
+        let mut run = GpuEnsembles {
+            gpu: gpu.clone(),
+            config: EnsembleConfig { options, ..*config },
+            params,
+            buf,
+            arrays,
+            funcs,
+            iteration: 0,
+            recorded: None,
+        };
+        run.start(&ladder0, &temps0, options.initial_buffer)?;
+        Ok(run)
+    }
+
+    fn functions(
+        gpu: &Gpu,
+        config: &EnsembleConfig,
+        p: u32,
+        e: u32,
+    ) -> Result<Functions, CudaError> {
+        let d = config.target.dim();
+        let math = config.math;
+        let (step_kernel, step_block) = match (d, config.precision) {
+            (2, Precision::F32) => (Kernel::Step2d, false),
+            (d, prec) if d <= SEQ_MAX_DIM => (
+                match prec {
+                    Precision::F32 => Kernel::StepSeqF32,
+                    Precision::Bf16 => Kernel::StepSeqBf16,
+                    Precision::F16 => Kernel::StepSeqF16,
+                },
+                false,
+            ),
+            (_, prec) => (
+                match prec {
+                    Precision::F32 => Kernel::StepBlockF32,
+                    Precision::Bf16 => Kernel::StepBlockBf16,
+                    Precision::F16 => Kernel::StepBlockF16,
+                },
+                true,
+            ),
+        };
+        let persistent_ok = d == 2 && config.precision == Precision::F32;
+        let g = persistent_group(p, e);
+        let persistent = match (config.path, persistent_ok, g) {
+            (ExecutionPath::StepSwap, _, _) => None,
+            (_, true, Some(g)) => Some((gpu.function(Kernel::Persistent2d, math)?, g)),
+            (ExecutionPath::Persistent, _, _) => {
+                return Err(CudaError::Unsupported(format!(
+                    "the persistent kernel needs D = 2, f32 storage and P ≤ 1024 chains \
+                     whose ensemble fits in 48 KiB of shared memory (D = {d}, P = {p}, {:?})",
+                    config.precision
+                )));
+            }
+            _ => None,
+        };
+        Ok(Functions {
+            step: gpu.function(step_kernel, math)?,
+            step_block,
+            swap: gpu.function(Kernel::SwapAdapt, math)?,
+            persistent,
+        })
+    }
+
+    fn start(&mut self, ladder0: &[f64], temps0: &[f64], buffer0: f64) -> Result<(), CudaError> {
+        let s = self.gpu.stream().clone();
+        let ladder_d = s
+            .clone_htod(ladder0)
+            .map_err(driver("uploading the ladder"))?;
+        let temps_d = s
+            .clone_htod(temps0)
+            .map_err(driver("uploading the temperatures"))?;
+        let n = (self.config.ensembles * self.config.chains) as u64;
+        let init = self.gpu.function(Kernel::InitEnsembles, self.config.math)?;
+        let (params, arrays) = (self.params, self.arrays);
+        let lp = ptr(&self.gpu, &ladder_d);
+        let tp = ptr(&self.gpu, &temps_d);
+        let mut b = s.launch_builder(&init);
+        b.arg(&params).arg(&arrays).arg(&lp).arg(&tp).arg(&buffer0);
+        // SAFETY: init_ensembles(NrptGpuParams, NrptArrays, const double*, const double*,
+        // double) matches these arguments; every array of `arrays` was allocated above
+        // for E·P (or E·(P−1), E) elements, the kernel guards c < E·P, and ladder_d/temps_d
+        // hold P values and live until the synchronize below.
+        unsafe { b.launch(grid(n, THREADS)?) }.map_err(driver("launching init_ensembles"))?;
+        let states_kernel = match self.config.precision {
+            Precision::F32 => Kernel::InitStatesF32,
+            Precision::Bf16 => Kernel::InitStatesBf16,
+            Precision::F16 => Kernel::InitStatesF16,
+        };
+        let f = self.gpu.function(states_kernel, self.config.math)?;
+        let mut b = s.launch_builder(&f);
+        b.arg(&params).arg(&arrays);
+        // SAFETY: init_states_*(NrptGpuParams, NrptArrays); states (and momenta if any)
+        // hold E·P·D elements of the storage type; the kernel guards i < E·P·D.
+        unsafe { b.launch(grid(n * self.config.target.dim() as u64, THREADS)?) }
+            .map_err(driver("launching init_states"))?;
+        self.gpu.synchronize()
+    }
+
+    /// The configuration (with validated options).
+    pub fn config(&self) -> &EnsembleConfig {
+        &self.config
+    }
+
+    /// The parameter block the kernels read.
+    pub fn params(&self) -> &GpuParams {
+        &self.params
+    }
+
+    /// Iterations done.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// `true` when [`advance`](Self::advance) runs the persistent kernel.
+    pub fn uses_persistent_kernel(&self) -> bool {
+        self.funcs.persistent.is_some()
+    }
+
+    /// Starts (or stops) recording every pair's swap flags at every iteration; see
+    /// [`take_recorded_flags`](Self::take_recorded_flags).
+    pub fn record_flags(&mut self, on: bool) {
+        self.recorded = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// The flags recorded since recording started, `[iteration][ensemble][pair]`
+    /// (E·(P−1) bytes per iteration, bits of `nrpt_core::swap::flags`); empties the
+    /// record and keeps recording.
+    pub fn take_recorded_flags(&mut self) -> Vec<u8> {
+        self.recorded
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Runs `iterations` iterations of every ensemble, all on the device.
+    pub fn advance(&mut self, iterations: u64) -> Result<(), CudaError> {
+        let mut done = 0;
+        while done < iterations {
+            let n = (iterations - done).min(CHUNK);
+            self.advance_chunk(n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn advance_chunk(&mut self, n: u64) -> Result<(), CudaError> {
+        let s = self.gpu.stream().clone();
+        let k0 = self.iteration;
+        let consts: Vec<IterConsts> = (k0..k0 + n)
+            .map(|k| IterConsts::at(&self.config.options, k))
+            .collect();
+        let consts_d = s
+            .clone_htod(&consts)
+            .map_err(driver("uploading adaptation constants"))?;
+        let cp = ptr(&self.gpu, &consts_d);
+        let (e, p) = (self.config.ensembles as u64, self.config.chains as u64);
+        let per_iter = e * (p - 1);
+        let record_d = match self.recorded {
+            Some(_) => Some(
+                s.alloc_zeros::<u8>((per_iter * n) as usize)
+                    .map_err(driver("allocating the flag record"))?,
+            ),
+            None => None,
+        };
+        let rp = record_d.as_ref().map_or(0, |r| ptr(&self.gpu, r));
+        let (params, arrays) = (self.params, self.arrays);
+        if let Some((f, g)) = &self.funcs.persistent {
+            let g = *g;
+            let blocks = u32::try_from(e.div_ceil(u64::from(g)))
+                .map_err(|_| CudaError::Unsupported("too many ensembles".into()))?;
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (g * p as u32, 1, 1),
+                shared_mem_bytes: persistent_shared_bytes(g, p as u32),
+            };
+            let iters = n as u32;
+            let mut b = s.launch_builder(f);
+            b.arg(&params)
+                .arg(&k0)
+                .arg(&iters)
+                .arg(&cp)
+                .arg(&arrays)
+                .arg(&rp);
+            // SAFETY: persistent_2d(NrptGpuParams, u64, u32, const NrptIterConsts*,
+            // NrptArrays, u8*) matches; consts_d holds `iters` entries, record_d (if any)
+            // iters·E·(P−1) bytes, both alive until the synchronize below; the block has
+            // G·P threads and the shared memory the kernel's layout needs for G, P; the
+            // kernel guards e < E.
+            unsafe { b.launch(cfg) }.map_err(driver("launching persistent_2d"))?;
+        } else {
+            let chains = e * p;
+            let step_cfg = if self.funcs.step_block {
+                let blocks = u32::try_from(chains)
+                    .map_err(|_| CudaError::Unsupported("too many chains".into()))?;
+                LaunchConfig {
+                    grid_dim: (blocks, 1, 1),
+                    block_dim: (BLOCK_THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                }
+            } else {
+                grid(chains, THREADS)?
+            };
+            let swap_cfg = grid(e, 128)?;
+            for i in 0..n {
+                let k = k0 + i;
+                let mut b = s.launch_builder(&self.funcs.step);
+                b.arg(&params).arg(&k).arg(&arrays);
+                // SAFETY: step_*(NrptGpuParams, u64, NrptArrays) matches; the arrays
+                // hold E·P chains of D coordinates of the kernel's storage type; the
+                // per-thread kernels guard c < E·P, the block kernel has one block per
+                // chain.
+                unsafe { b.launch(step_cfg) }.map_err(driver("launching the step kernel"))?;
+                let ic = cp + i * std::mem::size_of::<IterConsts>() as u64;
+                let rec = if rp == 0 { 0 } else { rp + i * per_iter };
+                let mut b = s.launch_builder(&self.funcs.swap);
+                b.arg(&params).arg(&k).arg(&ic).arg(&arrays).arg(&rec);
+                // SAFETY: swap_adapt(NrptGpuParams, u64, const NrptIterConsts*,
+                // NrptArrays, u8*) matches; `ic` points inside consts_d (i < n entries),
+                // `rec` is 0 or inside record_d (E·(P−1) bytes from there); the kernel
+                // guards e < E.
+                unsafe { b.launch(swap_cfg) }.map_err(driver("launching swap_adapt"))?;
+            }
+        }
+        if let (Some(rec), Some(out)) = (record_d.as_ref(), self.recorded.as_mut()) {
+            let host = s
+                .clone_dtoh(rec)
+                .map_err(driver("downloading the flag record"))?;
+            out.extend_from_slice(&host);
+        }
+        self.gpu.synchronize()?;
+        drop(consts_d);
+        self.iteration += n;
+        Ok(())
+    }
+
+    /// Every state as f32, chain-major: chain c = e·P + r at `[c·D .. (c+1)·D]`.
+    pub fn states(&self) -> Result<Vec<f32>, CudaError> {
+        let raw = self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.buf.states)
+            .map_err(driver("downloading states"))?;
+        Ok(decode(&raw, self.config.precision))
+    }
+
+    /// Replaces every state (chain-major, E·P·D values), e.g. after
+    /// `InitialStates::Keep`; values are rounded to the storage precision.
+    pub fn set_states(&mut self, states: &[f32]) -> Result<(), CudaError> {
+        let n = self.config.ensembles * self.config.chains * self.config.target.dim();
+        if states.len() != n {
+            return Err(nrpt_core::Error::LengthMismatch {
+                name: "states",
+                expected: n,
+                found: states.len(),
+            }
+            .into());
+        }
+        let raw = encode(states, self.config.precision);
+        let s = self.gpu.stream().clone();
+        s.memcpy_htod(&raw, &mut self.buf.states)
+            .map_err(driver("uploading states"))?;
+        self.gpu.synchronize()
+    }
+
+    /// The state at level 0 of every ensemble (the target's samples), E·D values.
+    pub fn sample_target(&self) -> Result<Vec<f32>, CudaError> {
+        let states = self.states()?;
+        let at = self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.buf.replica_at)
+            .map_err(driver("downloading the permutation"))?;
+        let (p, d) = (self.config.chains, self.config.target.dim());
+        let mut out = Vec::with_capacity(self.config.ensembles * d);
+        for e in 0..self.config.ensembles {
+            let c = e * p + at[e * p] as usize;
+            out.extend_from_slice(&states[c * d..(c + 1) * d]);
+        }
+        Ok(out)
+    }
+
+    /// Level of each replica of ensemble `ensemble` (P values; one small download).
+    pub fn levels(&self, ensemble: usize) -> Result<Vec<u32>, CudaError> {
+        let lv = self.level_range(ensemble)?;
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.level_of.slice(lv))
+            .map_err(driver("downloading levels"))
+    }
+
+    /// Learning rate of each level of ensemble `ensemble` (P values).
+    pub fn ladder(&self, ensemble: usize) -> Result<Vec<f64>, CudaError> {
+        let lv = self.level_range(ensemble)?;
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.ladder.slice(lv))
+            .map_err(driver("downloading a ladder"))
+    }
+
+    /// Buffer C of every ensemble (E values).
+    pub fn buffers(&self) -> Result<Vec<f64>, CudaError> {
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.buffers)
+            .map_err(driver("downloading buffers"))
+    }
+
+    /// Round trips, restarts and non-finite energies of every ensemble (E values).
+    pub fn index_stats(&self) -> Result<Vec<IndexStats>, CudaError> {
+        let raw = self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.buf.stats)
+            .map_err(driver("downloading index statistics"))?;
+        Ok(bytemuck::cast_slice(&raw).to_vec())
+    }
+
+    /// Counts of every pair, ensemble-major: pair q of ensemble e at `e·(P−1) + q`.
+    pub fn pair_stats(&self) -> Result<Vec<PairStats>, CudaError> {
+        let raw = self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.buf.pairs)
+            .map_err(driver("downloading pair counts"))?;
+        Ok(bytemuck::cast_slice(&raw).to_vec())
+    }
+
+    fn level_range(&self, ensemble: usize) -> Result<std::ops::Range<usize>, CudaError> {
+        if ensemble >= self.config.ensembles {
+            return Err(CudaError::NoSuchEnsemble {
+                ensemble,
+                count: self.config.ensembles,
+            });
+        }
+        let p = self.config.chains;
+        Ok(ensemble * p..(ensemble + 1) * p)
+    }
+
+    /// Downloads every ensemble's ladder, buffer, counts, permutation and energies.
+    pub fn snapshot(&self) -> Result<Snapshot, CudaError> {
+        let s = self.gpu.stream();
+        let dl = || driver("downloading a snapshot");
+        let ladder = s.clone_dtoh(&self.buf.ladder).map_err(dl())?;
+        let temps = s.clone_dtoh(&self.buf.temps).map_err(dl())?;
+        let at = s.clone_dtoh(&self.buf.replica_at).map_err(dl())?;
+        let of = s.clone_dtoh(&self.buf.level_of).map_err(dl())?;
+        let energies = s.clone_dtoh(&self.buf.energies).map_err(dl())?;
+        let trips = s.clone_dtoh(&self.buf.trips).map_err(dl())?;
+        let flags = s.clone_dtoh(&self.buf.flags).map_err(dl())?;
+        let gates = s.clone_dtoh(&self.buf.gates).map_err(dl())?;
+        let pairs = s.clone_dtoh(&self.buf.pairs).map_err(dl())?;
+        let buffers = s.clone_dtoh(&self.buf.buffers).map_err(dl())?;
+        let stats = s.clone_dtoh(&self.buf.stats).map_err(dl())?;
+        let pairs: &[PairStats] = bytemuck::cast_slice(&pairs);
+        let stats: &[IndexStats] = bytemuck::cast_slice(&stats);
+        let p = self.config.chains;
+        let ensembles = (0..self.config.ensembles)
+            .map(|e| {
+                let lv = e * p..(e + 1) * p;
+                let pr = e * (p - 1)..(e + 1) * (p - 1);
+                EnsembleSnapshot {
+                    ladder: ladder[lv.clone()].to_vec(),
+                    temperatures: temps[lv.clone()].to_vec(),
+                    buffer: buffers[e],
+                    stats: stats[e],
+                    pair_stats: pairs[pr.clone()].to_vec(),
+                    replica_at: at[lv.clone()].to_vec(),
+                    level_of: of[lv.clone()].to_vec(),
+                    energies: energies[lv.clone()].to_vec(),
+                    trips: trips[lv].to_vec(),
+                    flags: flags[pr.clone()].to_vec(),
+                    gates: gates[pr].to_vec(),
+                }
+            })
+            .collect();
+        Ok(Snapshot {
+            iteration: self.iteration,
+            ensembles,
+        })
+    }
+}
+
+/// Ensembles per persistent block for P chains and E ensembles: about 512 threads,
+/// within 1024 threads and 48 KiB of shared memory; `None` if one ensemble does not fit.
+pub fn persistent_group(p: u32, e: u32) -> Option<u32> {
+    if p == 0 || p > 1024 {
+        return None;
+    }
+    let mut g = (PERSISTENT_THREADS / p).max(1).min(e.max(1));
+    while g > 1 && persistent_shared_bytes(g, p) > SHARED_LIMIT {
+        g -= 1;
+    }
+    (persistent_shared_bytes(g, p) <= SHARED_LIMIT && g * p <= 1024).then_some(g)
+}
+
+fn decode(raw: &[u8], precision: Precision) -> Vec<f32> {
+    match precision {
+        Precision::F32 => raw
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Precision::Bf16 => raw
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+            .collect(),
+        Precision::F16 => raw
+            .chunks_exact(2)
+            .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+            .collect(),
+    }
+}
+
+fn encode(states: &[f32], precision: Precision) -> Vec<u8> {
+    match precision {
+        Precision::F32 => states.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Precision::Bf16 => states
+            .iter()
+            .flat_map(|&x| host_math::f32_to_bf16(x).to_le_bytes())
+            .collect(),
+        Precision::F16 => states
+            .iter()
+            .flat_map(|&x| host_math::f32_to_f16(x).to_le_bytes())
+            .collect(),
+    }
+}

@@ -1,0 +1,369 @@
+//! The kernels' per-thread math, compiled for the CPU from the same headers
+//! (`kernels/*.cuh`, built by `build.rs` with `-ffp-contract=off`), so tests can
+//! compare it with nrpt-core without a GPU. The GPU runs exactly these functions.
+
+use nrpt_core::index::{IndexStats, PairStats};
+
+use crate::params::{GpuParams, IterConsts};
+
+mod ffi {
+    use core::ffi::c_void;
+    unsafe extern "C" {
+        pub fn nrpt_host_philox(counter: *const u32, key: *const u32, out: *mut u32);
+        pub fn nrpt_host_stream_word(
+            seed: u32,
+            ensemble: u32,
+            iteration: u32,
+            replica: u32,
+            stream: u32,
+            index: u64,
+        ) -> u32;
+        pub fn nrpt_host_uniform_f32(w: u32) -> f32;
+        pub fn nrpt_host_uniform_f64(w: u32) -> f64;
+        pub fn nrpt_host_box_muller_f32(w0: u32, w1: u32, out: *mut f32);
+        pub fn nrpt_host_ln(x: f32) -> f32;
+        pub fn nrpt_host_sin_cos_2pi(x: f32, out: *mut f32);
+        pub fn nrpt_host_modes2d_energy(a: f32, b: f32) -> f32;
+        pub fn nrpt_host_modes2d_gradient(a: f32, b: f32, out: *mut f32);
+        pub fn nrpt_host_sum_modes_term(x: f32) -> f32;
+        pub fn nrpt_host_sum_modes_grad(x: f32) -> f32;
+        pub fn nrpt_host_f32_to_bf16(x: f32) -> u16;
+        pub fn nrpt_host_bf16_to_f32(h: u16) -> f32;
+        pub fn nrpt_host_f32_to_f16(x: f32) -> u16;
+        pub fn nrpt_host_f16_to_f32(h: u16) -> f32;
+        pub fn nrpt_host_persistent_shared_bytes(g: u32, p: u32) -> u32;
+        pub fn nrpt_host_chain_step(
+            p: *const super::GpuParams,
+            ensemble_key: u32,
+            k: u64,
+            replica: u32,
+            eta: f64,
+            temp: f64,
+            x: *mut c_void,
+            v: *mut c_void,
+            storage: u32,
+        ) -> f32;
+        pub fn nrpt_host_chain_step_block(
+            p: *const super::GpuParams,
+            ensemble_key: u32,
+            k: u64,
+            replica: u32,
+            eta: f64,
+            temp: f64,
+            x: *mut f32,
+            v: *mut f32,
+        ) -> f32;
+        pub fn nrpt_host_swap_and_adapt(
+            p: *const super::GpuParams,
+            ensemble_key: u32,
+            k: u64,
+            ic: *const super::IterConsts,
+            energies: *mut f32,
+            ladder: *mut f64,
+            temps: *mut f64,
+            replica_at: *mut u32,
+            level_of: *mut u32,
+            trips: *mut u8,
+            gates: *mut u8,
+            flags: *mut u8,
+            pairs: *mut super::PairStats,
+            stride: u32,
+            buffer: *mut f64,
+            stats: *mut super::IndexStats,
+            summary: *mut u32,
+        );
+        pub fn nrpt_host_layout(out: *mut u32);
+    }
+}
+
+/// Philox4x32-10 of `counter` and `key` (kernels/philox.cuh).
+pub fn philox(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
+    let mut out = [0u32; 4];
+    // SAFETY: the shim reads 4 + 2 words and writes 4, all from/to live arrays.
+    unsafe { ffi::nrpt_host_philox(counter.as_ptr(), key.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+/// Word `index` of the keyed stream (seed, ensemble, iteration, replica, stream).
+pub fn stream_word(
+    seed: u32,
+    ensemble: u32,
+    iteration: u32,
+    replica: u32,
+    stream: u32,
+    index: u64,
+) -> u32 {
+    // SAFETY: pure function of its arguments.
+    unsafe { ffi::nrpt_host_stream_word(seed, ensemble, iteration, replica, stream, index) }
+}
+
+/// `uniform_f32` of the kernels.
+pub fn uniform_f32(w: u32) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_uniform_f32(w) }
+}
+
+/// `uniform_f64` of the kernels.
+pub fn uniform_f64(w: u32) -> f64 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_uniform_f64(w) }
+}
+
+/// Box–Muller in f32 of the kernels.
+pub fn box_muller_f32(w0: u32, w1: u32) -> (f32, f32) {
+    let mut out = [0f32; 2];
+    // SAFETY: writes two floats into `out`.
+    unsafe { ffi::nrpt_host_box_muller_f32(w0, w1, out.as_mut_ptr()) };
+    (out[0], out[1])
+}
+
+/// fastmath `ln` of the kernels.
+pub fn ln(x: f32) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_ln(x) }
+}
+
+/// fastmath `sin_cos_2pi` of the kernels: (sin 2πx, cos 2πx).
+pub fn sin_cos_2pi(x: f32) -> (f32, f32) {
+    let mut out = [0f32; 2];
+    // SAFETY: writes two floats into `out`.
+    unsafe { ffi::nrpt_host_sin_cos_2pi(x, out.as_mut_ptr()) };
+    (out[0], out[1])
+}
+
+/// Modes2d energy of the kernels.
+pub fn modes2d_energy(a: f32, b: f32) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_modes2d_energy(a, b) }
+}
+
+/// Modes2d gradient of the kernels.
+pub fn modes2d_gradient(a: f32, b: f32) -> [f32; 2] {
+    let mut out = [0f32; 2];
+    // SAFETY: writes two floats into `out`.
+    unsafe { ffi::nrpt_host_modes2d_gradient(a, b, out.as_mut_ptr()) };
+    out
+}
+
+/// One SumModes energy term `0.2 x² − 2 cos 2πx` of the kernels.
+pub fn sum_modes_term(x: f32) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_sum_modes_term(x) }
+}
+
+/// One SumModes gradient coordinate of the kernels.
+pub fn sum_modes_grad(x: f32) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_sum_modes_grad(x) }
+}
+
+/// f32 → bf16 bits (round to nearest even) of the kernels' storage.
+pub fn f32_to_bf16(x: f32) -> u16 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_f32_to_bf16(x) }
+}
+
+/// bf16 bits → f32 of the kernels' storage.
+pub fn bf16_to_f32(h: u16) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_bf16_to_f32(h) }
+}
+
+/// f32 → f16 bits (round to nearest even) of the kernels' storage.
+pub fn f32_to_f16(x: f32) -> u16 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_f32_to_f16(x) }
+}
+
+/// f16 bits → f32 of the kernels' storage.
+pub fn f16_to_f32(h: u16) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_f16_to_f32(h) }
+}
+
+/// Dynamic shared memory of the persistent kernel, as the kernel header computes it.
+pub fn persistent_shared_bytes(ensembles_per_block: u32, chains: u32) -> u32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_persistent_shared_bytes(ensembles_per_block, chains) }
+}
+
+/// sizeof/offsetof of the shared C blocks: [KernelParams, GpuParams, offset of
+/// `ensembles`, offset of `core.seed`, Arrays, IterConsts, PairStats, IndexStats].
+pub fn layout() -> [u32; 8] {
+    let mut out = [0u32; 8];
+    // SAFETY: writes eight words into `out`.
+    unsafe { ffi::nrpt_host_layout(out.as_mut_ptr()) };
+    out
+}
+
+/// Where one replica's step reads its random words and its level's coefficients.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepInput {
+    /// Philox key word of the ensemble (`options.ensemble`).
+    pub ensemble_key: u32,
+    /// Iteration k.
+    pub iteration: u64,
+    /// Replica r.
+    pub replica: u32,
+    /// Learning rate of the replica's level.
+    pub eta: f64,
+    /// Temperature of the replica's level.
+    pub temperature: f64,
+}
+
+/// One replica's iteration by the per-thread kernels' code (step_2d for D = 2 with f32
+/// states, step_seq otherwise) on f32 states: steps `x` (and `v` for momentum) in place
+/// and returns the stochastic energy.
+///
+/// Panics if `x` (or a non-empty `v`) is shorter than `params.core.dim`.
+pub fn chain_step(params: &GpuParams, input: &StepInput, x: &mut [f32], v: &mut [f32]) -> f32 {
+    let d = params.core.dim as usize;
+    assert!(x.len() >= d && (v.is_empty() || v.len() >= d));
+    let vp = if v.is_empty() {
+        core::ptr::null_mut()
+    } else {
+        v.as_mut_ptr().cast()
+    };
+    // SAFETY: x (and v when momentum is used) hold at least D floats, checked above;
+    // the explorer flag decides whether v is touched and callers pass v for momentum.
+    unsafe {
+        ffi::nrpt_host_chain_step(
+            params,
+            input.ensemble_key,
+            input.iteration,
+            input.replica,
+            input.eta,
+            input.temperature,
+            x.as_mut_ptr().cast(),
+            vp,
+            0,
+        )
+    }
+}
+
+/// As [`chain_step`] for half-precision states (`bf16 = true` for bfloat16, else f16),
+/// stored as their bits.
+pub fn chain_step_half(params: &GpuParams, input: &StepInput, bf16: bool, x: &mut [u16]) -> f32 {
+    assert!(x.len() >= params.core.dim as usize && params.core.explorer == 0);
+    // SAFETY: x holds at least D half words; no momentum (checked), so v is not read.
+    unsafe {
+        ffi::nrpt_host_chain_step(
+            params,
+            input.ensemble_key,
+            input.iteration,
+            input.replica,
+            input.eta,
+            input.temperature,
+            x.as_mut_ptr().cast(),
+            core::ptr::null_mut(),
+            if bf16 { 1 } else { 2 },
+        )
+    }
+}
+
+/// One replica's iteration by the cooperative kernel's code (step_block_f32: 256
+/// threads over quads of coordinates, partial energies added by a fixed tree).
+pub fn chain_step_block(
+    params: &GpuParams,
+    input: &StepInput,
+    x: &mut [f32],
+    v: &mut [f32],
+) -> f32 {
+    let d = params.core.dim as usize;
+    assert!(x.len() >= d && (v.is_empty() || v.len() >= d));
+    let vp = if v.is_empty() {
+        core::ptr::null_mut()
+    } else {
+        v.as_mut_ptr()
+    };
+    // SAFETY: as in chain_step.
+    unsafe {
+        ffi::nrpt_host_chain_step_block(
+            params,
+            input.ensemble_key,
+            input.iteration,
+            input.replica,
+            input.eta,
+            input.temperature,
+            x.as_mut_ptr(),
+            vp,
+        )
+    }
+}
+
+/// One ensemble's arrays for [`swap_and_adapt`], all by level/replica/pair with stride 1
+/// (`stride` > 1 interleaves several ensembles as the persistent kernel does).
+#[derive(Debug)]
+pub struct EnsembleArrays<'a> {
+    /// Energies by level.
+    pub energies: &'a mut [f32],
+    /// Ladder by level.
+    pub ladder: &'a mut [f64],
+    /// Temperatures by level.
+    pub temps: &'a mut [f64],
+    /// Replica at each level.
+    pub replica_at: &'a mut [u32],
+    /// Level of each replica.
+    pub level_of: &'a mut [u32],
+    /// Trip states.
+    pub trips: &'a mut [u8],
+    /// Gates (1 open).
+    pub gates: &'a mut [u8],
+    /// Flags of the last sweep.
+    pub flags: &'a mut [u8],
+    /// Pair counts.
+    pub pairs: &'a mut [PairStats],
+    /// Elements between consecutive levels.
+    pub stride: u32,
+    /// Buffer C.
+    pub buffer: &'a mut f64,
+    /// Index statistics.
+    pub stats: &'a mut IndexStats,
+}
+
+/// Steps 3–6 of iteration `k` of one ensemble by the kernels' code; returns
+/// (indicators, swaps, non-finite pairs).
+///
+/// Panics if an array is too short for P = `params.core.chains` at `a.stride`.
+pub fn swap_and_adapt(
+    params: &GpuParams,
+    ensemble_key: u32,
+    k: u64,
+    ic: &IterConsts,
+    a: EnsembleArrays<'_>,
+) -> [u32; 3] {
+    let p = params.core.chains as usize;
+    let s = a.stride.max(1) as usize;
+    let need = |n: usize| (n - 1) * s + 1;
+    assert!(p >= 2);
+    assert!(a.energies.len() >= need(p) && a.ladder.len() >= need(p) && a.temps.len() >= need(p));
+    assert!(a.replica_at.len() >= need(p) && a.level_of.len() >= need(p));
+    assert!(a.trips.len() >= need(p));
+    assert!(a.gates.len() >= need(p - 1) && a.flags.len() >= need(p - 1));
+    assert!(a.pairs.len() >= need(p - 1));
+    let mut summary = [0u32; 3];
+    // SAFETY: every array is long enough for P levels / P − 1 pairs at this stride
+    // (checked above); PairStats and IndexStats are #[repr(C)] mirrors of the C structs.
+    unsafe {
+        ffi::nrpt_host_swap_and_adapt(
+            params,
+            ensemble_key,
+            k,
+            ic,
+            a.energies.as_mut_ptr(),
+            a.ladder.as_mut_ptr(),
+            a.temps.as_mut_ptr(),
+            a.replica_at.as_mut_ptr(),
+            a.level_of.as_mut_ptr(),
+            a.trips.as_mut_ptr(),
+            a.gates.as_mut_ptr(),
+            a.flags.as_mut_ptr(),
+            a.pairs.as_mut_ptr(),
+            s as u32,
+            a.buffer,
+            a.stats,
+            summary.as_mut_ptr(),
+        )
+    };
+    summary
+}

@@ -1,0 +1,235 @@
+//! The CUDA sources of `kernels/`, assembled into one NVRTC program, the names of its
+//! entry points, and the compile step (cached once per process and architecture).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::CudaError;
+use crate::params::MathMode;
+
+/// The headers and kernel files of `kernels/`, embedded at build time.
+const FILES: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    ("philox.cuh", include_str!("../../kernels/philox.cuh")),
+    ("fastmath.cuh", include_str!("../../kernels/fastmath.cuh")),
+    ("targets.cuh", include_str!("../../kernels/targets.cuh")),
+    ("storage.cuh", include_str!("../../kernels/storage.cuh")),
+    ("chain.cuh", include_str!("../../kernels/chain.cuh")),
+    ("swap.cuh", include_str!("../../kernels/swap.cuh")),
+    ("init.cu", include_str!("../../kernels/init.cu")),
+    ("step.cu", include_str!("../../kernels/step.cu")),
+    ("swap.cu", include_str!("../../kernels/swap.cu")),
+    ("persistent.cu", include_str!("../../kernels/persistent.cu")),
+];
+
+/// The translation units, in program order.
+const UNITS: &[&str] = &["init.cu", "step.cu", "swap.cu", "persistent.cu"];
+
+/// Every kernel entry point of the program.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// Ladder, permutation, gates, counts (one thread per chain).
+    InitEnsembles,
+    /// Uniform initial states, f32 storage.
+    InitStatesF32,
+    /// Uniform initial states, bf16 storage.
+    InitStatesBf16,
+    /// Uniform initial states, f16 storage.
+    InitStatesF16,
+    /// Philox blocks of given counters and keys.
+    PhiloxProbe,
+    /// Box–Muller, ln and sin/cos 2πx of given words.
+    MathProbe,
+    /// Plain device-to-device copy (bandwidth yardstick).
+    Copy,
+    /// D = 2 step, one thread per chain.
+    Step2d,
+    /// SumModes step, one thread per chain, f32.
+    StepSeqF32,
+    /// SumModes step, one thread per chain, bf16.
+    StepSeqBf16,
+    /// SumModes step, one thread per chain, f16.
+    StepSeqF16,
+    /// SumModes step, one block per chain, f32.
+    StepBlockF32,
+    /// SumModes step, one block per chain, bf16.
+    StepBlockBf16,
+    /// SumModes step, one block per chain, f16.
+    StepBlockF16,
+    /// Swap and adapt, one thread per ensemble.
+    SwapAdapt,
+    /// Persistent 2D kernel.
+    Persistent2d,
+}
+
+impl Kernel {
+    /// Every kernel.
+    pub const ALL: [Kernel; 16] = [
+        Kernel::InitEnsembles,
+        Kernel::InitStatesF32,
+        Kernel::InitStatesBf16,
+        Kernel::InitStatesF16,
+        Kernel::PhiloxProbe,
+        Kernel::MathProbe,
+        Kernel::Copy,
+        Kernel::Step2d,
+        Kernel::StepSeqF32,
+        Kernel::StepSeqBf16,
+        Kernel::StepSeqF16,
+        Kernel::StepBlockF32,
+        Kernel::StepBlockBf16,
+        Kernel::StepBlockF16,
+        Kernel::SwapAdapt,
+        Kernel::Persistent2d,
+    ];
+
+    /// The `extern "C"` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::InitEnsembles => "init_ensembles",
+            Kernel::InitStatesF32 => "init_states_f32",
+            Kernel::InitStatesBf16 => "init_states_bf16",
+            Kernel::InitStatesF16 => "init_states_f16",
+            Kernel::PhiloxProbe => "philox_probe",
+            Kernel::MathProbe => "math_probe",
+            Kernel::Copy => "copy_kernel",
+            Kernel::Step2d => "step_2d",
+            Kernel::StepSeqF32 => "step_seq_f32",
+            Kernel::StepSeqBf16 => "step_seq_bf16",
+            Kernel::StepSeqF16 => "step_seq_f16",
+            Kernel::StepBlockF32 => "step_block_f32",
+            Kernel::StepBlockBf16 => "step_block_bf16",
+            Kernel::StepBlockF16 => "step_block_f16",
+            Kernel::SwapAdapt => "swap_adapt",
+            Kernel::Persistent2d => "persistent_2d",
+        }
+    }
+
+    /// The kernels whose spill report must be zero: every step, swap and persistent
+    /// kernel.
+    pub fn is_hot(self) -> bool {
+        matches!(
+            self,
+            Kernel::Step2d
+                | Kernel::StepSeqF32
+                | Kernel::StepSeqBf16
+                | Kernel::StepSeqF16
+                | Kernel::StepBlockF32
+                | Kernel::StepBlockBf16
+                | Kernel::StepBlockF16
+                | Kernel::SwapAdapt
+                | Kernel::Persistent2d
+        )
+    }
+}
+
+/// The program's source: the translation units with every `#include "x.cuh"` replaced
+/// by the header's text (each header once), since NVRTC has no file system here.
+pub fn program_source() -> String {
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    for unit in UNITS {
+        inline(unit, &mut out, &mut seen);
+    }
+    out
+}
+
+fn inline(name: &str, out: &mut String, seen: &mut Vec<String>) {
+    if seen.iter().any(|s| s == name) {
+        return;
+    }
+    seen.push(name.to_string());
+    let text = FILES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .unwrap_or("");
+    out.push_str(&format!("// ---- {name}\n"));
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("#include \"") {
+            let header = rest.trim_end_matches('"');
+            inline(header, out, seen);
+        } else if trimmed == "#pragma once" {
+            continue;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+/// The NVRTC options for a virtual architecture such as `compute_90`.
+pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
+    let fmad = match mode {
+        MathMode::Exact => "--fmad=false",
+        MathMode::Fma => "--fmad=true",
+    };
+    vec![
+        format!("--gpu-architecture={arch}"),
+        fmad.to_string(),
+        "--prec-sqrt=true".to_string(),
+        "--prec-div=true".to_string(),
+        "--ftz=false".to_string(),
+        "--std=c++17".to_string(),
+        "-default-device".to_string(),
+    ]
+}
+
+/// `true` when libnvrtc can be loaded (without loading the rest of cudarc's NVRTC).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only tries to dlopen the library by its usual names.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+type Cache = Mutex<HashMap<(String, MathMode), String>>;
+
+/// Compiles the program to PTX for `arch` (e.g. `compute_90`) under `mode`, once per
+/// process: later calls return the cached text.
+pub fn compile_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (arch.to_string(), mode);
+    if let Ok(guard) = cache.lock()
+        && let Some(ptx) = guard.get(&key)
+    {
+        return Ok(ptx.clone());
+    }
+    if !nvrtc_present() {
+        return Err(CudaError::NoNvrtc {
+            reason: "libnvrtc.so not found on the library path (set LD_LIBRARY_PATH, or \
+                     `source scripts/nvrtc-env.sh`)"
+                .to_string(),
+        });
+    }
+    let options = compile_options(arch, mode);
+    let opts = cudarc::nvrtc::CompileOptions {
+        options: options.clone(),
+        name: Some("nrpt_kernels.cu".to_string()),
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(program_source(), opts).map_err(|e| {
+        let log = match &e {
+            cudarc::nvrtc::CompileError::CompileError { log, .. } => {
+                log.to_string_lossy().into_owned()
+            }
+            other => format!("{other:?}"),
+        };
+        CudaError::Compile {
+            options: options.clone(),
+            log,
+        }
+    })?;
+    let text = ptx.to_src();
+    if let Ok(mut guard) = cache.lock() {
+        guard.insert(key, text.clone());
+    }
+    Ok(text)
+}
+
+/// Dynamic shared memory of the persistent kernel for `g` ensembles of `p` chains
+/// (the formula of `nrpt_persistent_shared_bytes` in kernels/common.cuh).
+pub fn persistent_shared_bytes(g: u32, p: u32) -> u32 {
+    g * (32 * (p - 1) + 16 * p + 8 + 32 + 12 * p + 3 * p)
+}

@@ -1,0 +1,33 @@
+//! # nrpt-cuda: the CUDA backend of nrpt
+//!
+//! Hand-written kernels (`kernels/` at the repository root) run thousands to millions
+//! of tempering chains: E independent ensembles of P chains, each iteration a fused
+//! step (exploration + stochastic energy) and a swap-and-adapt phase, all on the
+//! device. For the 2D toy a persistent kernel keeps every ensemble in registers and
+//! shared memory for thousands of iterations per launch.
+//!
+//! The kernels reproduce nrpt-core's `f32` engine bit for bit: the same Philox streams,
+//! the same uniform/normal formulas, the same targets and the same swap, adaptation and
+//! trip logic, compiled without FMA contraction. [`host_math`] compiles the same
+//! headers for the CPU so the tests check that claim without a GPU.
+//!
+//! Without a driver every entry point answers with [`CudaError::NoDriver`]:
+//!
+//! ```
+//! match nrpt_cuda::Gpu::open(0) {
+//!     Ok(gpu) => println!("running on {}", gpu.info().name),
+//!     Err(e) => println!("CPU only: {e}"),
+//! }
+//! ```
+
+pub mod device;
+pub mod ensembles;
+pub mod error;
+pub mod host_math;
+pub mod kernels;
+pub mod params;
+
+pub use device::{DeviceInfo, Gpu};
+pub use ensembles::{EnsembleConfig, EnsembleSnapshot, GpuEnsembles, Snapshot};
+pub use error::CudaError;
+pub use params::{ExecutionPath, GpuParams, GpuTarget, MathMode, Noise, Precision};

@@ -1,0 +1,199 @@
+//! The `#[repr(C)]` blocks the kernels read, mirrored field for field in
+//! `kernels/common.cuh`, and the host-side choices that shape a run on the GPU.
+
+use bytemuck::{Pod, Zeroable};
+use nrpt_core::adapt::growth_factors;
+use nrpt_core::driver::KernelParams;
+
+/// Which potential the kernels evaluate (the targets of `nrpt_core::target`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuTarget {
+    /// The paper's 25-mode 2D target ([`nrpt_core::target::Modes2d`]), D = 2.
+    Modes2d,
+    /// [`nrpt_core::target::SumModes`] in `dim` dimensions.
+    SumModes {
+        /// Dimension D (≥ 1).
+        dim: usize,
+    },
+}
+
+impl GpuTarget {
+    /// Dimension D of a state.
+    pub fn dim(self) -> usize {
+        match self {
+            GpuTarget::Modes2d => 2,
+            GpuTarget::SumModes { dim } => dim,
+        }
+    }
+
+    /// Code of `NrptGpuParams::target`.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            GpuTarget::Modes2d => 0,
+            GpuTarget::SumModes { .. } => 1,
+        }
+    }
+}
+
+/// The noise of the stochastic oracle ([`nrpt_core::target::Noisy`]): `∇Ũ = ∇U + σ_g ξ`,
+/// `Ũ = U + σ_e ζ`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Noise {
+    /// σ_g.
+    pub gradient: f64,
+    /// σ_e.
+    pub energy: f64,
+}
+
+impl Noise {
+    /// The paper's oracle: σ_g = σ_e = 2 (`Noisy::paper`).
+    pub const PAPER: Noise = Noise {
+        gradient: 2.0,
+        energy: 2.0,
+    };
+    /// Exact gradients and energies (`Noisy::exact`).
+    pub const EXACT: Noise = Noise {
+        gradient: 0.0,
+        energy: 0.0,
+    };
+}
+
+/// How states are stored in device memory (arithmetic is always f32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// f32: bit-identical to nrpt-core's f32 engine.
+    F32,
+    /// bfloat16 storage (8-bit mantissa), for memory-bound steps at large D.
+    Bf16,
+    /// IEEE half storage (11-bit mantissa, range ±65504).
+    F16,
+}
+
+impl Precision {
+    /// Bytes per stored coordinate.
+    pub fn bytes(self) -> usize {
+        match self {
+            Precision::F32 => 4,
+            Precision::Bf16 | Precision::F16 => 2,
+        }
+    }
+}
+
+/// Floating-point contract the kernels are compiled under.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MathMode {
+    /// No FMA contraction, IEEE division and square root: the same bits as nrpt-core.
+    #[default]
+    Exact,
+    /// FMA contraction allowed (`--fmad=true`): faster; results differ from the CPU by
+    /// a few ulp, so swap decisions may part after a while.
+    Fma,
+}
+
+/// Which kernels carry an iteration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecutionPath {
+    /// The persistent kernel where it applies (D = 2, f32 storage, an ensemble fits a
+    /// block), else the step and swap kernels.
+    #[default]
+    Auto,
+    /// One step launch and one swap-and-adapt launch per iteration.
+    StepSwap,
+    /// The persistent 2D kernel (an error where it does not apply).
+    Persistent,
+}
+
+/// Mirror of `NrptGpuParams` (144 bytes): core's [`KernelParams`] plus what the
+/// kernels need beyond it. `core.ensemble` is the Philox key word of the first
+/// ensemble of the launch; ensemble e uses `core.ensemble + e`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuParams {
+    /// The run's parameters as nrpt-core defines them.
+    pub core: KernelParams,
+    /// σ_g.
+    pub gradient_noise: f64,
+    /// σ_e.
+    pub energy_noise: f64,
+    /// Lower bound of uniform initial states.
+    pub init_low: f64,
+    /// Upper bound of uniform initial states.
+    pub init_high: f64,
+    /// Number of ensembles E.
+    pub ensembles: u32,
+    /// 0 Modes2d, 1 SumModes.
+    pub target: u32,
+    /// 1: draw uniform initial states; 0: keep.
+    pub init_uniform: u32,
+    /// Padding (0).
+    pub reserved: u32,
+}
+
+/// Device addresses of every array of a run (mirror of `NrptArrays`); see
+/// `kernels/common.cuh` for the layout.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Arrays {
+    /// States, `[c·D + j]`.
+    pub states: u64,
+    /// Momenta (0 for Langevin explorers).
+    pub momenta: u64,
+    /// Energies by level.
+    pub energies: u64,
+    /// Ladder by level.
+    pub ladder: u64,
+    /// Temperatures by level.
+    pub temps: u64,
+    /// Replica at each level.
+    pub replica_at: u64,
+    /// Level of each replica.
+    pub level_of: u64,
+    /// Trip state of each replica.
+    pub trips: u64,
+    /// Gate of each pair.
+    pub gates: u64,
+    /// Flags of each pair.
+    pub flags: u64,
+    /// Counts of each pair.
+    pub pairs: u64,
+    /// Buffer C of each ensemble.
+    pub buffers: u64,
+    /// Index statistics of each ensemble.
+    pub stats: u64,
+}
+
+/// Mirror of `NrptIterConsts`: the adaptation constants of one iteration, computed on
+/// the host by nrpt-core's own functions, so the device never evaluates `pow`/`exp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct IterConsts {
+    /// γ_k = a / (k^α + b).
+    pub gamma: f64,
+    /// exp((1 − S) γ_k).
+    pub up: f64,
+    /// exp(−S γ_k).
+    pub down: f64,
+}
+
+impl IterConsts {
+    /// The constants of iteration `k`, exactly as `Engine::iterate` computes them:
+    /// `schedule.gamma(k)` and `adapt::growth_factors(S, γ_k)`.
+    pub fn at(options: &nrpt_core::TemperingOptions, k: u64) -> Self {
+        let gamma = options.adapt.schedule.gamma(k);
+        let (up, down) = growth_factors(options.adapt.target_swap_rate, gamma);
+        IterConsts { gamma, up, down }
+    }
+}
+
+// SAFETY: plain #[repr(C)] structs of integers and floats, no padding (checked by the
+// size assertions below and by bytemuck's Pod derive), mirrored by kernels/common.cuh.
+unsafe impl cudarc::driver::DeviceRepr for GpuParams {}
+// SAFETY: as above.
+unsafe impl cudarc::driver::DeviceRepr for Arrays {}
+// SAFETY: as above.
+unsafe impl cudarc::driver::DeviceRepr for IterConsts {}
+
+const _: () = assert!(core::mem::size_of::<KernelParams>() == 96);
+const _: () = assert!(core::mem::size_of::<GpuParams>() == 144);
+const _: () = assert!(core::mem::size_of::<Arrays>() == 104);
+const _: () = assert!(core::mem::size_of::<IterConsts>() == 24);
