@@ -3,7 +3,7 @@
 //! by the time of one iteration of the benchmark loop.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use nrpt::engine::cpu::CpuBackend;
+use nrpt::engine::cpu::{CpuBackend, Simd};
 use nrpt::engine::{Backend, Job, Record, Target};
 use nrpt_core::TemperingOptions;
 
@@ -26,10 +26,15 @@ fn engine(c: &mut Criterion) {
         (j.chains * j.ensembles) as u64 * j.iterations,
     ));
     g.sample_size(10);
-    for (name, scalar_only) in [("vectorized", false), ("scalar (nrpt-core driver)", true)] {
+    for (name, simd) in [
+        ("vectorized (best SIMD)", Simd::Auto),
+        ("vectorized (AVX2 at most)", Simd::Avx2),
+        ("vectorized (portable)", Simd::Portable),
+        ("scalar (nrpt-core driver)", Simd::Scalar),
+    ] {
         let backend = CpuBackend {
             threads: None,
-            scalar_only,
+            simd,
         };
         g.bench_function(name, |b| {
             b.iter(|| backend.run(&j, &|_| {}).map(|o| o.ensembles.len()))

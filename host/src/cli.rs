@@ -26,9 +26,26 @@ pub struct Cli {
     /// Worker threads for the CPU engine (default: one per core).
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
+    /// Where to run: `auto` (a GPU when one is there, else the CPU), `cpu` or `cuda`.
+    #[arg(long, global = true, value_enum, default_value_t = BackendKind::Auto)]
+    pub backend: BackendKind,
+    /// Which GPU, for `--backend cuda` or `auto` (see `nrpt devices`).
+    #[arg(long, global = true, value_name = "N", default_value_t = 0)]
+    pub device: usize,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Which engine runs the sampler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// A GPU when one can be opened, else the CPU (the choice is reported).
+    Auto,
+    /// The CPU engine (all cores).
+    Cpu,
+    /// The CUDA engine (an error when no GPU can be opened).
+    Cuda,
 }
 
 /// The commands.
@@ -58,11 +75,13 @@ pub enum Command {
     /// Prints a table, writes figures (PNG and SVG, each with its data as CSV) and
     /// results.json to the output folder.
     Reproduce(ReproduceArgs),
-    /// Measure the CPU engine's speed in chain-steps per second.
+    /// Measure the engine's speed in chain-steps per second.
     ///
     /// One chain-step is one exploration step of one chain with its share of the
     /// energy, swap, adaptation and book-keeping work.
     Bench(BenchArgs),
+    /// List the GPUs the CUDA engine can use, or say plainly why there is none.
+    Devices,
 }
 
 /// `nrpt window`.

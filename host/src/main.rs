@@ -7,13 +7,9 @@ use nrpt::cli::{Cli, Command};
 use nrpt::commands;
 use nrpt::config::ConfigError;
 use nrpt::engine::EngineError;
-use nrpt::engine::cpu::CpuBackend;
+use nrpt::engine::cpu::{CpuBackend, Simd};
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
-    let backend = CpuBackend {
-        threads: cli.threads,
-        scalar_only: false,
-    };
     if let Some(n) = cli.threads
         && n > 0
     {
@@ -22,11 +18,34 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             .num_threads(n)
             .build_global();
     }
+    let cpu = || CpuBackend {
+        threads: cli.threads,
+        simd: Simd::Auto,
+    };
     match &cli.command {
         Command::Window(a) => commands::window::run(a, cli.json),
-        Command::Run(a) => commands::run::run(a, &backend, cli.json, cli.quiet),
-        Command::Reproduce(a) => commands::reproduce::run(a, &backend, cli.json, cli.quiet),
-        Command::Bench(a) => commands::bench::run(a, cli.threads, cli.json, cli.quiet),
+        Command::Devices => commands::devices::run(cli.json),
+        Command::Run(a) => {
+            let backend =
+                commands::select_backend(cli.backend, cli.device, cpu(), cli.quiet || cli.json)?;
+            commands::run::run(a, backend.as_ref(), cli.json, cli.quiet)
+        }
+        Command::Reproduce(a) => {
+            let backend =
+                commands::select_backend(cli.backend, cli.device, cpu(), cli.quiet || cli.json)?;
+            commands::reproduce::run(a, backend.as_ref(), cli.json, cli.quiet)
+        }
+        Command::Bench(a) => {
+            let backend: Box<dyn nrpt::engine::Backend> = if a.scalar {
+                Box::new(CpuBackend {
+                    threads: cli.threads,
+                    simd: Simd::Scalar,
+                })
+            } else {
+                commands::select_backend(cli.backend, cli.device, cpu(), cli.quiet || cli.json)?
+            };
+            commands::bench::run(a, backend.as_ref(), cli.threads, cli.json, cli.quiet)
+        }
     }
 }
 

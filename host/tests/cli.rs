@@ -339,3 +339,41 @@ fn ctrl_c_leaves_no_half_written_file() {
         }
     }
 }
+
+#[test]
+fn backends_are_chosen_and_reported() {
+    // Without a GPU (as in CI) `devices` says so and exits 0; with one it lists it.
+    let v = json_of(&nrpt(&["devices", "--json"]));
+    let devices = v["devices"].as_array().expect("devices");
+    if devices.is_empty() {
+        assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
+        let out = nrpt(&["bench", "--backend", "cuda", "-e", "2", "-n", "10"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no CUDA driver"));
+        // `auto` falls back to the CPU and says which backend ran.
+        let b = json_of(&nrpt(&[
+            "bench",
+            "--backend",
+            "auto",
+            "-e",
+            "2",
+            "-n",
+            "10",
+            "--json",
+        ]));
+        assert_eq!(b["backend"], "cpu");
+    }
+    let b = json_of(&nrpt(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "-e",
+        "4",
+        "-n",
+        "100",
+        "--json",
+    ]));
+    assert_eq!(b["backend"], "cpu");
+    finite(&b, "chain_steps_per_sec");
+    assert_usage_error(&["bench", "--backend", "tpu"], "--backend");
+}

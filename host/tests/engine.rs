@@ -1,7 +1,7 @@
 //! The CPU engine: its vectorized 2D path gives the same bits as nrpt-core's scalar
 //! driver, and results do not depend on the number of threads.
 
-use nrpt::engine::cpu::CpuBackend;
+use nrpt::engine::cpu::{CpuBackend, Simd};
 use nrpt::engine::{Backend, Job, Record, Target};
 use nrpt_core::TemperingOptions;
 use nrpt_core::window::Scheme;
@@ -29,33 +29,62 @@ fn job(window: u32, ensembles: usize, chains: usize) -> Job {
 
 #[test]
 fn vectorized_path_equals_the_scalar_driver_bit_for_bit() {
-    // P = 16 (one full lane group) and P = 21 (a partial second group).
+    // 40 ensembles: one full lane group of the lockstep path and one partly used;
+    // P = 16 and P = 21 chains.
     for (window, chains) in [(1, 16), (7, 16), (3, 21)] {
-        let j = job(window, 5, chains);
-        let fast = CpuBackend {
-            threads: Some(2),
-            scalar_only: false,
-        }
-        .run(&j, &|_| {})
-        .unwrap();
+        let mut j = job(window, 40, chains);
+        j.iterations = 1_200;
         let slow = CpuBackend {
             threads: Some(1),
-            scalar_only: true,
+            simd: Simd::Scalar,
         }
         .run(&j, &|_| {})
         .unwrap();
-        assert_eq!(fast.samples.len(), slow.samples.len());
-        let same = fast
-            .samples
+        // Every instruction set this processor has, and the portable build.
+        for simd in [Simd::Auto, Simd::Avx2, Simd::Portable] {
+            let fast = CpuBackend {
+                threads: Some(2),
+                simd,
+            }
+            .run(&j, &|_| {})
+            .unwrap();
+            assert_eq!(fast.samples.len(), slow.samples.len());
+            let same = fast
+                .samples
+                .iter()
+                .zip(&slow.samples)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "samples differ ({simd:?}, W = {window}, P = {chains})"
+            );
+            assert_eq!(fast.ensembles, slow.ensembles);
+            assert_eq!(fast.trace, slow.trace);
+            assert_eq!(fast.paths, slow.paths);
+            assert!(fast.total_stats().round_trips > 0);
+        }
+    }
+    // Five ensembles go one at a time, vectorized within each ensemble.
+    let j = job(7, 5, 16);
+    let fast = CpuBackend {
+        threads: Some(2),
+        simd: Simd::Auto,
+    }
+    .run(&j, &|_| {})
+    .unwrap();
+    let slow = CpuBackend {
+        threads: Some(1),
+        simd: Simd::Scalar,
+    }
+    .run(&j, &|_| {})
+    .unwrap();
+    assert_eq!(fast.ensembles, slow.ensembles);
+    assert!(
+        fast.samples
             .iter()
             .zip(&slow.samples)
-            .all(|(a, b)| a.to_bits() == b.to_bits());
-        assert!(same, "samples differ (W = {window}, P = {chains})");
-        assert_eq!(fast.ensembles, slow.ensembles);
-        assert_eq!(fast.trace, slow.trace);
-        assert_eq!(fast.paths, slow.paths);
-        assert!(fast.total_stats().round_trips > 0);
-    }
+            .all(|(a, b)| a.to_bits() == b.to_bits())
+    );
 }
 
 /// SEO and the Metropolis rule with temperatures that follow the ladder are outside
@@ -71,13 +100,13 @@ fn per_ensemble_vectorized_path_equals_the_scalar_driver() {
     for j in [j, k] {
         let fast = CpuBackend {
             threads: None,
-            scalar_only: false,
+            simd: Simd::Auto,
         }
         .run(&j, &|_| {})
         .unwrap();
         let slow = CpuBackend {
             threads: None,
-            scalar_only: true,
+            simd: Simd::Scalar,
         }
         .run(&j, &|_| {})
         .unwrap();

@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use crate::cli::BenchArgs;
 use crate::config::RunConfig;
-use crate::engine::cpu::CpuBackend;
 use crate::engine::{Backend, Record};
 
 /// The answer of `nrpt bench`.
@@ -33,8 +32,14 @@ pub struct BenchReport {
     pub round_trips_per_1000: f64,
 }
 
-/// Runs the command on the CPU engine.
-pub fn run(args: &BenchArgs, threads: Option<usize>, json: bool, quiet: bool) -> Result<()> {
+/// Runs the command on `backend`.
+pub fn run(
+    args: &BenchArgs,
+    backend: &dyn Backend,
+    threads: Option<usize>,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
     let config = RunConfig {
         chains: args.chains,
         ensembles: args.ensembles,
@@ -43,10 +48,6 @@ pub fn run(args: &BenchArgs, threads: Option<usize>, json: bool, quiet: bool) ->
         ..RunConfig::default()
     };
     let job = config.job(Record::NOTHING)?;
-    let backend = CpuBackend {
-        threads,
-        scalar_only: args.scalar,
-    };
     // A short warm-up run (page faults, thread pool start).
     let warm = crate::engine::Job {
         iterations: job.iterations.min(50),
@@ -54,7 +55,7 @@ pub fn run(args: &BenchArgs, threads: Option<usize>, json: bool, quiet: bool) ->
     };
     backend.run(&warm, &|_| {})?;
     let started = Instant::now();
-    let out = super::run_job(&backend, &job, "bench", quiet)?;
+    let out = super::run_job(backend, &job, "bench", quiet)?;
     let seconds = started.elapsed().as_secs_f64();
     let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
     let report = BenchReport {

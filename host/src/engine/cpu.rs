@@ -15,9 +15,49 @@ use super::{Backend, EngineError, EnsembleBuffers, Job, Record, RunOutput};
 pub struct CpuBackend {
     /// Worker threads (None: rayon's default, one per core).
     pub threads: Option<usize>,
-    /// Never use the vectorized paths of the 2D toy (for comparisons; results are the
-    /// same bits either way): nrpt-core's scalar driver only.
-    pub scalar_only: bool,
+    /// Which code paths may run (for comparisons and tests; results are the same bits
+    /// whichever runs).
+    pub simd: Simd,
+}
+
+/// The code paths of the CPU engine, from the fastest the processor allows down to
+/// nrpt-core's scalar driver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Simd {
+    /// The best the processor supports (AVX-512, else AVX2, else portable).
+    #[default]
+    Auto,
+    /// At most AVX2.
+    Avx2,
+    /// Vectorized paths compiled for the baseline instruction set (SSE2 on x86-64).
+    Portable,
+    /// nrpt-core's scalar driver only.
+    Scalar,
+}
+
+impl Simd {
+    /// The instruction sets the vectorized paths may use on this processor.
+    pub(crate) fn resolve(self) -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("avx512bw");
+            let avx2 = std::arch::is_x86_feature_detected!("avx2");
+            match self {
+                Simd::Auto if avx512 => Simd::Auto,
+                Simd::Auto | Simd::Avx2 if avx2 => Simd::Avx2,
+                Simd::Scalar => Simd::Scalar,
+                _ => Simd::Portable,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match self {
+            Simd::Scalar => Simd::Scalar,
+            _ => Simd::Portable,
+        }
+    }
 }
 
 /// How often workers report progress (iterations of a chunk of ensembles).
@@ -32,7 +72,7 @@ fn run_chunk(
     job: &Job,
     first: usize,
     count: usize,
-    scalar_only: bool,
+    simd: Simd,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<Recorder>, EngineError> {
     let (p, dim) = (job.chains, job.target.dim());
@@ -59,14 +99,14 @@ fn run_chunk(
     let mut records: Vec<Recorder> = (0..count).map(|i| Recorder::new(job, first + i)).collect();
     let rec = job.record;
     let vectorized =
-        !scalar_only && super::toy2d::applies(job.target, job.options.explorer, job.noise);
+        simd != Simd::Scalar && super::toy2d::applies(job.target, job.options.explorer, job.noise);
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
     for k in 0..job.iterations {
         let gamma = schedule.gamma(k);
         for (t, r) in runs.iter_mut().zip(records.iter_mut()) {
             if vectorized {
-                super::toy2d::explore(t);
+                super::toy2d::explore(t, simd);
             } else {
                 let Ok(()) = t.explore();
             }
@@ -118,14 +158,17 @@ impl CpuBackend {
         job: &Job,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<RunOutput, EngineError> {
-        if !self.scalar_only && super::lockstep::applies(job) {
+        // Lane groups pay off once they are mostly full; small runs go one ensemble at
+        // a time (still vectorized within the ensemble where possible).
+        let simd = self.simd.resolve();
+        if simd != Simd::Scalar && job.ensembles >= LANES / 2 && super::lockstep::applies(job) {
             let groups: Vec<(usize, usize)> = (0..job.ensembles)
                 .step_by(LANES)
                 .map(|first| (first, LANES.min(job.ensembles - first)))
                 .collect();
             let runs: Vec<Recorder> = groups
                 .into_par_iter()
-                .map(|(first, count)| super::lockstep::run_group(job, first, count, progress))
+                .map(|(first, count)| super::lockstep::run_group(job, first, count, simd, progress))
                 .collect::<Result<Vec<_>, _>>()?
                 .into_iter()
                 .flatten()
@@ -143,7 +186,7 @@ impl CpuBackend {
             .collect();
         let runs: Vec<Recorder> = chunks
             .into_par_iter()
-            .map(|(first, count)| run_chunk(job, first, count, self.scalar_only, progress))
+            .map(|(first, count)| run_chunk(job, first, count, simd, progress))
             .collect::<Result<Vec<_>, _>>()?
             .into_iter()
             .flatten()

@@ -1,4 +1,4 @@
-//! Eight ensembles in SIMD lanes: the whole iteration of the paper's 2D toy —
+//! Ensembles in SIMD lanes: the whole iteration of the paper's 2D toy —
 //! exploration, energies, windowed swaps, ladder and buffer adaptation, book-keeping —
 //! vectorized across ensembles, with the same bits as nrpt-core's driver.
 //!
@@ -6,8 +6,8 @@
 //! stored *by level* (state, replica index, travel state of the replica at each level)
 //! and a swap exchanges the two levels' entries, a masked select per lane. Lane i of
 //! every array belongs to ensemble `first + i`, so every step of the iteration is the
-//! same operation on eight values: the compiler turns the lane loops into AVX2
-//! instructions (chosen at run time). Each value is computed by the operations
+//! same operation on [`LANES`] values: the compiler turns the lane loops into AVX-512
+//! or AVX2 instructions (chosen at run time). Each value is computed by the operations
 //! nrpt-core performs, in the same order, with the same branch-free `f32` functions and
 //! correctly rounded square roots; the tests compare whole runs with the scalar driver
 //! bit for bit.
@@ -29,11 +29,13 @@ use nrpt_core::rng::{PhiloxStream, Rng, streams, uniform_f32, uniform_f64};
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::{Scheme, is_window_start, pair_eligible, window_parity};
 
+use super::cpu::Simd;
 use super::record::Recorder;
 use super::{Job, Target};
 
-/// Ensembles per lane group.
-pub const LANES: usize = 16;
+/// Ensembles per lane group: two AVX-512 registers of `f32` (four of AVX2), which gives
+/// the compiler independent work to interleave (measured faster than 16 or 64).
+pub const LANES: usize = 32;
 
 type F32s = [f32; LANES];
 type F64s = [f64; LANES];
@@ -53,7 +55,7 @@ pub fn applies(job: &Job) -> bool {
 }
 
 /// Per-pair counters of every lane.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct PairLanes {
     indicators: U64s,
     attempts: U64s,
@@ -61,7 +63,7 @@ struct PairLanes {
     nonfinite: U64s,
 }
 
-/// Eight ensembles of P replicas, stored by level.
+/// [`LANES`] ensembles of P replicas, stored by level.
 pub struct Lanes {
     p: usize,
     window: u32,
@@ -75,6 +77,10 @@ pub struct Lanes {
     hot: Vec<f64>,
     xa: Vec<F32s>,
     xb: Vec<F32s>,
+    /// sin 2πx of each state coordinate, kept from the energy evaluation for the next
+    /// gradient (the same function of the same value, so the same bits).
+    sa: Vec<F32s>,
+    sb: Vec<F32s>,
     energy: Vec<F32s>,
     ladder: Vec<F64s>,
     replica: Vec<U32s>,
@@ -124,27 +130,28 @@ fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
 
 const WALL: f32 = 20.0;
 
-/// ∇U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`.
+/// ∇U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`,
+/// given `sa = sin 2πa` and `sb = sin 2πb`.
 #[inline(always)]
-fn gradient(a: f32, b: f32) -> (f32, f32) {
+fn gradient(a: f32, b: f32, sa: f32, sb: f32) -> (f32, f32) {
     let four_pi = (4.0 * std::f64::consts::PI) as f32;
     let r2 = a * a + b * b;
     let slope = if r2 > WALL { 2.4f32 } else { 0.4f32 };
-    (
-        slope * a + four_pi * sin_cos_2pi(a).0,
-        slope * b + four_pi * sin_cos_2pi(b).0,
-    )
+    (slope * a + four_pi * sa, slope * b + four_pi * sb)
 }
 
-/// U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`.
+/// U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`,
+/// and the sines (sin 2πa, sin 2πb) that the next gradient needs.
 #[inline(always)]
-fn energy(a: f32, b: f32) -> f32 {
+fn energy(a: f32, b: f32) -> (f32, f32, f32) {
     let r2 = a * a + b * b;
-    let mut u = 0.2f32 * r2 - 2.0f32 * (sin_cos_2pi(a).1 + sin_cos_2pi(b).1);
+    let (sa, ca) = sin_cos_2pi(a);
+    let (sb, cb) = sin_cos_2pi(b);
+    let mut u = 0.2f32 * r2 - 2.0f32 * (ca + cb);
     if r2 > WALL {
         u += r2 - WALL;
     }
-    u
+    (u, sa, sb)
 }
 
 impl Lanes {
@@ -177,6 +184,10 @@ impl Lanes {
                 xb[l][i] = (low + (high - low) * uniform_f64(rng.next_u32())) as f32;
             }
         }
+        let sines = |x: &Vec<F32s>| -> Vec<F32s> {
+            x.iter().map(|v| v.map(|c| sin_cos_2pi(c).0)).collect()
+        };
+        let (sa, sb) = (sines(&xa), sines(&xb));
         Ok(Lanes {
             p,
             window,
@@ -190,6 +201,8 @@ impl Lanes {
             hot,
             xa,
             xb,
+            sa,
+            sb,
             energy: vec![[0.0; LANES]; p],
             ladder: ladder.iter().map(|&v| [v; LANES]).collect(),
             replica: (0..p).map(|l| [l as u32; LANES]).collect(),
@@ -199,7 +212,15 @@ impl Lanes {
             gates: vec![[true; LANES]; p - 1],
             indicator: vec![[false; LANES]; p - 1],
             swap: vec![[false; LANES]; p - 1],
-            pairs: vec![PairLanes::default(); p - 1],
+            pairs: vec![
+                PairLanes {
+                    indicators: [0; LANES],
+                    attempts: [0; LANES],
+                    swaps: [0; LANES],
+                    nonfinite: [0; LANES],
+                };
+                p - 1
+            ],
             buffer: [o.initial_buffer; LANES],
             stats: [IndexStats::default(); LANES],
             iteration: 0,
@@ -223,7 +244,13 @@ impl Lanes {
                 [streams::STEP; LANES],
             ];
             let w = philox(ctr, self.seed, &self.ensemble);
-            let (xa, xb, en) = (&mut self.xa[l], &mut self.xb[l], &mut self.energy[l]);
+            let x = Level {
+                xa: &mut self.xa[l],
+                xb: &mut self.xb[l],
+                sa: &mut self.sa[l],
+                sb: &mut self.sb[l],
+                en: &mut self.energy[l],
+            };
             if self.hot[l] > 0.0 {
                 // SGLD: Langevin noise from words 2 and 3, the energy's from block 1.
                 let w1 = philox(
@@ -240,9 +267,9 @@ impl Lanes {
                 for i in 0..LANES {
                     sigma[i] = (2.0 * self.ladder[l][i] * self.hot[l]).sqrt() as f32;
                 }
-                explore_hot(xa, xb, en, &eta, &sigma, &w, &w1, noise);
+                explore_hot(x, &eta, &sigma, &w, &w1, noise);
             } else {
-                explore_cold(xa, xb, en, &eta, &w, noise);
+                explore_cold(x, &eta, &w, noise);
             }
         }
     }
@@ -287,6 +314,10 @@ impl Lanes {
             let (lo, hi) = self.xa.split_at_mut(l + 1);
             blend(&m, &mut lo[l], &mut hi[0]);
             let (lo, hi) = self.xb.split_at_mut(l + 1);
+            blend(&m, &mut lo[l], &mut hi[0]);
+            let (lo, hi) = self.sa.split_at_mut(l + 1);
+            blend(&m, &mut lo[l], &mut hi[0]);
+            let (lo, hi) = self.sb.split_at_mut(l + 1);
             blend(&m, &mut lo[l], &mut hi[0]);
             let (lo, hi) = self.replica.split_at_mut(l + 1);
             blend(&m, &mut lo[l], &mut hi[0]);
@@ -334,9 +365,10 @@ impl Lanes {
         self.iteration += 1;
     }
 
-    /// One iteration with the adaptation step size `gamma` of this iteration.
-    pub fn step(&mut self, gamma: f64) {
-        step_dispatch(self, gamma);
+    /// One iteration with the adaptation step size `gamma` of this iteration, with the
+    /// instruction set `simd` (already resolved for this processor).
+    pub fn step(&mut self, gamma: f64, simd: Simd) {
+        step_dispatch(self, gamma, simd);
     }
 
     /// State of the target level of lane `i`.
@@ -390,51 +422,45 @@ impl Lanes {
 // The lane loops below are functions of their own so that their array arguments are
 // known not to overlap, which is what lets the compiler vectorize them.
 
+/// The arrays of one level that an exploration step updates.
+struct Level<'a> {
+    xa: &'a mut F32s,
+    xb: &'a mut F32s,
+    sa: &'a mut F32s,
+    sb: &'a mut F32s,
+    en: &'a mut F32s,
+}
+
 /// Exploration step and energy of one level of SGD explorers (temperature 0).
 #[inline(always)]
-fn explore_cold(
-    xa: &mut F32s,
-    xb: &mut F32s,
-    en: &mut F32s,
-    eta: &F32s,
-    w: &[U32s; 4],
-    noise: f32,
-) {
+fn explore_cold(x: Level<'_>, eta: &F32s, w: &[U32s; 4], noise: f32) {
+    let Level { xa, xb, sa, sb, en } = x;
     for i in 0..LANES {
         let (z0, z1) = box_muller(w[0][i], w[1][i]);
-        let (g0, g1) = gradient(xa[i], xb[i]);
+        let (g0, g1) = gradient(xa[i], xb[i], sa[i], sb[i]);
         let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
         let a = xa[i] - eta[i] * g0;
         let b = xb[i] - eta[i] * g1;
-        en[i] = energy(a, b) + noise * box_muller(w[2][i], w[3][i]).0;
-        xa[i] = a;
-        xb[i] = b;
+        let (u, s_a, s_b) = energy(a, b);
+        en[i] = u + noise * box_muller(w[2][i], w[3][i]).0;
+        (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
     }
 }
 
 /// Exploration step (SGLD with noise scale `sigma`) and energy of one level.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn explore_hot(
-    xa: &mut F32s,
-    xb: &mut F32s,
-    en: &mut F32s,
-    eta: &F32s,
-    sigma: &F32s,
-    w: &[U32s; 4],
-    w1: &[U32s; 4],
-    noise: f32,
-) {
+fn explore_hot(x: Level<'_>, eta: &F32s, sigma: &F32s, w: &[U32s; 4], w1: &[U32s; 4], noise: f32) {
+    let Level { xa, xb, sa, sb, en } = x;
     for i in 0..LANES {
         let (z0, z1) = box_muller(w[0][i], w[1][i]);
-        let (g0, g1) = gradient(xa[i], xb[i]);
+        let (g0, g1) = gradient(xa[i], xb[i], sa[i], sb[i]);
         let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
         let (n0, n1) = box_muller(w[2][i], w[3][i]);
         let a = xa[i] - eta[i] * g0 + sigma[i] * n0;
         let b = xb[i] - eta[i] * g1 + sigma[i] * n1;
-        en[i] = energy(a, b) + noise * box_muller(w1[0][i], w1[1][i]).0;
-        xa[i] = a;
-        xb[i] = b;
+        let (u, s_a, s_b) = energy(a, b);
+        en[i] = u + noise * box_muller(w1[0][i], w1[1][i]).0;
+        (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
     }
 }
 
@@ -511,14 +537,22 @@ fn step_avx2(lanes: &mut Lanes, gamma: f64) {
     step_body(lanes, gamma);
 }
 
-fn step_dispatch(lanes: &mut Lanes, gamma: f64) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor supports AVX2, checked just above.
-        unsafe { step_avx2(lanes, gamma) };
-        return;
-    }
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
+fn step_avx512(lanes: &mut Lanes, gamma: f64) {
     step_body(lanes, gamma);
+}
+
+fn step_dispatch(lanes: &mut Lanes, gamma: f64, simd: Simd) {
+    match simd {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Simd::resolve` returns Auto only where AVX-512 F/DQ/VL/BW are present.
+        Simd::Auto => unsafe { step_avx512(lanes, gamma) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Simd::resolve` returns Avx2 only where AVX2 is present.
+        Simd::Avx2 => unsafe { step_avx2(lanes, gamma) },
+        _ => step_body(lanes, gamma),
+    }
 }
 
 /// Runs ensembles `first .. first + count` (count ≤ [`LANES`]) of `job` in one lane
@@ -527,6 +561,7 @@ pub fn run_group(
     job: &Job,
     first: usize,
     count: usize,
+    simd: Simd,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<Recorder>, super::EngineError> {
     let mut lanes = Lanes::new(job, first)?;
@@ -535,7 +570,7 @@ pub fn run_group(
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
     for k in 0..job.iterations {
-        lanes.step(schedule.gamma(k));
+        lanes.step(schedule.gamma(k), simd);
         for (i, r) in records.iter_mut().enumerate() {
             if rec.traces_at(k) {
                 let ladder = r.is_first().then(|| lanes.ladder(i));

@@ -19,6 +19,7 @@ use nrpt_core::rng::{PhiloxStream, fill_normals, philox4x32_10_lanes, streams, u
 use nrpt_core::target::{EnergyOracle, Noisy};
 
 use super::Target;
+use super::cpu::Simd;
 
 /// Replicas per vector pass.
 const LANES: usize = 16;
@@ -87,20 +88,19 @@ fn group_step_avx2(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32) {
     group_step(g, k, r0, key, noise);
 }
 
-fn group_step_dispatch(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor supports AVX2, checked just above.
-        unsafe { group_step_avx2(g, k, r0, key, noise) };
-        return;
+fn group_step_dispatch(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32, simd: Simd) {
+    match simd {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Simd::resolve` returns Auto or Avx2 only where AVX2 is present.
+        Simd::Auto | Simd::Avx2 => unsafe { group_step_avx2(g, k, r0, key, noise) },
+        _ => group_step(g, k, r0, key, noise),
     }
-    group_step(g, k, r0, key, noise);
 }
 
 /// Phases 1–2 of the current iteration of `t` (the exploration step of every replica
 /// and its energy), written into `t`'s storage exactly as nrpt-core's `step` would;
 /// follow with `t.exchange()`. Only for runs where [`applies`] holds.
-pub fn explore(t: &mut Tempering<'_, f32, Noisy<Target>>) {
+pub fn explore(t: &mut Tempering<'_, f32, Noisy<Target>>, simd: Simd) {
     let opts = *t.options();
     let k = t.iteration() as u32;
     let key = [opts.seed, opts.ensemble];
@@ -122,7 +122,7 @@ pub fn explore(t: &mut Tempering<'_, f32, Noisy<Target>>) {
             group.b[i] = s.states[2 * r + 1];
             group.eta[i] = s.ladder[s.level_of[r] as usize] as f32;
         }
-        group_step_dispatch(&mut group, k, r0 as u32, key, noise);
+        group_step_dispatch(&mut group, k, r0 as u32, key, noise, simd);
         for i in 0..n {
             let r = r0 + i;
             let level = s.level_of[r] as usize;
@@ -184,7 +184,7 @@ mod tests {
             let mut fast = Tempering::new(options, oracle, b1.storage()).unwrap();
             let mut core = Tempering::new(options, oracle, b2.storage()).unwrap();
             for k in 0..400 {
-                explore(&mut fast);
+                explore(&mut fast, Simd::Auto.resolve());
                 let Ok(()) = core.explore();
                 let (f, c) = (fast.storage(), core.storage());
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
