@@ -40,6 +40,10 @@ export NRPT_REQUIRE_NVRTC=1
 step "tests"
 cargo test --workspace
 
+step "vectorized engines in release builds: the same bits as nrpt-core (AVX-512, AVX2, portable)"
+cargo test --release -p nrpt-host --lib
+cargo test --release -p nrpt-host --test engine
+
 step "embedded and WASM: firmware under QEMU, Node test of the .wasm, size limits"
 embedded/ci.sh
 

@@ -14,6 +14,23 @@ use crate::swap::{SwapBuffers, flags, sweep_with};
 use crate::window::Scheme;
 use rand_core::Rng;
 
+/// The indicator threshold of a pair with swap probability `rate`: the number of 32-bit
+/// words `w` with `uniform_f64(w) < rate`, so that the indicator is 1 iff
+/// `u64::from(w) < indicator_threshold(rate)`: an integer comparison, exactly
+/// equivalent to the floating-point one (uniform_f64(w) = (w + ½)·2⁻³², so the
+/// condition is w < rate·2³² − ½, and both sides are exact in `f64`). Rates at or below
+/// 0 (or NaN) give 0, rates at or above 1 give 2³².
+pub fn indicator_threshold(rate: f64) -> u64 {
+    if rate.is_nan() || rate <= 0.0 {
+        return 0;
+    }
+    let t = rate * 4_294_967_296.0 - 0.5;
+    if t >= 4_294_967_296.0 {
+        return 1 << 32;
+    }
+    libm::ceil(t).max(0.0) as u64
+}
+
 /// An index-process simulation of one ensemble over caller-owned buffers.
 #[derive(Debug)]
 pub struct IndexProcess<'a> {
@@ -108,5 +125,55 @@ impl<'a> IndexProcess<'a> {
     /// Level of each replica.
     pub fn level_of(&self) -> &[u32] {
         self.swap.level_of
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threshold_comparison_equals_the_uniform_comparison() {
+        let mut rng = PhiloxStream::new(8, 8, 8, 8, 8);
+        let rates = [
+            0.0,
+            1e-12,
+            0.005,
+            0.1,
+            0.25,
+            0.4,
+            0.5,
+            0.9,
+            0.999_999_9,
+            1.0,
+            1.5,
+            -0.3,
+            f64::NAN,
+        ];
+        for &rate in &rates {
+            let t = indicator_threshold(rate);
+            for w in [0u32, 1, 2, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1] {
+                assert_eq!(u64::from(w) < t, uniform_f64(w) < rate, "rate {rate} w {w}");
+            }
+            // Words right at the threshold.
+            for d in 0..3u64 {
+                for w in [t.saturating_sub(d), t + d] {
+                    if let Ok(w) = u32::try_from(w) {
+                        assert_eq!(u64::from(w) < t, uniform_f64(w) < rate, "rate {rate} w {w}");
+                    }
+                }
+            }
+            for _ in 0..20_000 {
+                let w = rng.next_u32();
+                assert_eq!(u64::from(w) < t, uniform_f64(w) < rate, "rate {rate} w {w}");
+            }
+        }
+        // Random rates too.
+        for _ in 0..20_000 {
+            let rate = uniform_f64(rng.next_u32());
+            let t = indicator_threshold(rate);
+            let w = rng.next_u32();
+            assert_eq!(u64::from(w) < t, uniform_f64(w) < rate);
+        }
     }
 }

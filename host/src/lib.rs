@@ -9,3 +9,4 @@ pub mod interrupt;
 pub mod metrics;
 pub mod output;
 pub mod progress;
+pub mod scale;

@@ -94,6 +94,39 @@ pub fn philox4x32_10_lanes<const N: usize>(counter: [[u32; N]; 4], key: [u32; 2]
     [c0, c1, c2, c3]
 }
 
+/// Philox4x32-10 of `N` counters with `N` keys that share their first word (a seed)
+/// and differ in the second (an ensemble index, say): lane `i` is
+/// `philox4x32_10([c[0][i], c[1][i], c[2][i], c[3][i]], [key0, key1[i]])`. For engines
+/// that run one ensemble per SIMD lane.
+#[inline(always)]
+pub fn philox4x32_10_keyed_lanes<const N: usize>(
+    counter: [[u32; N]; 4],
+    key0: u32,
+    key1: &[u32; N],
+) -> [[u32; N]; 4] {
+    let [mut c0, mut c1, mut c2, mut c3] = counter;
+    let (mut k0, mut k1) = (key0, *key1);
+    for round in 0..10 {
+        if round > 0 {
+            k0 = k0.wrapping_add(PHILOX_W0);
+            for k in &mut k1 {
+                *k = k.wrapping_add(PHILOX_W1);
+            }
+        }
+        for i in 0..N {
+            let p0 = u64::from(PHILOX_M0) * u64::from(c0[i]);
+            let p1 = u64::from(PHILOX_M1) * u64::from(c2[i]);
+            let n0 = (p1 >> 32) as u32 ^ c1[i] ^ k0;
+            let n2 = (p0 >> 32) as u32 ^ c3[i] ^ k1[i];
+            c0[i] = n0;
+            c1[i] = p1 as u32;
+            c2[i] = n2;
+            c3[i] = p0 as u32;
+        }
+    }
+    [c0, c1, c2, c3]
+}
+
 /// Fills `dst` from a source of 32-bit words: each word is written little-endian, in
 /// order; a trailing partial chunk of `n < 4` bytes takes the first `n` bytes of one more
 /// word, whose remaining bytes are discarded.
@@ -226,6 +259,28 @@ impl SeedableRng for Philox4x32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keyed_lanes_equal_the_scalar_function() {
+        let mut c = [[0u32; 8]; 4];
+        let mut keys = [0u32; 8];
+        for i in 0..8u32 {
+            c[0][i as usize] = 3 * i;
+            c[1][i as usize] = u32::MAX;
+            c[2][i as usize] = i;
+            c[3][i as usize] = 1;
+            keys[i as usize] = 1000 + i;
+        }
+        let out = philox4x32_10_keyed_lanes(c, 77, &keys);
+        for i in 0..8 {
+            let scalar = philox4x32_10([c[0][i], c[1][i], c[2][i], c[3][i]], [77, keys[i]]);
+            assert_eq!(
+                [out[0][i], out[1][i], out[2][i], out[3][i]],
+                scalar,
+                "lane {i}"
+            );
+        }
+    }
 
     #[test]
     fn lanes_equal_the_scalar_function() {

@@ -37,7 +37,7 @@ pub enum Simd {
 
 impl Simd {
     /// The instruction sets the vectorized paths may use on this processor.
-    pub(crate) fn resolve(self) -> Simd {
+    pub fn resolve(self) -> Simd {
         #[cfg(target_arch = "x86_64")]
         {
             let avx512 = std::arch::is_x86_feature_detected!("avx512f")

@@ -24,8 +24,9 @@ use nrpt_core::driver::{InitialStates, Temperatures};
 use nrpt_core::explore::Explorer;
 use nrpt_core::fastmath::{ln, sin_cos_2pi};
 use nrpt_core::index::{IndexStats, PairStats, TripState, initial_trip_state, observe_arrival};
-use nrpt_core::rng::philox::{PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1};
-use nrpt_core::rng::{PhiloxStream, Rng, streams, uniform_f32, uniform_f64};
+use nrpt_core::rng::{
+    PhiloxStream, Rng, philox4x32_10_keyed_lanes, streams, uniform_f32, uniform_f64,
+};
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::{Scheme, is_window_start, pair_eligible, window_parity};
 
@@ -97,27 +98,7 @@ pub struct Lanes {
 /// Philox4x32-10 of one counter per lane with key `[seed, ensemble[i]]`.
 #[inline(always)]
 fn philox(c: [U32s; 4], seed: u32, ensemble: &U32s) -> [U32s; 4] {
-    let [mut c0, mut c1, mut c2, mut c3] = c;
-    let (mut k0, mut k1) = (seed, *ensemble);
-    for round in 0..10 {
-        if round > 0 {
-            k0 = k0.wrapping_add(PHILOX_W0);
-            for k in &mut k1 {
-                *k = k.wrapping_add(PHILOX_W1);
-            }
-        }
-        for i in 0..LANES {
-            let p0 = u64::from(PHILOX_M0) * u64::from(c0[i]);
-            let p1 = u64::from(PHILOX_M1) * u64::from(c2[i]);
-            let n0 = (p1 >> 32) as u32 ^ c1[i] ^ k0;
-            let n2 = (p0 >> 32) as u32 ^ c3[i] ^ k1[i];
-            c0[i] = n0;
-            c1[i] = p1 as u32;
-            c2[i] = n2;
-            c3[i] = p0 as u32;
-        }
-    }
-    [c0, c1, c2, c3]
+    philox4x32_10_keyed_lanes(c, seed, ensemble)
 }
 
 /// Box–Muller of nrpt-core (`box_muller_f32`) with a correctly rounded square root.
@@ -518,10 +499,12 @@ fn ladder_level(
 /// Exchanges `a[i]` and `b[i]` where `mask[i]`.
 #[inline(always)]
 fn blend<T: Copy>(mask: &[bool; LANES], a: &mut [T; LANES], b: &mut [T; LANES]) {
+    // New values first, then both stores: written as two in-place selects, the
+    // exchange was miscompiled in AVX2 builds (level l + 1 kept its old values).
+    let (old_a, old_b) = (*a, *b);
     for i in 0..LANES {
-        let (x, y) = (a[i], b[i]);
-        a[i] = if mask[i] { y } else { x };
-        b[i] = if mask[i] { x } else { y };
+        a[i] = if mask[i] { old_b[i] } else { old_a[i] };
+        b[i] = if mask[i] { old_a[i] } else { old_b[i] };
     }
 }
 

@@ -1,0 +1,553 @@
+//! Scaling studies: round-trip time against the number of chains P and the window W,
+//! measured beside the model of Lemma 1, in sweeps that split into shards.
+
+pub mod simulator;
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, RunConfig, TargetKind, WindowSpec};
+use crate::engine::cpu::Simd;
+use crate::engine::{Backend, EngineError, Record};
+use simulator::{Group, LANES};
+
+/// What is simulated at each point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// The index process alone, swap indicators Bernoulli with the given rates.
+    Bernoulli,
+    /// The full sampler on the 25-mode 2D target.
+    Modes2d,
+    /// The full sampler on the D-dimensional sum target.
+    SumModes,
+}
+
+/// One point of a sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Index of the point in the full sweep (fixed whatever the sharding).
+    pub index: usize,
+    /// P.
+    pub chains: usize,
+    /// The window as asked for (`1`, `opt`, `paper`, …).
+    pub window_rule: String,
+    /// The window used.
+    pub window: u32,
+    /// Swap rate S (mean of the profile when a per-pair profile is used).
+    pub swap_rate: f64,
+    /// Measured round trips per 1000 iterations of one ensemble.
+    pub round_trips_per_1000: f64,
+    /// Measured expected round-trip time E[T] = P / (round trips per iteration).
+    pub expected_round_trip: f64,
+    /// Its standard error (batch means over ensembles and time).
+    pub expected_round_trip_se: f64,
+    /// Lemma 1: 2WP (1 + Σ_l r_l^W / (1 − r_l^W)), r_l = 1 − s_l.
+    pub model_expected_round_trip: f64,
+    /// Measured / model.
+    pub ratio: f64,
+    /// Ensembles.
+    pub ensembles: usize,
+    /// Iterations before measuring.
+    pub warmup: u64,
+    /// Iterations measured.
+    pub iterations: u64,
+    /// Round trips counted while measuring (all ensembles).
+    pub round_trips: u64,
+    /// `true` when the iteration cap stopped the point before its target error.
+    pub capped: bool,
+    /// Seconds.
+    pub seconds: f64,
+}
+
+/// A least-squares line through (ln P, ln E[T]) of one window rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// Window rule.
+    pub window_rule: String,
+    /// Swap rate.
+    pub swap_rate: f64,
+    /// Slope of ln E[T] against ln P.
+    pub slope: f64,
+    /// Intercept.
+    pub intercept: f64,
+    /// The same fit on Lemma 1's values at the same points.
+    pub model_slope: f64,
+    /// Points used.
+    pub points: usize,
+}
+
+/// How a sweep runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Model.
+    pub model: Model,
+    /// Chains of the sweep.
+    pub chains: Vec<usize>,
+    /// Window rules of the sweep.
+    pub windows: Vec<String>,
+    /// Swap rates of the sweep.
+    pub swap_rates: Vec<f64>,
+    /// Relative swap-rate profile of the pairs (multiplies S), if any.
+    pub profile: Option<Vec<f64>>,
+    /// Ensembles per point.
+    pub ensembles: usize,
+    /// Stop a point when the standard error of E[T] is below this share.
+    pub target_se: f64,
+    /// Most iterations per point (measuring), a cap reported when hit.
+    pub max_iterations: u64,
+    /// Warm-up: `None` for automatic (twice Lemma 1's E[T]).
+    pub warmup: Option<u64>,
+    /// Base seed.
+    pub seed: u32,
+    /// Dimension of `sum-modes`.
+    pub dim: usize,
+}
+
+/// The points of a sweep, in a fixed order: chains, then windows, then swap rates.
+pub fn enumerate(s: &Settings) -> Vec<(usize, usize, String, f64)> {
+    let mut out = Vec::new();
+    for &p in &s.chains {
+        for w in &s.windows {
+            for &rate in &s.swap_rates {
+                out.push((out.len(), p, w.clone(), rate));
+            }
+        }
+    }
+    out
+}
+
+/// The per-pair swap rates of P chains at swap rate S (with the profile, cycled or
+/// stretched to P − 1 pairs by nearest index, then scaled by S and clipped to (0, 1)).
+pub fn pair_rates(s: &Settings, chains: usize, rate: f64) -> Vec<f64> {
+    let pairs = chains - 1;
+    match &s.profile {
+        None => vec![rate; pairs],
+        Some(prof) => (0..pairs)
+            .map(|l| {
+                let j = if pairs > 1 {
+                    l * (prof.len() - 1) / (pairs - 1)
+                } else {
+                    0
+                };
+                (rate * prof[j]).clamp(1e-9, 1.0 - 1e-9)
+            })
+            .collect(),
+    }
+}
+
+/// Lemma 1 with per-pair rejection rates: E[T] = 2WP (1 + Σ_l r_l^W / (1 − r_l^W)).
+pub fn model_expected_round_trip(rates: &[f64], window: u32) -> f64 {
+    let p = (rates.len() + 1) as f64;
+    let w = f64::from(window);
+    let sum: f64 = rates
+        .iter()
+        .map(|&s| {
+            let x = ((1.0 - s).ln() * w).exp();
+            x / (1.0 - x)
+        })
+        .sum();
+    2.0 * w * p * (1.0 + sum)
+}
+
+/// A deterministic seed for a point, so that shards and whole sweeps agree.
+fn point_seed(base: u32, chains: usize, window: &str, rate: f64) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(base);
+    for b in (chains as u64)
+        .to_le_bytes()
+        .into_iter()
+        .chain(window.bytes())
+        .chain(rate.to_bits().to_le_bytes())
+    {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+/// The window of a rule for P chains at swap rate S.
+pub fn window_of(rule: &str, chains: usize, rate: f64) -> Result<u32, ConfigError> {
+    let spec: WindowSpec = rule
+        .parse()
+        .map_err(|e: String| ConfigError::new("window", e))?;
+    match spec.scheme(chains, rate)? {
+        nrpt_core::window::Scheme::Deo { window } => Ok(window),
+        nrpt_core::window::Scheme::Seo => Err(ConfigError::new(
+            "window",
+            "scaling studies use DEO windows (a number, `opt` or `paper`), not `seo`",
+        )),
+    }
+}
+
+/// Mean and standard error of the mean of `values`.
+fn mean_se(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, f64::INFINITY);
+    }
+    let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
+    (mean, (var / n).sqrt())
+}
+
+/// Estimates from per-cell round-trip counts over `cell_iterations` each.
+fn estimate(chains: usize, cells: &[u64], cell_iterations: u64) -> (f64, f64, f64) {
+    let rates: Vec<f64> = cells
+        .iter()
+        .map(|&c| c as f64 / cell_iterations as f64)
+        .collect();
+    let (rho, se) = mean_se(&rates);
+    let et = chains as f64 / rho;
+    let et_se = et * se / rho;
+    (rho, et, et_se)
+}
+
+/// Runs one point of the Bernoulli model.
+#[allow(clippy::too_many_arguments)]
+fn run_bernoulli_point(
+    s: &Settings,
+    index: usize,
+    chains: usize,
+    rule: &str,
+    rate: f64,
+    interrupt: &(dyn Fn() -> bool + Sync),
+) -> Result<Point, EngineError> {
+    let started = Instant::now();
+    let window = window_of(rule, chains, rate).map_err(|e| EngineError::Backend {
+        backend: "scale",
+        message: e.to_string(),
+    })?;
+    let rates = pair_rates(s, chains, rate);
+    let model = model_expected_round_trip(&rates, window);
+    let seed = point_seed(s.seed, chains, rule, rate);
+    let groups_n = s.ensembles.div_ceil(LANES);
+    let mut groups: Vec<Group> = (0..groups_n)
+        .map(|g| Group::new(&rates, window, seed, (g * LANES) as u32))
+        .collect();
+    let warmup = s
+        .warmup
+        .unwrap_or_else(|| (2.0 * model).ceil().min(s.max_iterations as f64) as u64);
+    // Batches of at least one model round-trip time, so that cells are nearly
+    // independent; about 64 of them fill the cap.
+    let batch = (model.ceil() as u64).max(s.max_iterations / 64).max(256);
+    let advance = |groups: &mut Vec<Group>, n: u64| {
+        groups.par_iter_mut().for_each(|g| g.run(n, Simd::Auto));
+    };
+    advance(&mut groups, warmup);
+    let lanes_used = |g: usize| LANES.min(s.ensembles - g * LANES);
+    let totals = |groups: &Vec<Group>| -> Vec<u64> {
+        groups
+            .iter()
+            .enumerate()
+            .flat_map(|(gi, g)| (0..lanes_used(gi)).map(move |i| g.stats(i).round_trips))
+            .collect()
+    };
+    let warm: u64 = totals(&groups).iter().sum();
+    let mut last = totals(&groups);
+    let mut cells: Vec<u64> = Vec::new();
+    let mut measured = 0u64;
+    let capped = loop {
+        if interrupt() {
+            return Err(EngineError::Interrupted);
+        }
+        let n = batch.min(s.max_iterations - measured);
+        advance(&mut groups, n);
+        measured += n;
+        let now = totals(&groups);
+        // Only whole batches become cells; a last partial batch still counts in the rate.
+        if n == batch {
+            cells.extend(now.iter().zip(&last).map(|(a, b)| a - b));
+        }
+        last = now;
+        if cells.len() >= 8.max(2 * s.ensembles) {
+            let (_, et, et_se) = estimate(chains, &cells, batch);
+            if et.is_finite() && et_se / et < s.target_se {
+                break false;
+            }
+        }
+        if measured >= s.max_iterations {
+            break true;
+        }
+    };
+    let trips = last.iter().sum::<u64>() - warm;
+    let rho = trips as f64 / (s.ensembles as f64 * measured as f64);
+    let et = chains as f64 / rho;
+    // The relative error of the batch means carries over to the whole-run estimate.
+    let et_se = if cells.len() >= 2 {
+        let (_, et_cells, se_cells) = estimate(chains, &cells, batch);
+        et * se_cells / et_cells
+    } else {
+        f64::INFINITY
+    };
+    Ok(Point {
+        index,
+        chains,
+        window_rule: rule.to_string(),
+        window,
+        swap_rate: rates.iter().sum::<f64>() / rates.len() as f64,
+        round_trips_per_1000: 1000.0 * rho,
+        expected_round_trip: et,
+        expected_round_trip_se: et_se,
+        model_expected_round_trip: model,
+        ratio: et / model,
+        ensembles: s.ensembles,
+        warmup,
+        iterations: measured,
+        round_trips: trips,
+        capped,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Runs one point of the full sampler on `backend` (fixed length: warm-up, then the
+/// cap; E[T] from the round trips after the warm-up, its error from the ensembles).
+fn run_sampler_point(
+    s: &Settings,
+    index: usize,
+    chains: usize,
+    rule: &str,
+    rate: f64,
+    backend: &dyn Backend,
+) -> Result<Point, EngineError> {
+    let started = Instant::now();
+    let window: WindowSpec = rule.parse().map_err(|e: String| EngineError::Backend {
+        backend: "scale",
+        message: e,
+    })?;
+    let warmup = s.warmup.unwrap_or(s.max_iterations / 5);
+    let config = RunConfig {
+        target: if s.model == Model::SumModes {
+            TargetKind::SumModes
+        } else {
+            TargetKind::Modes2d
+        },
+        dim: s.dim,
+        chains,
+        ensembles: s.ensembles,
+        iterations: warmup + s.max_iterations,
+        window,
+        swap_rate: rate,
+        seed: point_seed(s.seed, chains, rule, rate),
+        ..RunConfig::default()
+    };
+    let record = Record {
+        thin: 0,
+        warmup: 0,
+        trace_every: warmup.max(1),
+        path_iterations: 0,
+    };
+    let job = config.job(record).map_err(|e| EngineError::Backend {
+        backend: "scale",
+        message: e.to_string(),
+    })?;
+    let out = backend.run(&job, &|_| {})?;
+    let total = out.total_stats().round_trips;
+    let at_warmup = if warmup > 0 {
+        out.trace.round_trips.first().copied().unwrap_or(0)
+    } else {
+        0
+    };
+    let trips = total - at_warmup;
+    let rho = trips as f64 / (s.ensembles as f64 * s.max_iterations as f64);
+    let et = chains as f64 / rho;
+    let per_ensemble: Vec<u64> = out.ensembles.iter().map(|e| e.stats.round_trips).collect();
+    let (_, _, et_se_all) = estimate(chains, &per_ensemble, job.iterations);
+    let w = job.options.scheme.window_code();
+    let model = model_expected_round_trip(&vec![rate; chains - 1], w.max(1));
+    Ok(Point {
+        index,
+        chains,
+        window_rule: rule.to_string(),
+        window: w,
+        swap_rate: rate,
+        round_trips_per_1000: 1000.0 * rho,
+        expected_round_trip: et,
+        expected_round_trip_se: et_se_all,
+        model_expected_round_trip: model,
+        ratio: et / model,
+        ensembles: s.ensembles,
+        warmup,
+        iterations: s.max_iterations,
+        round_trips: trips,
+        capped: true,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Runs the points `indices` of the sweep (a shard, or all of it).
+pub fn run(
+    s: &Settings,
+    indices: &[usize],
+    backend: &dyn Backend,
+    progress: &(dyn Fn(&Point) + Sync),
+) -> Result<Vec<Point>, EngineError> {
+    let all = enumerate(s);
+    let mut points = Vec::new();
+    for &i in indices {
+        let (index, chains, ref rule, rate) = all[i];
+        let p = match s.model {
+            Model::Bernoulli => {
+                run_bernoulli_point(s, index, chains, rule, rate, &crate::interrupt::requested)?
+            }
+            _ => run_sampler_point(s, index, chains, rule, rate, backend)?,
+        };
+        progress(&p);
+        points.push(p);
+    }
+    Ok(points)
+}
+
+/// Least-squares slopes of ln E[T] against ln P, one per (window rule, swap rate) with
+/// at least two chain counts (finite estimates only).
+pub fn fits(points: &[Point]) -> Vec<Fit> {
+    let mut keys: Vec<(String, u64)> = Vec::new();
+    for p in points {
+        let k = (p.window_rule.clone(), p.swap_rate.to_bits());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let line = |xy: &[(f64, f64)]| -> (f64, f64) {
+        let n = xy.len() as f64;
+        let mx = xy.iter().map(|p| p.0).sum::<f64>() / n;
+        let my = xy.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxy: f64 = xy.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let sxx: f64 = xy.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+        let slope = sxy / sxx;
+        (slope, my - slope * mx)
+    };
+    keys.into_iter()
+        .filter_map(|(rule, bits)| {
+            let sel: Vec<&Point> = points
+                .iter()
+                .filter(|p| {
+                    p.window_rule == rule
+                        && p.swap_rate.to_bits() == bits
+                        && p.expected_round_trip.is_finite()
+                        && p.expected_round_trip > 0.0
+                })
+                .collect();
+            let mut ps: Vec<usize> = sel.iter().map(|p| p.chains).collect();
+            ps.sort_unstable();
+            ps.dedup();
+            if ps.len() < 2 {
+                return None;
+            }
+            let xy: Vec<(f64, f64)> = sel
+                .iter()
+                .map(|p| ((p.chains as f64).ln(), p.expected_round_trip.ln()))
+                .collect();
+            let model: Vec<(f64, f64)> = sel
+                .iter()
+                .map(|p| ((p.chains as f64).ln(), p.model_expected_round_trip.ln()))
+                .collect();
+            let (slope, intercept) = line(&xy);
+            Some(Fit {
+                window_rule: rule,
+                swap_rate: f64::from_bits(bits),
+                slope,
+                intercept,
+                model_slope: line(&model).0,
+                points: sel.len(),
+            })
+        })
+        .collect()
+}
+
+/// Parses `8,16,64` or a geometric range `8..4096` (doubling) or `8..4096x4`.
+pub fn parse_chains(text: &str) -> Result<Vec<usize>, String> {
+    let bad = || {
+        format!(
+            "`{text}` is not a list of chain counts (8,16,64) or a range (8..4096 or 8..4096x4)"
+        )
+    };
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        if let Some((a, rest)) = part.split_once("..") {
+            let (b, factor) = match rest.split_once('x') {
+                Some((b, f)) => (b, f.parse::<usize>().map_err(|_| bad())?),
+                None => (rest, 2),
+            };
+            let (a, b) = (
+                a.parse::<usize>().map_err(|_| bad())?,
+                b.parse::<usize>().map_err(|_| bad())?,
+            );
+            if factor < 2 || a < 2 || b < a {
+                return Err(bad());
+            }
+            let mut p = a;
+            while p <= b {
+                out.push(p);
+                p = p.saturating_mul(factor);
+            }
+        } else {
+            out.push(part.parse::<usize>().map_err(|_| bad())?);
+        }
+    }
+    if out
+        .iter()
+        .any(|&p| !(2..=crate::config::MAX_CHAINS).contains(&p))
+    {
+        return Err(format!(
+            "chains must be between 2 and {}, got {text}",
+            crate::config::MAX_CHAINS
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_parse() {
+        assert_eq!(parse_chains("8,16,64"), Ok(vec![8, 16, 64]));
+        assert_eq!(parse_chains("8..64"), Ok(vec![8, 16, 32, 64]));
+        assert_eq!(parse_chains("8..4096x8"), Ok(vec![8, 64, 512, 4096]));
+        assert!(parse_chains("1,2").is_err());
+        assert!(parse_chains("8..4").is_err());
+        assert!(parse_chains("x").is_err());
+    }
+
+    #[test]
+    fn model_matches_lemma_1() {
+        let et = model_expected_round_trip(&[0.4; 15], 1);
+        assert!((et - 752.0).abs() < 1e-9);
+        let et8 = model_expected_round_trip(&[0.4; 15], 8);
+        let core = nrpt_core::optimal::expected_round_trip_u32(16, 8, 0.4).unwrap();
+        assert!((et8 / core - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fits_recover_a_power_law() {
+        let pts: Vec<Point> = [8usize, 16, 32, 64]
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| Point {
+                index: i,
+                chains: p,
+                window_rule: "1".into(),
+                window: 1,
+                swap_rate: 0.1,
+                round_trips_per_1000: 0.0,
+                expected_round_trip: 3.0 * (p as f64).powi(2),
+                expected_round_trip_se: 0.0,
+                model_expected_round_trip: 2.0 * (p as f64).powf(1.5),
+                ratio: 1.0,
+                ensembles: 1,
+                warmup: 0,
+                iterations: 0,
+                round_trips: 0,
+                capped: false,
+                seconds: 0.0,
+            })
+            .collect();
+        let f = fits(&pts);
+        assert_eq!(f.len(), 1);
+        assert!((f[0].slope - 2.0).abs() < 1e-12);
+        assert!((f[0].model_slope - 1.5).abs() < 1e-12);
+    }
+}

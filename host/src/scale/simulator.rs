@@ -1,0 +1,369 @@
+//! The index process of Lemma 1 for many ensembles at once: swap indicators drawn as
+//! independent Bernoulli variables, [`LANES`] ensembles per group in SIMD lanes.
+//!
+//! It draws the same words and takes the same decisions as nrpt-core's
+//! [`IndexProcess`](nrpt_core::bernoulli::IndexProcess) (the tests compare them run
+//! for run): word l of the SWAP stream of (seed, ensemble, iteration) decides pair l,
+//! eligible pairs with an open gate swap when the word is below the pair's
+//! [`indicator_threshold`], and arrivals update the same round-trip states. Levels hold
+//! the replica index and travel state of the replica there, so a swap is a masked
+//! exchange per lane. DEO windows only (SEO uses nrpt-core's `IndexProcess`).
+
+#![allow(clippy::needless_range_loop)]
+
+use nrpt_core::bernoulli::indicator_threshold;
+use nrpt_core::index::{IndexStats, initial_trip_state};
+use nrpt_core::rng::{ENSEMBLE_WIDE, philox4x32_10_keyed_lanes, streams};
+use nrpt_core::window::{is_window_start, pair_eligible, window_parity};
+
+use crate::engine::cpu::Simd;
+
+/// Ensembles per group.
+pub const LANES: usize = 32;
+
+/// Counters of every lane.
+#[derive(Clone, Copy)]
+struct Counts {
+    round_trips: [u64; LANES],
+    restarts: [u64; LANES],
+    authors: [u64; LANES],
+    swaps: [u64; LANES],
+}
+
+/// [`LANES`] ensembles of the index process.
+pub struct Group {
+    p: usize,
+    window: u32,
+    seed: u32,
+    ensemble: [u32; LANES],
+    threshold: Vec<u64>,
+    replica: Vec<[u32; LANES]>,
+    /// Travel state of the replica at each level (nrpt-core's `TripState`, widened to
+    /// 32 bits for the lanes).
+    trips: Vec<[u32; LANES]>,
+    gates: Vec<[bool; LANES]>,
+    counts: Counts,
+    iteration: u64,
+}
+
+impl Group {
+    /// Ensembles `first .. first + LANES` with P = `rates.len() + 1` chains, window
+    /// `window` ≥ 1 and swap probability `rates[l]` for pair l, from the identity.
+    pub fn new(rates: &[f64], window: u32, seed: u32, first: u32) -> Self {
+        let p = rates.len() + 1;
+        let mut ensemble = [0u32; LANES];
+        for (i, e) in ensemble.iter_mut().enumerate() {
+            *e = first.wrapping_add(i as u32);
+        }
+        Group {
+            p,
+            window: window.max(1),
+            seed,
+            ensemble,
+            threshold: rates.iter().map(|&r| indicator_threshold(r)).collect(),
+            replica: (0..p).map(|l| [l as u32; LANES]).collect(),
+            trips: (0..p)
+                .map(|l| [u32::from(initial_trip_state(l, p - 1)); LANES])
+                .collect(),
+            gates: vec![[true; LANES]; p - 1],
+            counts: Counts {
+                round_trips: [0; LANES],
+                restarts: [0; LANES],
+                authors: [0; LANES],
+                swaps: [0; LANES],
+            },
+            iteration: 0,
+        }
+    }
+
+    /// Runs `n` iterations with the instruction set `simd` (resolved for this
+    /// processor by [`Simd::resolve`]); every choice gives the same bits.
+    pub fn run(&mut self, n: u64, simd: Simd) {
+        match simd.resolve() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `resolve` returns Auto only where AVX-512 F/DQ/VL/BW are present.
+            Simd::Auto => unsafe { run_avx512(self, n) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `resolve` returns Avx2 only where AVX2 is present.
+            Simd::Avx2 => unsafe { run_avx2(self, n) },
+            _ => run_body(self, n),
+        }
+    }
+
+    #[inline(always)]
+    fn step(&mut self) {
+        let k = self.iteration;
+        if is_window_start(k, self.window) {
+            for g in &mut self.gates {
+                *g = [true; LANES];
+            }
+        }
+        let parity = window_parity(k, self.window);
+        let top = self.p - 1;
+        let pairs = self.p - 1;
+        for b in 0..pairs.div_ceil(4) {
+            let ctr = [
+                [k as u32; LANES],
+                [ENSEMBLE_WIDE; LANES],
+                [b as u32; LANES],
+                [streams::SWAP; LANES],
+            ];
+            let w = philox4x32_10_keyed_lanes(ctr, self.seed, &self.ensemble);
+            for (j, words) in w.iter().enumerate() {
+                let l = 4 * b + j;
+                if l >= pairs {
+                    break;
+                }
+                if !pair_eligible(l, parity) {
+                    continue;
+                }
+                let (lo, hi) = self.replica.split_at_mut(l + 1);
+                let (tlo, thi) = self.trips.split_at_mut(l + 1);
+                let mask = decide(
+                    words,
+                    self.threshold[l],
+                    &mut self.gates[l],
+                    &mut self.counts,
+                );
+                exchange(&mask, &mut lo[l], &mut hi[0]);
+                exchange(&mask, &mut tlo[l], &mut thi[0]);
+                arrive(&mut tlo[l], &lo[l], &mask, l, top, &mut self.counts);
+                arrive(&mut thi[0], &hi[0], &mask, l + 1, top, &mut self.counts);
+            }
+        }
+        self.iteration += 1;
+    }
+
+    /// Iterations done.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// Round trips, restarts and the authors' count of lane `i`.
+    pub fn stats(&self, i: usize) -> IndexStats {
+        IndexStats {
+            round_trips: self.counts.round_trips[i],
+            restarts: self.counts.restarts[i],
+            authors_round_trips: self.counts.authors[i],
+            nonfinite_energies: 0,
+        }
+    }
+
+    /// Swaps executed in lane `i`.
+    pub fn swaps(&self, i: usize) -> u64 {
+        self.counts.swaps[i]
+    }
+
+    /// Level of every replica in lane `i`.
+    pub fn level_of(&self, i: usize) -> Vec<u32> {
+        let mut of = vec![0; self.p];
+        for (level, r) in self.replica.iter().enumerate() {
+            of[r[i] as usize] = level as u32;
+        }
+        of
+    }
+}
+
+/// Swap decisions of one eligible pair: indicator below the threshold and gate open.
+#[inline(always)]
+fn decide(
+    words: &[u32; LANES],
+    threshold: u64,
+    gates: &mut [bool; LANES],
+    c: &mut Counts,
+) -> [bool; LANES] {
+    let mut mask = [false; LANES];
+    for i in 0..LANES {
+        let swap = gates[i] & (u64::from(words[i]) < threshold);
+        gates[i] &= !swap;
+        mask[i] = swap;
+        c.swaps[i] += u64::from(swap);
+    }
+    mask
+}
+
+/// Exchanges `a[i]` and `b[i]` where `mask[i]`.
+#[inline(always)]
+fn exchange<T: Copy>(mask: &[bool; LANES], a: &mut [T; LANES], b: &mut [T; LANES]) {
+    // New values first, then both stores: written as two in-place selects, the
+    // exchange was miscompiled in AVX2 builds (level l + 1 kept its old values).
+    let (old_a, old_b) = (*a, *b);
+    for i in 0..LANES {
+        a[i] = if mask[i] { old_b[i] } else { old_a[i] };
+        b[i] = if mask[i] { old_a[i] } else { old_b[i] };
+    }
+}
+
+/// nrpt-core's `observe_arrival` for the replicas that just arrived at `level` (where
+/// `mask`), lane by lane without branches. States: bits 0–1 the phase (0 none,
+/// 1 bottom, 2 top after bottom, 3 top fresh), bit 2 seen level 0, bit 3 seen the top
+/// (see `nrpt_core::index`).
+#[inline(always)]
+fn arrive(
+    trips: &mut [u32; LANES],
+    replica: &[u32; LANES],
+    mask: &[bool; LANES],
+    level: usize,
+    top: usize,
+    c: &mut Counts,
+) {
+    if level == 0 {
+        arrive_bottom(trips, replica, mask, c);
+    } else if level == top {
+        arrive_top(trips, replica, mask, top as u32, c);
+    } else {
+        arrive_middle(trips, replica, mask, level as u32, c);
+    }
+}
+
+/// Arrivals at level 0: a restart from any top phase, a round trip from phase 2.
+#[inline(always)]
+fn arrive_bottom(
+    trips: &mut [u32; LANES],
+    replica: &[u32; LANES],
+    mask: &[bool; LANES],
+    c: &mut Counts,
+) {
+    for i in 0..LANES {
+        let st = trips[i];
+        let phase = st & 3;
+        let seen = (st & 0b1100) | 0b0100;
+        let restart = u64::from(phase >> 1); // phases 2 and 3
+        let trip = u64::from(phase == 2);
+        let authors = u64::from((replica[i] == 0) & (seen == 0b1100));
+        // A fresh start at level 0 has seen level 0 only.
+        let seen = if authors == 1 { 0b0100 } else { seen };
+        let m = u64::from(mask[i]);
+        trips[i] = if mask[i] { 1 | seen } else { st };
+        c.round_trips[i] += m * trip;
+        c.restarts[i] += m * restart;
+        c.authors[i] += m * authors;
+    }
+}
+
+/// Arrivals at the top: phase 1 becomes 2, phase 0 becomes 3.
+#[inline(always)]
+fn arrive_top(
+    trips: &mut [u32; LANES],
+    replica: &[u32; LANES],
+    mask: &[bool; LANES],
+    top: u32,
+    c: &mut Counts,
+) {
+    for i in 0..LANES {
+        let st = trips[i];
+        let phase = st & 3;
+        let seen = (st & 0b1100) | 0b1000;
+        let phase = if phase == 1 {
+            2
+        } else if phase == 0 {
+            3
+        } else {
+            phase
+        };
+        let authors = u64::from((replica[i] == top) & (seen == 0b1100));
+        let seen = if authors == 1 { 0b1000 } else { seen };
+        trips[i] = if mask[i] { phase | seen } else { st };
+        c.authors[i] += u64::from(mask[i]) * authors;
+    }
+}
+
+/// Arrivals at an inner level: only the authors' count can move.
+#[inline(always)]
+fn arrive_middle(
+    trips: &mut [u32; LANES],
+    replica: &[u32; LANES],
+    mask: &[bool; LANES],
+    level: u32,
+    c: &mut Counts,
+) {
+    for i in 0..LANES {
+        let st = trips[i];
+        let authors = (replica[i] == level) & (st & 0b1100 == 0b1100);
+        let done = mask[i] & authors;
+        trips[i] = if done { st & 3 } else { st };
+        c.authors[i] += u64::from(done);
+    }
+}
+
+#[inline(always)]
+fn run_body(g: &mut Group, n: u64) {
+    for _ in 0..n {
+        g.step();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn run_avx2(g: &mut Group, n: u64) {
+    run_body(g, n);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
+fn run_avx512(g: &mut Group, n: u64) {
+    run_body(g, n);
+}
+
+#[cfg(test)]
+mod tests {
+    use nrpt_core::bernoulli::IndexProcess;
+    use nrpt_core::swap::SwapBuffers;
+    use nrpt_core::window::Scheme;
+
+    use super::*;
+
+    /// Every lane equals nrpt-core's index process run for run: counts and positions.
+    #[test]
+    fn lanes_equal_the_core_index_process() {
+        for (p, window, rate) in [
+            (2usize, 1u32, 0.5),
+            (5, 1, 0.4),
+            (16, 7, 0.4),
+            (33, 3, 0.9),
+            (64, 20, 0.1),
+        ] {
+            let rates: Vec<f64> = (0..p - 1)
+                .map(|l| rate * (1.0 - 0.3 * (l % 3) as f64 / 3.0))
+                .collect();
+            let iters = 3_000;
+            let groups: Vec<Group> = [Simd::Auto, Simd::Avx2, Simd::Portable]
+                .into_iter()
+                .map(|simd| {
+                    let mut g = Group::new(&rates, window, 11, 100);
+                    g.run(iters, simd);
+                    g
+                })
+                .collect();
+            for i in [0usize, 1, 17, LANES - 1] {
+                let (mut at, mut of, mut gates, mut flags, mut trips) = (
+                    vec![0u32; p],
+                    vec![0u32; p],
+                    vec![true; p - 1],
+                    vec![0u8; p - 1],
+                    vec![0u8; p],
+                );
+                let swap = SwapBuffers {
+                    replica_at: &mut at,
+                    level_of: &mut of,
+                    gates: &mut gates,
+                    flags: &mut flags,
+                };
+                let mut ip =
+                    IndexProcess::new(Scheme::Deo { window }, swap, &mut trips, 11, 100 + i as u32)
+                        .unwrap();
+                for _ in 0..iters {
+                    ip.step(|l| rates[l]);
+                }
+                for (g, simd) in groups.iter().zip(["auto", "avx2", "portable"]) {
+                    assert_eq!(g.stats(i), ip.stats(), "{simd}: P {p} W {window} lane {i}");
+                    assert_eq!(
+                        g.level_of(i),
+                        ip.level_of(),
+                        "{simd}: P {p} W {window} lane {i}"
+                    );
+                }
+            }
+        }
+    }
+}
