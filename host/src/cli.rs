@@ -82,6 +82,15 @@ pub enum Command {
     Bench(BenchArgs),
     /// List the GPUs the CUDA engine can use, or say plainly why there is none.
     Devices,
+    /// Scaling study: expected round-trip time E[T] against the number of chains P and
+    /// the window W, measured beside the model of Lemma 1, with log-log slopes.
+    ///
+    /// With `--model bernoulli` only the index process is simulated (swap indicators
+    /// drawn with the given swap rates), fast enough for thousands of chains; with a
+    /// target the full sampler runs. Each point runs until the standard error of its
+    /// E[T] is below --target-se or the iteration cap is hit (reported). `--shard i/n`
+    /// runs every n-th point (for job arrays); `nrpt scale merge` joins the shards.
+    Scale(ScaleArgs),
 }
 
 /// `nrpt window`.
@@ -264,4 +273,93 @@ pub struct BenchArgs {
     /// Use nrpt-core's scalar code only (no vectorized path), for comparison.
     #[arg(long)]
     pub scalar: bool,
+    /// `sampler` (the 2D toy) or `bernoulli` (the index process alone: reports
+    /// pair-updates per second, one adjacent pair of one ensemble in one iteration).
+    #[arg(long, value_enum, default_value_t = BenchModel::Sampler)]
+    pub model: BenchModel,
+}
+
+/// What `nrpt bench` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchModel {
+    /// The full sampler on the 2D toy.
+    Sampler,
+    /// The Bernoulli index process of `nrpt scale`.
+    Bernoulli,
+}
+
+/// `nrpt scale`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ScaleArgs {
+    /// `merge`, or nothing to run a sweep.
+    #[command(subcommand)]
+    pub action: Option<ScaleAction>,
+    /// The sweep.
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+}
+
+/// Subcommands of `nrpt scale`.
+#[derive(Debug, Subcommand)]
+pub enum ScaleAction {
+    /// Join the outputs of the shards of one sweep (folders or results.json files).
+    Merge(MergeArgs),
+}
+
+/// `nrpt scale merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard output folders (or their results.json).
+    #[arg(required = true, value_name = "DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Output folder of the merged sweep.
+    #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
+    pub out: PathBuf,
+}
+
+/// A scaling sweep.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// `bernoulli` (index process alone), `modes2d` or `sum-modes` (full sampler).
+    #[arg(long, value_enum, default_value_t = crate::scale::Model::Bernoulli)]
+    pub model: crate::scale::Model,
+    /// Chain counts: a list (8,16,64) or a geometric range (8..4096, doubling; 8..4096x4).
+    #[arg(long, short = 'p', default_value = "8,16,64,256,1024")]
+    pub chains: String,
+    /// Windows: numbers, `opt` (exact optimum) and `paper` (the paper's formula), comma-separated.
+    #[arg(long, short = 'w', default_value = "1,opt")]
+    pub window: String,
+    /// Swap rates S (comma-separated); rejection rate r = 1 − S.
+    #[arg(long, short = 's', default_value = "0.4")]
+    pub swap_rate: String,
+    /// A file of relative swap rates of the pairs (numbers separated by spaces, commas
+    /// or lines), stretched over the P − 1 pairs and multiplied by S.
+    #[arg(long, value_name = "FILE")]
+    pub rates_file: Option<PathBuf>,
+    /// Independent ensembles per point (default: 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond).
+    #[arg(long)]
+    pub seeds: Option<usize>,
+    /// Stop a point once the standard error of its E[T] is below this share.
+    #[arg(long, default_value_t = 0.01)]
+    pub target_se: f64,
+    /// Most iterations measured per point (the cap is reported when hit).
+    #[arg(long, default_value_t = 100_000_000)]
+    pub max_iterations: u64,
+    /// Iterations before measuring (default: Lemma 1's E[T] for the Bernoulli model, a
+    /// fifth of the cap for the full sampler).
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Base seed (each point derives its own, so shards agree with whole sweeps).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
+    /// Dimension of `sum-modes`.
+    #[arg(long, default_value_t = 2)]
+    pub dim: usize,
+    /// Run only the points with index % n == i (0 <= i < n), written i/n.
+    #[arg(long, value_name = "i/n")]
+    pub shard: Option<crate::commands::scale::Shard>,
+    /// Output folder.
+    #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
+    pub out: PathBuf,
 }

@@ -35,6 +35,16 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 commands::select_backend(cli.backend, cli.device, cpu(), cli.quiet || cli.json)?;
             commands::reproduce::run(a, backend.as_ref(), cli.json, cli.quiet)
         }
+        Command::Scale(a) => match &a.action {
+            Some(nrpt::cli::ScaleAction::Merge(m)) => commands::scale::merge(m, cli.json),
+            None => {
+                let backend = commands::select_backend(cli.backend, cli.device, cpu(), true)?;
+                commands::scale::run(&a.sweep, backend.as_ref(), cli.json, cli.quiet)
+            }
+        },
+        Command::Bench(a) if a.model == nrpt::cli::BenchModel::Bernoulli => {
+            commands::bench::bernoulli(a, cli.json)
+        }
         Command::Bench(a) => {
             let backend: Box<dyn nrpt::engine::Backend> = if a.scalar {
                 Box::new(CpuBackend {

@@ -377,3 +377,131 @@ fn backends_are_chosen_and_reported() {
     finite(&b, "chain_steps_per_sec");
     assert_usage_error(&["bench", "--backend", "tpu"], "--backend");
 }
+
+#[test]
+fn scale_sweeps_shard_and_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    let args = |out: &Path, shard: Option<&str>| {
+        let mut a: Vec<String> = [
+            "scale",
+            "--chains",
+            "4,8",
+            "--window",
+            "1,opt,2",
+            "--swap-rate",
+            "0.5",
+            "--max-iterations",
+            "40000",
+            "--target-se",
+            "0.05",
+            "--seeds",
+            "8",
+            "--quiet",
+            "--json",
+            "-o",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.push(out.to_str().unwrap().to_string());
+        if let Some(s) = shard {
+            a.push("--shard".into());
+            a.push(s.into());
+        }
+        a
+    };
+    let run = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        json_of(&nrpt(&refs))
+    };
+    let v = run(args(&whole, None));
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    for p in points {
+        for key in [
+            "chains",
+            "window",
+            "swap_rate",
+            "round_trips_per_1000",
+            "expected_round_trip",
+            "model_expected_round_trip",
+        ] {
+            assert!(p.get(key).is_some(), "{key} missing in {p}");
+        }
+        let ratio = finite(p, "ratio");
+        assert!((ratio - 1.0).abs() < 0.15, "{p}");
+    }
+    let fits = v["fits"].as_array().unwrap();
+    assert_eq!(fits.len(), 3);
+    for f in fits {
+        finite(f, "slope");
+    }
+    for f in [
+        "results.json",
+        "points.csv",
+        "et_vs_chains.png",
+        "et_vs_chains.svg",
+        "et_vs_chains.csv",
+        "et_vs_window.png",
+        "et_vs_window.csv",
+    ] {
+        assert!(whole.join(f).exists(), "{f} missing");
+    }
+    // Two shards, merged, give the very same points.
+    let (s0, s1, merged) = (
+        dir.path().join("s0"),
+        dir.path().join("s1"),
+        dir.path().join("m"),
+    );
+    let a = run(args(&s0, Some("0/2")));
+    let b = run(args(&s1, Some("1/2")));
+    assert_eq!(
+        a["points"].as_array().unwrap().len() + b["points"].as_array().unwrap().len(),
+        6
+    );
+    let m = json_of(&nrpt(&[
+        "scale",
+        "merge",
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+        "--json",
+    ]));
+    let strip = |v: &Value| -> Vec<Value> {
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p.as_object_mut().unwrap().remove("seconds");
+                p
+            })
+            .collect()
+    };
+    assert_eq!(strip(&m), strip(&v));
+    assert_eq!(m["fits"], v["fits"]);
+    assert_usage_error(&["scale", "--shard", "2/2"], "--shard");
+    assert_usage_error(&["scale", "--chains", "1,8"], "--chains");
+    assert_usage_error(&["scale", "--window", "seo"], "--window");
+    assert_usage_error(&["scale", "--swap-rate", "1.2"], "--swap-rate");
+}
+
+#[test]
+fn bench_bernoulli_reports_pair_updates() {
+    let v = json_of(&nrpt(&[
+        "bench",
+        "--model",
+        "bernoulli",
+        "-e",
+        "32",
+        "-p",
+        "16",
+        "-n",
+        "2000",
+        "--json",
+    ]));
+    assert!(finite(&v, "pair_updates_per_sec") > 0.0);
+}

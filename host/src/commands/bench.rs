@@ -89,3 +89,68 @@ pub fn run(
     }
     Ok(())
 }
+
+/// The answer of `nrpt bench --model bernoulli`.
+#[derive(Debug, Serialize)]
+pub struct BernoulliReport {
+    /// E.
+    pub ensembles: usize,
+    /// P.
+    pub chains: usize,
+    /// Iterations.
+    pub iters: u64,
+    /// Window.
+    pub window: u32,
+    /// Seconds.
+    pub seconds: f64,
+    /// E · (P − 1) · iterations / seconds.
+    pub pair_updates_per_sec: f64,
+}
+
+/// Pair-updates per second of the Bernoulli index-process simulator (all cores).
+pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
+    use crate::engine::cpu::Simd;
+    use crate::scale::simulator::{Group, LANES};
+    use rayon::prelude::*;
+    if args.chains < 2 || args.ensembles == 0 {
+        return Err(crate::config::ConfigError::new(
+            "chains",
+            "needs at least 2 chains and 1 ensemble",
+        )
+        .into());
+    }
+    let window = crate::scale::window_of(&args.window.to_string(), args.chains, 0.4)?;
+    let rates = vec![0.4; args.chains - 1];
+    let groups = args.ensembles.div_ceil(LANES);
+    let mut sims: Vec<Group<LANES>> = (0..groups)
+        .map(|g| Group::new(&rates, window, 1, (g * LANES) as u32))
+        .collect();
+    sims.par_iter_mut()
+        .for_each(|g| g.run(args.iters.min(100), Simd::Auto));
+    let started = Instant::now();
+    sims.par_iter_mut()
+        .for_each(|g| g.run(args.iters, Simd::Auto));
+    let seconds = started.elapsed().as_secs_f64();
+    let updates = (groups * LANES) as f64 * (args.chains - 1) as f64 * args.iters as f64;
+    let r = BernoulliReport {
+        ensembles: groups * LANES,
+        chains: args.chains,
+        iters: args.iters,
+        window,
+        seconds,
+        pair_updates_per_sec: updates / seconds,
+    };
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "bernoulli: {} ensembles × {} pairs × {} iterations in {:.3} s: {:.3e} pair-updates/s",
+            r.ensembles,
+            r.chains - 1,
+            r.iters,
+            seconds,
+            r.pair_updates_per_sec
+        );
+    }
+    Ok(())
+}

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod devices;
 pub mod reproduce;
 pub mod run;
+pub mod scale;
 pub mod window;
 
 use crate::cli::BackendKind;

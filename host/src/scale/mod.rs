@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ConfigError, RunConfig, TargetKind, WindowSpec};
 use crate::engine::cpu::Simd;
 use crate::engine::{Backend, EngineError, Record};
-use simulator::{Group, LANES};
+use simulator::Group;
 
 /// What is simulated at each point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -92,13 +92,13 @@ pub struct Settings {
     pub swap_rates: Vec<f64>,
     /// Relative swap-rate profile of the pairs (multiplies S), if any.
     pub profile: Option<Vec<f64>>,
-    /// Ensembles per point.
+    /// Ensembles per point (0: chosen from P, see [`ensembles_for`]).
     pub ensembles: usize,
     /// Stop a point when the standard error of E[T] is below this share.
     pub target_se: f64,
     /// Most iterations per point (measuring), a cap reported when hit.
     pub max_iterations: u64,
-    /// Warm-up: `None` for automatic (twice Lemma 1's E[T]).
+    /// Warm-up: `None` for automatic (Lemma 1's E[T] for the Bernoulli model).
     pub warmup: Option<u64>,
     /// Base seed.
     pub seed: u32,
@@ -203,14 +203,48 @@ fn estimate(chains: usize, cells: &[u64], cell_iterations: u64) -> (f64, f64, f6
     (rho, et, et_se)
 }
 
-/// Runs one point of the Bernoulli model.
-#[allow(clippy::too_many_arguments)]
+/// Ensembles of a Bernoulli point: as asked, or by default 32 for P ≤ 64, 16 for
+/// P ≤ 256 and 8 beyond (large P gives many round trips per ensemble already, and
+/// every ensemble pays for its own warm-up).
+pub fn ensembles_for(s: &Settings, chains: usize) -> usize {
+    if s.ensembles > 0 {
+        s.ensembles
+    } else if chains <= 64 {
+        32
+    } else if chains <= 256 {
+        16
+    } else {
+        8
+    }
+}
+
+/// Runs one point of the Bernoulli model, with SIMD groups of a width that leaves
+/// at least two groups (both cores busy).
 fn run_bernoulli_point(
     s: &Settings,
     index: usize,
     chains: usize,
     rule: &str,
     rate: f64,
+    interrupt: &(dyn Fn() -> bool + Sync),
+) -> Result<Point, EngineError> {
+    let e = ensembles_for(s, chains);
+    match (e / 2).max(1) {
+        0..=7 => bernoulli_point::<4>(s, index, chains, rule, rate, e, interrupt),
+        8..=15 => bernoulli_point::<8>(s, index, chains, rule, rate, e, interrupt),
+        16..=31 => bernoulli_point::<16>(s, index, chains, rule, rate, e, interrupt),
+        _ => bernoulli_point::<32>(s, index, chains, rule, rate, e, interrupt),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bernoulli_point<const N: usize>(
+    s: &Settings,
+    index: usize,
+    chains: usize,
+    rule: &str,
+    rate: f64,
+    ensembles: usize,
     interrupt: &(dyn Fn() -> bool + Sync),
 ) -> Result<Point, EngineError> {
     let started = Instant::now();
@@ -221,22 +255,25 @@ fn run_bernoulli_point(
     let rates = pair_rates(s, chains, rate);
     let model = model_expected_round_trip(&rates, window);
     let seed = point_seed(s.seed, chains, rule, rate);
-    let groups_n = s.ensembles.div_ceil(LANES);
-    let mut groups: Vec<Group> = (0..groups_n)
-        .map(|g| Group::new(&rates, window, seed, (g * LANES) as u32))
+    let groups_n = ensembles.div_ceil(N);
+    let mut groups: Vec<Group<N>> = (0..groups_n)
+        .map(|g| Group::new(&rates, window, seed, (g * N) as u32))
         .collect();
+    // Two model round-trip times of warm-up: from the identity start the round-trip
+    // rate needs about that long to settle (with one, E[T] came out 3–4% high at
+    // P = 1024); a different --warmup can be asked for.
     let warmup = s
         .warmup
         .unwrap_or_else(|| (2.0 * model).ceil().min(s.max_iterations as f64) as u64);
-    // Batches of at least one model round-trip time, so that cells are nearly
-    // independent; about 64 of them fill the cap.
-    let batch = (model.ceil() as u64).max(s.max_iterations / 64).max(256);
-    let advance = |groups: &mut Vec<Group>, n: u64| {
+    // Batches of one model round-trip time: round-trip counts of successive batches of
+    // an ensemble are then nearly independent, so batch means give the error.
+    let batch = (model.ceil() as u64).clamp(256, s.max_iterations);
+    let advance = |groups: &mut Vec<Group<N>>, n: u64| {
         groups.par_iter_mut().for_each(|g| g.run(n, Simd::Auto));
     };
     advance(&mut groups, warmup);
-    let lanes_used = |g: usize| LANES.min(s.ensembles - g * LANES);
-    let totals = |groups: &Vec<Group>| -> Vec<u64> {
+    let lanes_used = |g: usize| N.min(ensembles - g * N);
+    let totals = |groups: &Vec<Group<N>>| -> Vec<u64> {
         groups
             .iter()
             .enumerate()
@@ -260,7 +297,8 @@ fn run_bernoulli_point(
             cells.extend(now.iter().zip(&last).map(|(a, b)| a - b));
         }
         last = now;
-        if cells.len() >= 8.max(2 * s.ensembles) {
+        // At least four batches per ensemble before the error may stop the point.
+        if cells.len() >= 8.max(4 * ensembles) {
             let (_, et, et_se) = estimate(chains, &cells, batch);
             if et.is_finite() && et_se / et < s.target_se {
                 break false;
@@ -271,7 +309,7 @@ fn run_bernoulli_point(
         }
     };
     let trips = last.iter().sum::<u64>() - warm;
-    let rho = trips as f64 / (s.ensembles as f64 * measured as f64);
+    let rho = trips as f64 / (ensembles as f64 * measured as f64);
     let et = chains as f64 / rho;
     // The relative error of the batch means carries over to the whole-run estimate.
     let et_se = if cells.len() >= 2 {
@@ -285,13 +323,13 @@ fn run_bernoulli_point(
         chains,
         window_rule: rule.to_string(),
         window,
-        swap_rate: rates.iter().sum::<f64>() / rates.len() as f64,
+        swap_rate: rate,
         round_trips_per_1000: 1000.0 * rho,
         expected_round_trip: et,
         expected_round_trip_se: et_se,
         model_expected_round_trip: model,
         ratio: et / model,
-        ensembles: s.ensembles,
+        ensembles,
         warmup,
         iterations: measured,
         round_trips: trips,
@@ -316,6 +354,7 @@ fn run_sampler_point(
         message: e,
     })?;
     let warmup = s.warmup.unwrap_or(s.max_iterations / 5);
+    let ensembles = if s.ensembles > 0 { s.ensembles } else { 16 };
     let config = RunConfig {
         target: if s.model == Model::SumModes {
             TargetKind::SumModes
@@ -324,7 +363,7 @@ fn run_sampler_point(
         },
         dim: s.dim,
         chains,
-        ensembles: s.ensembles,
+        ensembles,
         iterations: warmup + s.max_iterations,
         window,
         swap_rate: rate,
@@ -349,7 +388,7 @@ fn run_sampler_point(
         0
     };
     let trips = total - at_warmup;
-    let rho = trips as f64 / (s.ensembles as f64 * s.max_iterations as f64);
+    let rho = trips as f64 / (ensembles as f64 * s.max_iterations as f64);
     let et = chains as f64 / rho;
     let per_ensemble: Vec<u64> = out.ensembles.iter().map(|e| e.stats.round_trips).collect();
     let (_, _, et_se_all) = estimate(chains, &per_ensemble, job.iterations);
@@ -366,7 +405,7 @@ fn run_sampler_point(
         expected_round_trip_se: et_se_all,
         model_expected_round_trip: model,
         ratio: et / model,
-        ensembles: s.ensembles,
+        ensembles,
         warmup,
         iterations: s.max_iterations,
         round_trips: trips,

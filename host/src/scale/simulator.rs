@@ -1,5 +1,5 @@
 //! The index process of Lemma 1 for many ensembles at once: swap indicators drawn as
-//! independent Bernoulli variables, [`LANES`] ensembles per group in SIMD lanes.
+//! independent Bernoulli variables, [`N`] ensembles per group in SIMD lanes.
 //!
 //! It draws the same words and takes the same decisions as nrpt-core's
 //! [`IndexProcess`](nrpt_core::bernoulli::IndexProcess) (the tests compare them run
@@ -18,40 +18,41 @@ use nrpt_core::window::{is_window_start, pair_eligible, window_parity};
 
 use crate::engine::cpu::Simd;
 
-/// Ensembles per group.
+/// Ensembles per group of the benchmarks and tests (any power of two from 4 to 64
+/// works: `Group<N>`).
 pub const LANES: usize = 32;
 
 /// Counters of every lane.
 #[derive(Clone, Copy)]
-struct Counts {
-    round_trips: [u64; LANES],
-    restarts: [u64; LANES],
-    authors: [u64; LANES],
-    swaps: [u64; LANES],
+struct Counts<const N: usize> {
+    round_trips: [u64; N],
+    restarts: [u64; N],
+    authors: [u64; N],
+    swaps: [u64; N],
 }
 
-/// [`LANES`] ensembles of the index process.
-pub struct Group {
+/// [`N`] ensembles of the index process.
+pub struct Group<const N: usize> {
     p: usize,
     window: u32,
     seed: u32,
-    ensemble: [u32; LANES],
+    ensemble: [u32; N],
     threshold: Vec<u64>,
-    replica: Vec<[u32; LANES]>,
+    replica: Vec<[u32; N]>,
     /// Travel state of the replica at each level (nrpt-core's `TripState`, widened to
     /// 32 bits for the lanes).
-    trips: Vec<[u32; LANES]>,
-    gates: Vec<[bool; LANES]>,
-    counts: Counts,
+    trips: Vec<[u32; N]>,
+    gates: Vec<[bool; N]>,
+    counts: Counts<N>,
     iteration: u64,
 }
 
-impl Group {
-    /// Ensembles `first .. first + LANES` with P = `rates.len() + 1` chains, window
+impl<const N: usize> Group<N> {
+    /// Ensembles `first .. first + N` with P = `rates.len() + 1` chains, window
     /// `window` ≥ 1 and swap probability `rates[l]` for pair l, from the identity.
     pub fn new(rates: &[f64], window: u32, seed: u32, first: u32) -> Self {
         let p = rates.len() + 1;
-        let mut ensemble = [0u32; LANES];
+        let mut ensemble = [0u32; N];
         for (i, e) in ensemble.iter_mut().enumerate() {
             *e = first.wrapping_add(i as u32);
         }
@@ -61,16 +62,16 @@ impl Group {
             seed,
             ensemble,
             threshold: rates.iter().map(|&r| indicator_threshold(r)).collect(),
-            replica: (0..p).map(|l| [l as u32; LANES]).collect(),
+            replica: (0..p).map(|l| [l as u32; N]).collect(),
             trips: (0..p)
-                .map(|l| [u32::from(initial_trip_state(l, p - 1)); LANES])
+                .map(|l| [u32::from(initial_trip_state(l, p - 1)); N])
                 .collect(),
-            gates: vec![[true; LANES]; p - 1],
+            gates: vec![[true; N]; p - 1],
             counts: Counts {
-                round_trips: [0; LANES],
-                restarts: [0; LANES],
-                authors: [0; LANES],
-                swaps: [0; LANES],
+                round_trips: [0; N],
+                restarts: [0; N],
+                authors: [0; N],
+                swaps: [0; N],
             },
             iteration: 0,
         }
@@ -95,7 +96,7 @@ impl Group {
         let k = self.iteration;
         if is_window_start(k, self.window) {
             for g in &mut self.gates {
-                *g = [true; LANES];
+                *g = [true; N];
             }
         }
         let parity = window_parity(k, self.window);
@@ -103,10 +104,10 @@ impl Group {
         let pairs = self.p - 1;
         for b in 0..pairs.div_ceil(4) {
             let ctr = [
-                [k as u32; LANES],
-                [ENSEMBLE_WIDE; LANES],
-                [b as u32; LANES],
-                [streams::SWAP; LANES],
+                [k as u32; N],
+                [ENSEMBLE_WIDE; N],
+                [b as u32; N],
+                [streams::SWAP; N],
             ];
             let w = philox4x32_10_keyed_lanes(ctr, self.seed, &self.ensemble);
             for (j, words) in w.iter().enumerate() {
@@ -166,14 +167,14 @@ impl Group {
 
 /// Swap decisions of one eligible pair: indicator below the threshold and gate open.
 #[inline(always)]
-fn decide(
-    words: &[u32; LANES],
+fn decide<const N: usize>(
+    words: &[u32; N],
     threshold: u64,
-    gates: &mut [bool; LANES],
-    c: &mut Counts,
-) -> [bool; LANES] {
-    let mut mask = [false; LANES];
-    for i in 0..LANES {
+    gates: &mut [bool; N],
+    c: &mut Counts<N>,
+) -> [bool; N] {
+    let mut mask = [false; N];
+    for i in 0..N {
         let swap = gates[i] & (u64::from(words[i]) < threshold);
         gates[i] &= !swap;
         mask[i] = swap;
@@ -184,11 +185,11 @@ fn decide(
 
 /// Exchanges `a[i]` and `b[i]` where `mask[i]`.
 #[inline(always)]
-fn exchange<T: Copy>(mask: &[bool; LANES], a: &mut [T; LANES], b: &mut [T; LANES]) {
+fn exchange<T: Copy, const N: usize>(mask: &[bool; N], a: &mut [T; N], b: &mut [T; N]) {
     // New values first, then both stores: written as two in-place selects, the
     // exchange was miscompiled in AVX2 builds (level l + 1 kept its old values).
     let (old_a, old_b) = (*a, *b);
-    for i in 0..LANES {
+    for i in 0..N {
         a[i] = if mask[i] { old_b[i] } else { old_a[i] };
         b[i] = if mask[i] { old_a[i] } else { old_b[i] };
     }
@@ -199,13 +200,13 @@ fn exchange<T: Copy>(mask: &[bool; LANES], a: &mut [T; LANES], b: &mut [T; LANES
 /// 1 bottom, 2 top after bottom, 3 top fresh), bit 2 seen level 0, bit 3 seen the top
 /// (see `nrpt_core::index`).
 #[inline(always)]
-fn arrive(
-    trips: &mut [u32; LANES],
-    replica: &[u32; LANES],
-    mask: &[bool; LANES],
+fn arrive<const N: usize>(
+    trips: &mut [u32; N],
+    replica: &[u32; N],
+    mask: &[bool; N],
     level: usize,
     top: usize,
-    c: &mut Counts,
+    c: &mut Counts<N>,
 ) {
     if level == 0 {
         arrive_bottom(trips, replica, mask, c);
@@ -218,13 +219,13 @@ fn arrive(
 
 /// Arrivals at level 0: a restart from any top phase, a round trip from phase 2.
 #[inline(always)]
-fn arrive_bottom(
-    trips: &mut [u32; LANES],
-    replica: &[u32; LANES],
-    mask: &[bool; LANES],
-    c: &mut Counts,
+fn arrive_bottom<const N: usize>(
+    trips: &mut [u32; N],
+    replica: &[u32; N],
+    mask: &[bool; N],
+    c: &mut Counts<N>,
 ) {
-    for i in 0..LANES {
+    for i in 0..N {
         let st = trips[i];
         let phase = st & 3;
         let seen = (st & 0b1100) | 0b0100;
@@ -243,14 +244,14 @@ fn arrive_bottom(
 
 /// Arrivals at the top: phase 1 becomes 2, phase 0 becomes 3.
 #[inline(always)]
-fn arrive_top(
-    trips: &mut [u32; LANES],
-    replica: &[u32; LANES],
-    mask: &[bool; LANES],
+fn arrive_top<const N: usize>(
+    trips: &mut [u32; N],
+    replica: &[u32; N],
+    mask: &[bool; N],
     top: u32,
-    c: &mut Counts,
+    c: &mut Counts<N>,
 ) {
-    for i in 0..LANES {
+    for i in 0..N {
         let st = trips[i];
         let phase = st & 3;
         let seen = (st & 0b1100) | 0b1000;
@@ -270,14 +271,14 @@ fn arrive_top(
 
 /// Arrivals at an inner level: only the authors' count can move.
 #[inline(always)]
-fn arrive_middle(
-    trips: &mut [u32; LANES],
-    replica: &[u32; LANES],
-    mask: &[bool; LANES],
+fn arrive_middle<const N: usize>(
+    trips: &mut [u32; N],
+    replica: &[u32; N],
+    mask: &[bool; N],
     level: u32,
-    c: &mut Counts,
+    c: &mut Counts<N>,
 ) {
-    for i in 0..LANES {
+    for i in 0..N {
         let st = trips[i];
         let authors = (replica[i] == level) & (st & 0b1100 == 0b1100);
         let done = mask[i] & authors;
@@ -287,7 +288,7 @@ fn arrive_middle(
 }
 
 #[inline(always)]
-fn run_body(g: &mut Group, n: u64) {
+fn run_body<const N: usize>(g: &mut Group<N>, n: u64) {
     for _ in 0..n {
         g.step();
     }
@@ -295,13 +296,13 @@ fn run_body(g: &mut Group, n: u64) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn run_avx2(g: &mut Group, n: u64) {
+fn run_avx2<const N: usize>(g: &mut Group<N>, n: u64) {
     run_body(g, n);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
-fn run_avx512(g: &mut Group, n: u64) {
+fn run_avx512<const N: usize>(g: &mut Group<N>, n: u64) {
     run_body(g, n);
 }
 
@@ -327,10 +328,10 @@ mod tests {
                 .map(|l| rate * (1.0 - 0.3 * (l % 3) as f64 / 3.0))
                 .collect();
             let iters = 3_000;
-            let groups: Vec<Group> = [Simd::Auto, Simd::Avx2, Simd::Portable]
+            let groups: Vec<Group<LANES>> = [Simd::Auto, Simd::Avx2, Simd::Portable]
                 .into_iter()
                 .map(|simd| {
-                    let mut g = Group::new(&rates, window, 11, 100);
+                    let mut g = Group::<LANES>::new(&rates, window, 11, 100);
                     g.run(iters, simd);
                     g
                 })

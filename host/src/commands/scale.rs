@@ -1,0 +1,466 @@
+//! `nrpt scale`: round-trip time against P and W, measured beside Lemma 1, in sweeps
+//! that split into shards, and `nrpt scale merge` to put the shards together.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{MergeArgs, SweepArgs};
+use crate::config::ConfigError;
+use crate::engine::Backend;
+use crate::figures::{self, LineChart, Series, Style};
+use crate::output::{Csv, ensure_dir, write_json};
+use crate::progress::Progress;
+use crate::scale::{self, Fit, Point, Settings};
+
+/// Which part of a sweep a run covers: points with `index % count == shard`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This shard, 0-based.
+    pub index: usize,
+    /// Shards in all.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not a shard: write i/n with 0 <= i < n, e.g. 0/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse::<usize>().map_err(|_| bad())?,
+            n.trim().parse::<usize>().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// `results.json` of a sweep or a shard.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Results {
+    /// How the sweep ran.
+    pub settings: Settings,
+    /// The shard this file holds (None: the whole sweep, or a merge).
+    pub shard: Option<Shard>,
+    /// Points, in sweep order.
+    pub points: Vec<Point>,
+    /// Log-log slopes of E[T] against P per window rule and swap rate.
+    pub fits: Vec<Fit>,
+}
+
+fn settings(a: &SweepArgs) -> Result<Settings> {
+    let chains = scale::parse_chains(&a.chains).map_err(|e| ConfigError::new("chains", e))?;
+    let windows: Vec<String> = a.window.split(',').map(|w| w.trim().to_string()).collect();
+    for w in &windows {
+        scale::window_of(w, 16, 0.4)?;
+    }
+    let mut swap_rates = Vec::new();
+    for r in a.swap_rate.split(',') {
+        let v: f64 = r
+            .trim()
+            .parse()
+            .map_err(|_| ConfigError::new("swap_rate", format!("`{r}` is not a number")))?;
+        if !(v > 0.0 && v < 1.0) {
+            return Err(ConfigError::new(
+                "swap_rate",
+                format!("must lie strictly between 0 and 1, got {v}"),
+            )
+            .into());
+        }
+        swap_rates.push(v);
+    }
+    let profile = match &a.rates_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                ConfigError::new("rates_file", format!("cannot read {}: {e}", path.display()))
+            })?;
+            let values: Result<Vec<f64>, _> = text
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .filter(|t| !t.is_empty())
+                .map(str::parse::<f64>)
+                .collect();
+            let values = values.map_err(|e| {
+                ConfigError::new("rates_file", format!("not a list of numbers: {e}"))
+            })?;
+            if values.is_empty() || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(ConfigError::new(
+                    "rates_file",
+                    "needs one or more positive numbers (relative swap rates of the pairs)",
+                )
+                .into());
+            }
+            Some(values)
+        }
+    };
+    if a.seeds == Some(0) {
+        return Err(ConfigError::new("seeds", "must be at least 1").into());
+    }
+    if !(a.target_se > 0.0 && a.target_se < 1.0) {
+        return Err(ConfigError::new("target_se", "must lie strictly between 0 and 1").into());
+    }
+    if a.max_iterations == 0 {
+        return Err(ConfigError::new("max_iterations", "must be at least 1").into());
+    }
+    Ok(Settings {
+        model: a.model,
+        chains,
+        windows,
+        swap_rates,
+        profile,
+        ensembles: a.seeds.unwrap_or(0),
+        target_se: a.target_se,
+        max_iterations: a.max_iterations,
+        warmup: a.warmup,
+        seed: a.seed,
+        dim: a.dim,
+    })
+}
+
+fn write_outputs(dir: &Path, r: &Results) -> Result<Vec<String>> {
+    ensure_dir(dir)?;
+    write_json(&dir.join("results.json"), r)?;
+    let mut csv = Csv::new(&[
+        "index",
+        "chains",
+        "window_rule",
+        "window",
+        "swap_rate",
+        "round_trips_per_1000",
+        "expected_round_trip",
+        "expected_round_trip_se",
+        "model_expected_round_trip",
+        "ratio",
+        "ensembles",
+        "warmup",
+        "iterations",
+        "round_trips",
+        "capped",
+        "seconds",
+    ]);
+    for p in &r.points {
+        csv.row([
+            p.index.to_string(),
+            p.chains.to_string(),
+            p.window_rule.clone(),
+            p.window.to_string(),
+            p.swap_rate.to_string(),
+            format!("{:.6}", p.round_trips_per_1000),
+            format!("{:.6e}", p.expected_round_trip),
+            format!("{:.6e}", p.expected_round_trip_se),
+            format!("{:.6e}", p.model_expected_round_trip),
+            format!("{:.5}", p.ratio),
+            p.ensembles.to_string(),
+            p.warmup.to_string(),
+            p.iterations.to_string(),
+            p.round_trips.to_string(),
+            p.capped.to_string(),
+            format!("{:.3}", p.seconds),
+        ]);
+    }
+    csv.write(&dir.join("points.csv"))?;
+    let mut written = Vec::new();
+    if let Some(stem) = figure_vs_chains(dir, r)? {
+        written.push(stem);
+    }
+    if let Some(stem) = figure_vs_window(dir, r)? {
+        written.push(stem);
+    }
+    Ok(written)
+}
+
+/// A series' name, points and style, owned.
+type SeriesData = (String, Vec<(f64, f64)>, Style);
+
+/// E[T] against P on log-log axes: each window rule's points, its fitted slope, and
+/// Lemma 1's curve.
+fn figure_vs_chains(dir: &Path, r: &Results) -> Result<Option<String>> {
+    let mut series_data: Vec<SeriesData> = Vec::new();
+    for f in &r.fits {
+        let mut pts: Vec<&Point> = r
+            .points
+            .iter()
+            .filter(|p| p.window_rule == f.window_rule && p.swap_rate == f.swap_rate)
+            .collect();
+        pts.sort_by_key(|p| p.chains);
+        let label = format!("W = {}, S = {}", f.window_rule, f.swap_rate);
+        series_data.push((
+            format!("{label}: measured, slope {:.2}", f.slope),
+            pts.iter()
+                .map(|p| (p.chains as f64, p.expected_round_trip))
+                .collect(),
+            Style::LinePoints,
+        ));
+        series_data.push((
+            format!("{label}: Lemma 1, slope {:.2}", f.model_slope),
+            pts.iter()
+                .map(|p| (p.chains as f64, p.model_expected_round_trip))
+                .collect(),
+            Style::Dashed,
+        ));
+    }
+    if series_data.is_empty() {
+        return Ok(None);
+    }
+    let series: Vec<Series<'_>> = series_data
+        .iter()
+        .map(|(n, p, s)| Series {
+            name: n,
+            points: p,
+            style: *s,
+        })
+        .collect();
+    figures::lines(
+        &dir.join("et_vs_chains"),
+        &LineChart {
+            title: "Expected round-trip time against the number of chains",
+            x_label: "chains P",
+            y_label: "E[T] (iterations)",
+            x_log: true,
+            y_log: true,
+            series: &series,
+            hlines: &[],
+            vlines: &[],
+        },
+    )?;
+    let mut csv = Csv::new(&[
+        "window_rule",
+        "swap_rate",
+        "slope",
+        "model_slope",
+        "intercept",
+        "points",
+    ]);
+    for f in &r.fits {
+        csv.row([
+            f.window_rule.clone(),
+            f.swap_rate.to_string(),
+            format!("{:.4}", f.slope),
+            format!("{:.4}", f.model_slope),
+            format!("{:.4}", f.intercept),
+            f.points.to_string(),
+        ]);
+    }
+    csv.write(&dir.join("et_vs_chains.csv"))?;
+    Ok(Some("et_vs_chains".into()))
+}
+
+/// E[T] against W at the P (and S) with the most numeric windows, with W⋆ marked.
+fn figure_vs_window(dir: &Path, r: &Results) -> Result<Option<String>> {
+    let mut best: Option<(usize, u64, Vec<&Point>)> = None;
+    for p in &r.points {
+        let key = (p.chains, p.swap_rate.to_bits());
+        let group: Vec<&Point> = r
+            .points
+            .iter()
+            .filter(|q| (q.chains, q.swap_rate.to_bits()) == key)
+            .collect();
+        let mut ws: Vec<u32> = group.iter().map(|q| q.window).collect();
+        ws.sort_unstable();
+        ws.dedup();
+        if ws.len() >= 3 && best.as_ref().is_none_or(|b| group.len() > b.2.len()) {
+            best = Some((key.0, key.1, group));
+        }
+    }
+    let Some((chains, bits, mut group)) = best else {
+        return Ok(None);
+    };
+    let rate = f64::from_bits(bits);
+    group.sort_by_key(|p| p.window);
+    let measured: Vec<(f64, f64)> = group
+        .iter()
+        .map(|p| (f64::from(p.window), p.expected_round_trip))
+        .collect();
+    let max_w = group.last().map_or(1, |p| p.window).max(2);
+    let model: Vec<(f64, f64)> = (1..=max_w)
+        .map(|w| {
+            let rates = vec![rate; chains - 1];
+            (f64::from(w), scale::model_expected_round_trip(&rates, w))
+        })
+        .collect();
+    let w_star = nrpt_core::optimal::w_star(chains, rate).unwrap_or(1.0);
+    let title = format!("E[T] against the window, P = {chains}, S = {rate}");
+    figures::lines(
+        &dir.join("et_vs_window"),
+        &LineChart {
+            title: &title,
+            x_label: "window W (iterations)",
+            y_label: "E[T] (iterations)",
+            x_log: true,
+            y_log: true,
+            series: &[
+                Series {
+                    name: "measured",
+                    points: &measured,
+                    style: Style::LinePoints,
+                },
+                Series {
+                    name: "Lemma 1",
+                    points: &model,
+                    style: Style::Dashed,
+                },
+            ],
+            hlines: &[],
+            vlines: &[(w_star, "W⋆")],
+        },
+    )?;
+    let mut csv = Csv::new(&[
+        "window",
+        "expected_round_trip",
+        "expected_round_trip_se",
+        "model_expected_round_trip",
+    ]);
+    for p in &group {
+        csv.row([
+            p.window.to_string(),
+            format!("{:.6e}", p.expected_round_trip),
+            format!("{:.6e}", p.expected_round_trip_se),
+            format!("{:.6e}", p.model_expected_round_trip),
+        ]);
+    }
+    csv.write(&dir.join("et_vs_window.csv"))?;
+    Ok(Some("et_vs_window".into()))
+}
+
+fn print_table(r: &Results) {
+    println!(
+        "{:>7} {:>7} {:>6} {:>6} {:>14} {:>9} {:>14} {:>7} {:>9}",
+        "chains", "window", "W", "S", "E[T] measured", "± SE", "E[T] Lemma 1", "ratio", "seconds"
+    );
+    for p in &r.points {
+        println!(
+            "{:>7} {:>7} {:>6} {:>6} {:>14.1} {:>8.2}% {:>14.1} {:>7.4} {:>9.1}{}",
+            p.chains,
+            p.window_rule,
+            p.window,
+            p.swap_rate,
+            p.expected_round_trip,
+            100.0 * p.expected_round_trip_se / p.expected_round_trip,
+            p.model_expected_round_trip,
+            p.ratio,
+            p.seconds,
+            if p.capped {
+                "  (iteration cap reached)"
+            } else {
+                ""
+            }
+        );
+    }
+    for f in &r.fits {
+        println!(
+            "slope of log E[T] against log P, W = {}, S = {}: {:.3} measured, {:.3} Lemma 1 ({} points)",
+            f.window_rule, f.swap_rate, f.slope, f.model_slope, f.points
+        );
+    }
+}
+
+/// Runs a sweep (or one shard of it).
+pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
+    let s = settings(a)?;
+    let all = scale::enumerate(&s);
+    let indices: Vec<usize> = (0..all.len())
+        .filter(|i| a.shard.is_none_or(|sh| i % sh.count == sh.index))
+        .collect();
+    let progress = Progress::new("scale", indices.len() as u64, quiet);
+    let points = scale::run(&s, &indices, backend, &|p| {
+        progress.inc(1);
+        if !quiet && !json {
+            eprintln!(
+                "P = {:>5}, W = {:>5} ({}), S = {}: E[T] = {:.1} (Lemma 1 {:.1}, ratio {:.4}) in {:.1} s",
+                p.chains,
+                p.window,
+                p.window_rule,
+                p.swap_rate,
+                p.expected_round_trip,
+                p.model_expected_round_trip,
+                p.ratio,
+                p.seconds
+            );
+        }
+    })?;
+    progress.finish();
+    let fits = scale::fits(&points);
+    let results = Results {
+        settings: s,
+        shard: a.shard,
+        points,
+        fits,
+    };
+    let figures = write_outputs(&a.out, &results)?;
+    if json {
+        println!("{}", serde_json::to_string(&results)?);
+    } else {
+        print_table(&results);
+        println!(
+            "results in {} (figures: {})",
+            a.out.display(),
+            figures.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Merges shard outputs into one sweep.
+pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
+    let mut parts: Vec<Results> = Vec::new();
+    for dir in &a.inputs {
+        let path = if dir.is_dir() {
+            dir.join("results.json")
+        } else {
+            dir.clone()
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            ConfigError::new("inputs", format!("cannot read {}: {e}", path.display()))
+        })?;
+        let r: Results = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a results.json of nrpt scale", path.display()))?;
+        parts.push(r);
+    }
+    let Some(first) = parts.first() else {
+        return Err(ConfigError::new("inputs", "give at least one shard folder").into());
+    };
+    let settings = first.settings.clone();
+    for p in &parts {
+        if p.settings != settings {
+            return Err(ConfigError::new(
+                "inputs",
+                "the shards come from different sweeps (their settings differ)",
+            )
+            .into());
+        }
+    }
+    let mut points: Vec<Point> = parts.into_iter().flat_map(|p| p.points).collect();
+    points.sort_by_key(|p| p.index);
+    points.dedup_by_key(|p| p.index);
+    let expected = scale::enumerate(&settings).len();
+    if points.len() != expected {
+        eprintln!(
+            "warning: {} of the sweep's {} points are present (missing shards?)",
+            points.len(),
+            expected
+        );
+    }
+    let fits = scale::fits(&points);
+    let results = Results {
+        settings,
+        shard: None,
+        points,
+        fits,
+    };
+    let figures = write_outputs(&a.out, &results)?;
+    if json {
+        println!("{}", serde_json::to_string(&results)?);
+    } else {
+        print_table(&results);
+        println!(
+            "merged into {} (figures: {})",
+            a.out.display(),
+            figures.join(", ")
+        );
+    }
+    Ok(())
+}
