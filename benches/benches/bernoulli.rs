@@ -4,10 +4,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use nrpt::engine::cpu::Simd;
-use nrpt::scale::simulator::{Group, LANES};
-use nrpt_core::bernoulli::IndexProcess;
-use nrpt_core::swap::SwapBuffers;
-use nrpt_core::window::Scheme;
+use nrpt::scale::simulator::{Group, LANES, reference};
 
 fn simulator(c: &mut Criterion) {
     for p in [16usize, 1024] {
@@ -25,30 +22,9 @@ fn simulator(c: &mut Criterion) {
         });
         g.bench_function("nrpt-core IndexProcess (32 ensembles, scalar)", |b| {
             b.iter(|| {
-                let mut trips_total = 0;
-                for e in 0..LANES as u32 {
-                    let (mut at, mut of, mut gates, mut flags, mut trips) = (
-                        vec![0u32; p],
-                        vec![0u32; p],
-                        vec![true; p - 1],
-                        vec![0u8; p - 1],
-                        vec![0u8; p],
-                    );
-                    let swap = SwapBuffers {
-                        replica_at: &mut at,
-                        level_of: &mut of,
-                        gates: &mut gates,
-                        flags: &mut flags,
-                    };
-                    let mut ip =
-                        IndexProcess::new(Scheme::Deo { window: 7 }, swap, &mut trips, 1, e)
-                            .expect("valid sizes");
-                    for _ in 0..iters {
-                        ip.step(|_| 0.4);
-                    }
-                    trips_total += ip.stats().round_trips;
-                }
-                trips_total
+                (0..LANES as u32)
+                    .map(|e| reference(&rates, 7, 1, e, iters).0.round_trips)
+                    .sum::<u64>()
             })
         });
         g.finish();

@@ -67,12 +67,15 @@ fn sgld_step(
     langevin_step(x, &grad, &noise, eta as f32, sigma as f32);
 }
 
-fn check_interrupt() -> Result<(), EngineError> {
-    if crate::interrupt::requested() {
-        Err(EngineError::Interrupted)
-    } else {
-        Ok(())
+/// Every 1024 iterations: reports progress and stops on Ctrl-C.
+fn tick(k: u64, iterations: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<(), EngineError> {
+    if k.is_multiple_of(1024) {
+        progress(1024.min(iterations - k));
+        if crate::interrupt::requested() {
+            return Err(EngineError::Interrupted);
+        }
     }
+    Ok(())
 }
 
 /// SGLD×P: `chains` independent SGLD chains at learning rate `eta` and temperature 1
@@ -99,10 +102,7 @@ pub fn parallel_sgld(
                         samples.extend_from_slice(x);
                     }
                 }
-                if k.is_multiple_of(1024) {
-                    progress(1024.min(iterations - k));
-                    check_interrupt()?;
-                }
+                tick(k, iterations, progress)?;
             }
             Ok(samples)
         })
@@ -144,10 +144,7 @@ pub fn cyclical_sgld(
                 if sampling && k.is_multiple_of(b.thin) {
                     samples.extend_from_slice(&x);
                 }
-                if k.is_multiple_of(1024) {
-                    progress(1024.min(iterations - k));
-                    check_interrupt()?;
-                }
+                tick(k, iterations, progress)?;
             }
             Ok(samples)
         })

@@ -363,93 +363,32 @@ fn write_figures(
     // Figure 4b–c: ladder and swap rates of DEO⋆ converging.
     let t = &star.1.trace;
     let p = s.chains;
-    let ladder_series: Vec<Vec<(f64, f64)>> = (0..p)
-        .map(|l| {
-            t.iterations
-                .iter()
-                .zip(&t.ladder)
-                .map(|(&k, row)| (k as f64, row[l]))
-                .collect()
-        })
-        .collect();
-    let level_names: Vec<String> = (0..p).map(|l| format!("level {l}")).collect();
-    let series: Vec<Series<'_>> = ladder_series
-        .iter()
-        .zip(&level_names)
-        .map(|(pts, name)| Series {
-            name,
-            points: pts,
-            style: Style::Line,
-        })
-        .collect();
-    figures::lines(
-        &dir.join("fig4b_ladder"),
-        &LineChart {
-            title: "Learning rates of DEO⋆ adapting (ensemble 0)",
-            x_label: "iteration",
-            y_label: "learning rate",
-            x_log: false,
-            y_log: true,
-            series: &series,
-            hlines: &[],
-            vlines: &[],
-        },
-    )?;
-    let mut header = vec!["iteration".to_string()];
-    header.extend((0..p).map(|l| format!("eta_{l}")));
-    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut csv = Csv::new(&refs);
-    for (k, row) in t.iterations.iter().zip(&t.ladder) {
-        let mut cells = vec![k.to_string()];
-        cells.extend(row.iter().map(|v| format!("{v:.6e}")));
-        csv.row(cells);
-    }
-    csv.write(&dir.join("fig4b_ladder.csv"))?;
-    written.push("fig4b_ladder".into());
-
-    let rate_series: Vec<Vec<(f64, f64)>> = (0..p - 1)
-        .map(|l| {
-            t.iterations
-                .iter()
-                .zip(&t.indicator_rate)
-                .map(|(&k, row)| (k as f64, row[l]))
-                .collect()
-        })
-        .collect();
-    let pair_names: Vec<String> = (0..p - 1).map(|l| format!("pair {l}–{}", l + 1)).collect();
-    let series: Vec<Series<'_>> = rate_series
-        .iter()
-        .zip(&pair_names)
-        .map(|(pts, name)| Series {
-            name,
-            points: pts,
-            style: Style::Line,
-        })
-        .collect();
-    figures::lines(
-        &dir.join("fig4c_swap_rates"),
-        &LineChart {
-            title: "Swap-indicator rates of DEO⋆ approaching the target S",
-            x_label: "iteration",
-            y_label: "share of iterations with e(l+1) + C < e(l)",
-            x_log: false,
-            y_log: false,
-            series: &series,
-            hlines: &[(0.4, "target S = 0.4")],
-            vlines: &[],
-        },
-    )?;
-    let mut header = vec!["iteration".to_string()];
-    header.extend((0..p - 1).map(|l| format!("pair_{l}")));
-    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut csv = Csv::new(&refs);
-    for (k, row) in t.iterations.iter().zip(&t.indicator_rate) {
-        let mut cells = vec![k.to_string()];
-        cells.extend(row.iter().map(|v| format!("{v:.4}")));
-        csv.row(cells);
-    }
-    csv.write(&dir.join("fig4c_swap_rates.csv"))?;
-    written.push("fig4c_swap_rates".into());
+    let names: Vec<String> = (0..p).map(|l| format!("level {l}")).collect();
+    written.push(trace_figure(
+        dir,
+        "fig4b_ladder",
+        "Learning rates of DEO⋆ adapting (ensemble 0)",
+        "learning rate",
+        true,
+        &t.iterations,
+        &t.ladder,
+        &names,
+        "eta",
+        &[],
+    )?);
+    let names: Vec<String> = (0..p - 1).map(|l| format!("pair {l}–{}", l + 1)).collect();
+    written.push(trace_figure(
+        dir,
+        "fig4c_swap_rates",
+        "Swap-indicator rates of DEO⋆ approaching the target S",
+        "share of iterations with e(l+1) + C < e(l)",
+        false,
+        &t.iterations,
+        &t.indicator_rate,
+        &names,
+        "pair",
+        &[(0.4, "target S = 0.4")],
+    )?);
 
     // Figure 6: index paths of four replicas under both schemes.
     let shown = [0usize, p / 3, 2 * p / 3, p - 1];
@@ -490,6 +429,66 @@ fn write_figures(
     csv.write(&dir.join("fig6_index_paths.csv"))?;
     written.push("fig6_index_paths".into());
     Ok(written)
+}
+
+/// One line per column of `rows` (one row per entry of `iterations`), named by
+/// `names`, drawn against the iteration, with its data as `<stem>.csv` (columns
+/// `<prefix>_0`, `<prefix>_1`, …).
+#[allow(clippy::too_many_arguments)]
+fn trace_figure(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    y_label: &str,
+    y_log: bool,
+    iterations: &[u64],
+    rows: &[Vec<f64>],
+    names: &[String],
+    prefix: &str,
+    hlines: &[(f64, &str)],
+) -> Result<String> {
+    let columns: Vec<Vec<(f64, f64)>> = (0..names.len())
+        .map(|l| {
+            iterations
+                .iter()
+                .zip(rows)
+                .map(|(&k, row)| (k as f64, row[l]))
+                .collect()
+        })
+        .collect();
+    let series: Vec<Series<'_>> = columns
+        .iter()
+        .zip(names)
+        .map(|(pts, name)| Series {
+            name,
+            points: pts,
+            style: Style::Line,
+        })
+        .collect();
+    figures::lines(
+        &dir.join(stem),
+        &LineChart {
+            title,
+            x_label: "iteration",
+            y_label,
+            x_log: false,
+            y_log,
+            series: &series,
+            hlines,
+            vlines: &[],
+        },
+    )?;
+    let mut header = vec!["iteration".to_string()];
+    header.extend((0..names.len()).map(|l| format!("{prefix}_{l}")));
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut csv = Csv::new(&refs);
+    for (k, row) in iterations.iter().zip(rows) {
+        let mut cells = vec![k.to_string()];
+        cells.extend(row.iter().map(|v| format!("{v:.6e}")));
+        csv.row(cells);
+    }
+    csv.write(&dir.join(format!("{stem}.csv")))?;
+    Ok(stem.to_string())
 }
 
 /// Runs the reproduction and returns its results (figures written to `out`).
