@@ -1,4 +1,36 @@
-//! The `nrpt` library behind the `nrpt` command (see the README).
+//! # nrpt: the library behind the `nrpt` command
+//!
+//! Runs non-reversible parallel tempering ([`nrpt_core`]) for many ensembles at once
+//! and turns the runs into the paper's results, scaling studies and figures.
+//!
+//! - [`engine`]: a [`Job`](engine::Job) (options, target, P chains, E ensembles,
+//!   iterations, what to record) and the [`Backend`](engine::Backend) trait, with the
+//!   CPU engine ([`engine::cpu`]: SIMD lanes of ensembles, bit-identical to
+//!   nrpt-core's scalar driver) and the CUDA engine ([`engine::cuda`]);
+//! - [`config`]: the validated run configuration (TOML and flags);
+//! - [`commands`]: `window`, `run`, `reproduce`, `bench`, `scale`, `devices`;
+//! - [`scale`]: round-trip time against P and W beside Lemma 1, with the Bernoulli
+//!   index-process simulator;
+//! - [`metrics`], [`baselines`], [`figures`], [`output`]: accuracy against the true
+//!   density, the SGLD baselines, plots (PNG and SVG), files written atomically.
+//!
+//! ```
+//! use nrpt::engine::cpu::CpuBackend;
+//! use nrpt::engine::{Backend, Job, Record, Target};
+//!
+//! let job = Job {
+//!     options: nrpt_core::TemperingOptions::default(), // the paper's settings, W = 8
+//!     target: Target::Modes2d,
+//!     noise: 2.0,
+//!     chains: 16,
+//!     ensembles: 4,
+//!     iterations: 2_000,
+//!     record: Record::NOTHING,
+//! };
+//! let out = CpuBackend::default().run(&job, &|_| {})?;
+//! println!("{} round trips", out.total_stats().round_trips);
+//! # Ok::<(), nrpt::engine::EngineError>(())
+//! ```
 pub mod baselines;
 pub mod cli;
 pub mod commands;
