@@ -390,18 +390,7 @@ pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Res
         points,
         fits,
     };
-    let figures = write_outputs(&a.out, &results)?;
-    if json {
-        println!("{}", serde_json::to_string(&results)?);
-    } else {
-        print_table(&results);
-        println!(
-            "results in {} (figures: {})",
-            a.out.display(),
-            figures.join(", ")
-        );
-    }
-    Ok(())
+    finish(&a.out, &results, json, "results in")
 }
 
 /// Merges shard outputs into one sweep.
@@ -451,16 +440,17 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
         points,
         fits,
     };
-    let figures = write_outputs(&a.out, &results)?;
+    finish(&a.out, &results, json, "merged into")
+}
+
+/// Writes the outputs of a sweep and prints them (JSON, or a table and where they went).
+fn finish(out: &Path, results: &Results, json: bool, verb: &str) -> Result<()> {
+    let figures = write_outputs(out, results)?;
     if json {
-        println!("{}", serde_json::to_string(&results)?);
+        println!("{}", serde_json::to_string(results)?);
     } else {
-        print_table(&results);
-        println!(
-            "merged into {} (figures: {})",
-            a.out.display(),
-            figures.join(", ")
-        );
+        print_table(results);
+        println!("{verb} {} (figures: {})", out.display(), figures.join(", "));
     }
     Ok(())
 }
