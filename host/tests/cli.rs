@@ -505,3 +505,32 @@ fn bench_bernoulli_reports_pair_updates() {
     ]));
     assert!(finite(&v, "pair_updates_per_sec") > 0.0);
 }
+
+#[test]
+fn scale_runs_the_full_sampler_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json_of(&nrpt(&[
+        "scale",
+        "--model",
+        "modes2d",
+        "--chains",
+        "4,8",
+        "--window",
+        "1",
+        "--max-iterations",
+        "3000",
+        "--seeds",
+        "2",
+        "--quiet",
+        "--json",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]));
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        finite(p, "expected_round_trip");
+        finite(p, "model_expected_round_trip");
+        assert_eq!(p["capped"], true, "the full sampler runs a fixed length");
+    }
+}
