@@ -4,10 +4,12 @@
 //! paths). Without a driver every test says it was skipped and why, and checks that
 //! the API answers with a typed error instead of panicking.
 
+mod common;
+
 use std::sync::Arc;
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
-use nrpt_core::driver::{Storage, TemperingOptions};
+use nrpt_core::driver::TemperingOptions;
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::rng::{PhiloxStream, Rng, box_muller_f32, philox4x32_10, uniform_f32};
 use nrpt_core::target::{Modes2d, Noisy, SumModes};
@@ -145,32 +147,8 @@ fn cpu_run(
 ) -> CpuRun {
     let d = target.dim();
     let mom = options.explorer.has_momentum();
-    let mut states = vec![0f32; p * d];
-    let mut momenta = vec![0f32; if mom { p * d } else { 0 }];
-    let mut energies = vec![0f32; p];
-    let mut ladder = vec![0f64; p];
-    let mut temps = vec![0f64; p];
-    let mut at = vec![0u32; p];
-    let mut of = vec![0u32; p];
-    let mut trips = vec![0u8; p];
-    let mut gates = vec![false; p - 1];
-    let mut fl = vec![0u8; p - 1];
-    let mut pairs = vec![PairStats::default(); p - 1];
-    let mut scratch = vec![0f32; 2 * d];
-    let storage = Storage {
-        states: &mut states,
-        momenta: &mut momenta,
-        energies: &mut energies,
-        ladder: &mut ladder,
-        temperatures: &mut temps,
-        replica_at: &mut at,
-        level_of: &mut of,
-        trips: &mut trips,
-        gates: &mut gates,
-        flags: &mut fl,
-        pair_stats: &mut pairs,
-        scratch: &mut scratch,
-    };
+    let mut owned = common::OwnedStorage::new(p, d, mom);
+    let storage = owned.storage();
     macro_rules! go {
         ($pot:expr) => {{
             let oracle = Noisy {

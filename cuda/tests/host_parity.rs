@@ -4,6 +4,8 @@
 //! decision for decision; and whole runs of the emulated GPU iteration against
 //! nrpt-core's f32 engine. No GPU and no CUDA library is needed.
 
+mod common;
+
 use nrpt_core::adapt::{adapt_buffer, adapt_ladder_indicators};
 use nrpt_core::driver::{InitialStates, Storage, Temperatures, TemperingOptions};
 use nrpt_core::explore::Explorer;
@@ -377,32 +379,8 @@ fn bits(v: &[f32]) -> Vec<u32> {
 fn run_parity(options: TemperingOptions, target: GpuTarget, noise: Noise, p: usize, iters: u64) {
     let d = target.dim();
     let momentum = options.explorer.has_momentum();
-    let mut states = vec![0f32; p * d];
-    let mut momenta = vec![0f32; if momentum { p * d } else { 0 }];
-    let mut energies = vec![0f32; p];
-    let mut ladder = vec![0f64; p];
-    let mut temps = vec![0f64; p];
-    let mut at = vec![0u32; p];
-    let mut of = vec![0u32; p];
-    let mut trips = vec![0u8; p];
-    let mut gates = vec![false; p - 1];
-    let mut fl = vec![0u8; p - 1];
-    let mut pairs = vec![PairStats::default(); p - 1];
-    let mut scratch = vec![0f32; 2 * d];
-    let storage = Storage {
-        states: &mut states,
-        momenta: &mut momenta,
-        energies: &mut energies,
-        ladder: &mut ladder,
-        temperatures: &mut temps,
-        replica_at: &mut at,
-        level_of: &mut of,
-        trips: &mut trips,
-        gates: &mut gates,
-        flags: &mut fl,
-        pair_stats: &mut pairs,
-        scratch: &mut scratch,
-    };
+    let mut owned = common::OwnedStorage::new(p, d, momentum);
+    let storage = owned.storage();
     macro_rules! oracle {
         ($pot:expr) => {
             Noisy {

@@ -20,9 +20,7 @@
 //!
 //! where `hi(p) = (p >> 32) as u32` and `lo(p) = p as u32`.
 
-use core::convert::Infallible;
-
-use rand_core::{SeedableRng, TryRng};
+use rand_core::SeedableRng;
 
 /// First Philox multiplier (applied to counter word 0).
 pub const PHILOX_M0: u32 = 0xD251_1F53;
@@ -127,6 +125,36 @@ pub fn philox4x32_10_keyed_lanes<const N: usize>(
     [c0, c1, c2, c3]
 }
 
+/// `TryRng` (never failing) for a generator with a `next_word(&mut self) -> u32`:
+/// `next_u64` is two consecutive words, the first in the low half; `fill_bytes` writes
+/// words little-endian (see [`fill_bytes_from_words`]).
+macro_rules! impl_word_rng {
+    ($t:ty) => {
+        impl rand_core::TryRng for $t {
+            type Error = core::convert::Infallible;
+
+            #[inline]
+            fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+                Ok(self.next_word())
+            }
+
+            #[inline]
+            fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+                let lo = self.next_word() as u64;
+                let hi = self.next_word() as u64;
+                Ok(lo | (hi << 32))
+            }
+
+            #[inline]
+            fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+                $crate::rng::philox::fill_bytes_from_words(dst, || self.next_word());
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use impl_word_rng;
+
 /// Fills `dst` from a source of 32-bit words: each word is written little-endian, in
 /// order; a trailing partial chunk of `n < 4` bytes takes the first `n` bytes of one more
 /// word, whose remaining bytes are discarded.
@@ -222,27 +250,7 @@ impl Philox4x32 {
     }
 }
 
-impl TryRng for Philox4x32 {
-    type Error = Infallible;
-
-    #[inline]
-    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        Ok(self.next_word())
-    }
-
-    #[inline]
-    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        let lo = self.next_word() as u64;
-        let hi = self.next_word() as u64;
-        Ok(lo | (hi << 32))
-    }
-
-    #[inline]
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
-        fill_bytes_from_words(dst, || self.next_word());
-        Ok(())
-    }
-}
+impl_word_rng!(Philox4x32);
 
 impl SeedableRng for Philox4x32 {
     type Seed = [u8; 8];

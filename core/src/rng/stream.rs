@@ -18,11 +18,7 @@
 //! Draws that concern the whole ensemble rather than one replica use
 //! `replica = `[`ENSEMBLE_WIDE`] (`u32::MAX`). The stream ids are in [`streams`].
 
-use core::convert::Infallible;
-
-use rand_core::TryRng;
-
-use super::philox::{fill_bytes_from_words, philox4x32_10};
+use super::philox::{impl_word_rng, philox4x32_10};
 
 /// The replica index of ensemble-wide draws (e.g. [`streams::SWAP`]): `u32::MAX`.
 pub const ENSEMBLE_WIDE: u32 = u32::MAX;
@@ -125,27 +121,7 @@ impl PhiloxStream {
     }
 }
 
-impl TryRng for PhiloxStream {
-    type Error = Infallible;
-
-    #[inline]
-    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        Ok(self.next_word())
-    }
-
-    #[inline]
-    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        let lo = self.next_word() as u64;
-        let hi = self.next_word() as u64;
-        Ok(lo | (hi << 32))
-    }
-
-    #[inline]
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
-        fill_bytes_from_words(dst, || self.next_word());
-        Ok(())
-    }
-}
+impl_word_rng!(PhiloxStream);
 
 #[cfg(test)]
 mod tests {
