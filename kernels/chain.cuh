@@ -1,7 +1,8 @@
-// chain.cuh: one replica's iteration, as nrpt_core::driver::Engine::iterate does it for
-// F = f32: the exploration step (SGLD/SGD or momentum SGD at its level's learning rate
-// and temperature) and the stochastic energy at the new state, from the replica's STEP
-// stream (key [seed, ensemble], counter [iteration, replica, block, 0]).
+// chain.cuh: one replica's part of an iteration, as nrpt_core::driver::Engine::explore
+// does it for F = f32: the exploration step (SGLD/SGD or momentum SGD at its level's
+// learning rate and temperature) and the stochastic energy at the new state, from the
+// replica's STEP stream (key [seed, ensemble], counter rng::counter(iteration, replica,
+// STEP, block), the iteration in full 64 bits).
 //
 // Word use, as in core: gradient noise (Noisy: fill_normals over D, 2·ceil(D/2) words,
 // only if σ_g != 0), then Langevin noise (fill_normals over D, only if the f64 noise

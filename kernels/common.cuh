@@ -81,15 +81,14 @@ NRPT_HD double nrpt_fmax(double a, double b) {
     return a > b ? a : b;
 }
 
-/// Rust's `f64::clamp(x, lo, hi)`: `if x < lo { lo }`, then `if x > hi { hi }`.
-NRPT_HD double nrpt_clamp(double x, double lo, double hi) {
-    double r = x;
-    if (r < lo) r = lo;
-    if (r > hi) r = hi;
-    return r;
+/// Rust's `f64::min(a, b)` for the values the sampler meets (NaN loses).
+NRPT_HD double nrpt_fmin(double a, double b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    return a < b ? a : b;
 }
 
-/// Mirror of `nrpt_core::driver::KernelParams` (96 bytes, no padding).
+/// Mirror of `nrpt_core::params::KernelParams` (96 bytes, no padding).
 struct NrptKernelParams {
     double target_swap_rate;
     double gamma_a;
@@ -113,10 +112,18 @@ struct NrptKernelParams {
 #define NRPT_TARGET_MODES2D 0u
 #define NRPT_TARGET_SUM_MODES 1u
 
-/// Bits of `KernelParams::adapt_flags`.
+/// Bits of `KernelParams::adapt_flags` (nrpt_core::params::adapt_flags). The rule
+/// variants are bits that are 0 for the paper's rules (nrpt_core::rules::Rules::PAPER).
 #define NRPT_ADAPT_LADDER 1u
 #define NRPT_ADAPT_BUFFER 2u
 #define NRPT_FOLLOW_LADDER 4u
+/// LadderUpdate::InPlace (0: LadderUpdate::Jacobi).
+#define NRPT_LADDER_IN_PLACE 8u
+/// BufferProjection::Unprojected (0: BufferProjection::NonNegative, C kept >= 0).
+#define NRPT_BUFFER_UNPROJECTED 16u
+/// MomentumOnSwap::Carry (0: MomentumOnSwap::Reset, both replicas of a swap restart
+/// with zero velocity).
+#define NRPT_MOMENTUM_CARRY 32u
 
 /// Mirror of `nrpt_cuda::params::GpuParams` (144 bytes): core's block plus what the
 /// kernels need beyond it. `core.ensemble` is the Philox key of ensemble 0 of the
@@ -136,7 +143,9 @@ struct NrptGpuParams {
     nrpt_u32 target;
     /// 1: draw initial states (InitialStates::Uniform); 0: keep.
     nrpt_u32 init_uniform;
-    nrpt_u32 reserved;
+    /// Bytes of one stored coordinate of states and momenta (4 f32, 2 bf16/f16): the
+    /// swap kernel zeroes momenta without knowing their type (zero bits are 0 in all).
+    nrpt_u32 coord_bytes;
 };
 
 /// Mirror of `nrpt_core::index::PairStats`.

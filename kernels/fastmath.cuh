@@ -5,21 +5,24 @@
 #pragma once
 #include "common.cuh"
 
-/// 1.5 · 2^23.
-#define NRPT_ROUND_MAGIC 12582912.0f
+/// 2^23.
+#define NRPT_ROUND_MAGIC 8388608.0f
 
-/// fastmath::round_nearest.
+/// fastmath::round_nearest: |x| rounded through 2^23, the sign restored.
 NRPT_HD float nrpt_round_nearest(float x) {
-    if (fabsf(x) < 4194304.0f) {
-        return (x + NRPT_ROUND_MAGIC) - NRPT_ROUND_MAGIC;
-    }
-    return x;
+    float a = fabsf(x);
+    float n = (a < NRPT_ROUND_MAGIC) ? (a + NRPT_ROUND_MAGIC) - NRPT_ROUND_MAGIC : a;
+    return copysignf(n, x);
 }
 
-/// fastmath::ln.
+/// fastmath::ln, special values included (0 -> -inf, +inf -> +inf, negative/NaN -> NaN,
+/// subnormals scaled by 2^23).
 NRPT_HD float nrpt_ln(float x) {
-    nrpt_u32 bits = nrpt_f32_to_bits(x);
-    nrpt_i32 e = (nrpt_i32)((bits >> 23) & 0xffu) - 127;
+    // f32::MIN_POSITIVE = 0x00800000.
+    bool subnormal = x < nrpt_f32_from_bits(0x00800000u);
+    float xs = subnormal ? x * 8388608.0f : x;
+    nrpt_u32 bits = nrpt_f32_to_bits(xs);
+    nrpt_i32 e = (nrpt_i32)((bits >> 23) & 0xffu) - (subnormal ? 150 : 127);
     float m = nrpt_f32_from_bits((bits & 0x007fffffu) | 0x3f800000u);
     // core::f32::consts::SQRT_2 = 0x3FB504F3.
     if (m > nrpt_f32_from_bits(0x3fb504f3u)) {
@@ -33,7 +36,11 @@ NRPT_HD float nrpt_ln(float x) {
     const float LN2_HI = 0.6933594f;
     const float LN2_LO = -2.1219444e-4f;
     float ef = (float)e;
-    return ef * LN2_HI + (ln_m + ef * LN2_LO);
+    float y = ef * LN2_HI + (ln_m + ef * LN2_LO);
+    const float inf = nrpt_f32_from_bits(0x7f800000u);
+    y = (x == inf) ? x : y;
+    y = (x == 0.0f) ? -inf : y;
+    return (x >= 0.0f) ? y : nrpt_f32_from_bits(0x7fc00000u);
 }
 
 struct NrptSinCos {

@@ -3,8 +3,10 @@
 // registers); the ensembles' permutation, ladder, energies, gates, counts and trip
 // states live in shared memory, laid out [level][g] (stride G, no bank conflicts in the
 // swap phase). Each of the K iterations of a launch is: step phase (every thread) —
-// barrier — swap-and-adapt phase (thread g < G does ensemble g) — barrier. Global memory
-// is read at the start and written at the end only.
+// barrier — swap-and-adapt phase (thread g < G does ensemble g) — barrier — momentum
+// reset (every thread whose replica took part in a swap zeroes its velocity registers,
+// as Engine::exchange does right after the sweep). Global memory is read at the start
+// and written at the end only.
 #include "chain.cuh"
 #include "swap.cuh"
 
@@ -74,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(1024) persistent_2d(NrptGpuParams p
             NrptLevelCoeffs l =
                 nrpt_level_coeffs(&cfg, s_ladder[level * G + g], s_temps[level * G + g]);
             NrptStream s =
-                nrpt_stream(p.core.seed, p.core.ensemble + e, (nrpt_u32)k, r, NRPT_STREAM_STEP);
+                nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
             s_energies[level * G + g] = nrpt_chain_step_2d(&cfg, &l, s, &x0, &x1, &v0, &v1);
         }
         __syncthreads();
@@ -98,6 +100,15 @@ extern "C" __global__ void __launch_bounds__(1024) persistent_2d(NrptGpuParams p
             }
         }
         __syncthreads();
+        // MomentumOnSwap::Reset: the replica arrived at its level by a swap of this
+        // iteration, so its next step starts from zero velocity. Done here rather than at
+        // the next step so that the velocities written back after the last iteration are
+        // the driver's. The flags stay put until the next swap phase.
+        if (active && momentum && !(p.core.adapt_flags & NRPT_MOMENTUM_CARRY) &&
+            nrpt_swapped_at_level(s_flags + g, G, s_of[r * G + g], P)) {
+            v0 = 0.0f;
+            v1 = 0.0f;
+        }
     }
 
     if (active) {

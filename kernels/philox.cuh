@@ -1,7 +1,9 @@
 // philox.cuh: Philox4x32-10 (Salmon et al., SC'11), bit-identical to
 // nrpt_core::rng::philox4x32_10, and the keyed-stream word layout of
-// nrpt_core::rng::PhiloxStream: key = [seed, ensemble], counter = [iteration, replica,
-// block, stream], word i = lane i % 4 of block i / 4.
+// nrpt_core::rng::PhiloxStream: key = [seed, ensemble], counter = [iteration mod 2^32,
+// iteration div 2^32, stream · 2^24 + replica, block] (rng::counter), word i = lane
+// i % 4 of block i / 4. The iteration is a full 64-bit number everywhere, so a run
+// past 2^32 iterations never repeats a stream.
 #pragma once
 #include "common.cuh"
 
@@ -10,12 +12,17 @@
 #define NRPT_PHILOX_W0 0x9E3779B9u
 #define NRPT_PHILOX_W1 0xBB67AE85u
 
-/// Stream ids (fourth counter word), as nrpt_core::rng::streams.
+/// Stream ids (top 8 bits of the third counter word), as nrpt_core::rng::streams.
+/// streams::PAIR (3) belongs to the host-only rule of fresh energies per pair test,
+/// which the kernels refuse (TemperingOptions::params), so it has no name here.
 #define NRPT_STREAM_STEP 0u
 #define NRPT_STREAM_SWAP 1u
 #define NRPT_STREAM_INIT 2u
-/// Replica index of ensemble-wide draws.
-#define NRPT_ENSEMBLE_WIDE 0xFFFFFFFFu
+/// rng::stream::REPLICA_BITS: the low bits of the third counter word hold the replica.
+#define NRPT_REPLICA_BITS 24u
+/// rng::ENSEMBLE_WIDE (2^24 − 1): the replica index of ensemble-wide draws, and the
+/// mask of the replica field.
+#define NRPT_ENSEMBLE_WIDE 0x00FFFFFFu
 
 /// Four words of one Philox block.
 struct NrptBlock {
@@ -65,25 +72,28 @@ NRPT_HD nrpt_u32 nrpt_lane(NrptBlock b, nrpt_u32 lane) {
     return (lane & 2u) ? hi : lo;
 }
 
-/// Address of one keyed stream (PhiloxStream::new).
+/// Address of one keyed stream (PhiloxStream::new), kept as the three fixed counter
+/// words and the key: five words, as many registers as the fields themselves.
 struct NrptStream {
-    nrpt_u32 seed, ensemble, iteration, replica, stream;
+    nrpt_u32 c0, c1, c2;  // rng::counter(iteration, replica, stream, ·)[0..3]
+    nrpt_u32 seed, ensemble;
 };
 
-NRPT_HD NrptStream nrpt_stream(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u32 iteration,
+NRPT_HD NrptStream nrpt_stream(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u64 iteration,
                                nrpt_u32 replica, nrpt_u32 stream) {
     NrptStream s;
+    s.c0 = (nrpt_u32)iteration;
+    s.c1 = (nrpt_u32)(iteration >> 32);
+    // Masked as core masks it, so that no replica index can reach the stream bits.
+    s.c2 = (stream << NRPT_REPLICA_BITS) | (replica & NRPT_ENSEMBLE_WIDE);
     s.seed = seed;
     s.ensemble = ensemble;
-    s.iteration = iteration;
-    s.replica = replica;
-    s.stream = stream;
     return s;
 }
 
 /// Block `block` of a stream (PhiloxStream::block).
 NRPT_HD NrptBlock nrpt_stream_block(NrptStream s, nrpt_u32 block) {
-    return nrpt_philox(s.iteration, s.replica, block, s.stream, s.seed, s.ensemble);
+    return nrpt_philox(s.c0, s.c1, s.c2, block, s.seed, s.ensemble);
 }
 
 /// Word `index` of a stream (PhiloxStream::word), recomputing its block.

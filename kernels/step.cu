@@ -26,7 +26,7 @@ extern "C" __global__ void __launch_bounds__(256) step_2d(NrptGpuParams p, nrpt_
     float2 x = xs[c];
     float2 v = make_float2(0.0f, 0.0f);
     if (cfg.momentum) v = ((float2*)a.momenta)[c];
-    NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, (nrpt_u32)k, r, NRPT_STREAM_STEP);
+    NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
     float en = nrpt_chain_step_2d(&cfg, &l, s, &x.x, &x.y, &v.x, &v.y);
     xs[c] = x;
     if (cfg.momentum) ((float2*)a.momenta)[c] = v;
@@ -47,7 +47,7 @@ __device__ void step_seq(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays& a
     NrptLevelCoeffs l = level_of_chain(cfg, a, base, level);
     typename S::T* x = (typename S::T*)a.states + c * D;
     typename S::T* v = cfg.momentum ? (typename S::T*)a.momenta + c * D : x;
-    NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, (nrpt_u32)k, r, NRPT_STREAM_STEP);
+    NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
     a.energies[base + level] = nrpt_chain_step_seq<S>(&cfg, &l, s, x, v);
 }
 
@@ -73,7 +73,7 @@ __device__ void step_block(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays&
     NrptLevelCoeffs l = level_of_chain(cfg, a, base, level);
     typename S::T* x = (typename S::T*)a.states + c * D;
     typename S::T* v = cfg.momentum ? (typename S::T*)a.momenta + c * D : x;
-    NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, (nrpt_u32)k, r, NRPT_STREAM_STEP);
+    NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
     float u = nrpt_chain_step_quads<S>(&cfg, &l, s, x, v, threadIdx.x, NRPT_BLOCK_THREADS);
 #pragma unroll
     for (nrpt_u32 off = 16u; off > 0u; off /= 2u) {

@@ -1,5 +1,8 @@
 // swap.cu: the swap-and-adapt kernel, one thread per ensemble, on the arrays in global
-// memory: nothing goes to the host between iterations.
+// memory: nothing goes to the host between iterations. It follows every step kernel
+// (step_2d, step_seq_*, step_block_*), all of which support momentum explorers, so the
+// momentum reset on a swap (Engine::exchange, MomentumOnSwap::Reset) is done here for
+// all of them.
 #include "swap.cuh"
 
 /// Iteration k of every ensemble's steps 3-6. `ic` points at iteration k's constants;
@@ -26,6 +29,11 @@ extern "C" __global__ void __launch_bounds__(128) swap_adapt(NrptGpuParams p, nr
     nrpt_swap_and_adapt(&p, p.core.ensemble + e, k, *ic, &r, &buffer, &stats);
     a.stats[e] = stats;
     a.buffers[e] = buffer;
+    if (a.momenta) {
+        // The ensemble's momenta start at chain e·P: e·P·D coordinates in.
+        unsigned char* m = (unsigned char*)a.momenta + base * p.core.dim * p.coord_bytes;
+        nrpt_zero_swapped_momenta(&p, &r, m);
+    }
     if (record) {
         for (nrpt_u32 q = 0; q + 1u < P; ++q) record[pbase + q] = r.flags[q];
     }

@@ -1,9 +1,13 @@
 // swap.cuh: one ensemble's swap-and-adapt phase, decision for decision as
-// nrpt_core::driver::Engine::iterate steps 3-6 do it: the windowed sweep
-// (swap::sweep_with with the buffered or Metropolis rule), the energies moved with their
-// replicas, the ladder and buffer adaptation, the per-pair counts and the trip states.
-// Run by one thread per ensemble, over arrays laid out with a stride (1 in global
-// memory, the number of ensembles of a block in the persistent kernel's shared memory).
+// nrpt_core::driver::Engine::exchange does it under the rules the kernels support
+// (energies per level, simultaneous pair tests): the windowed sweep (swap::sweep with
+// the buffered or Metropolis rule), the energies moved with their replicas, the ladder
+// and buffer adaptation, the per-pair counts, the standard trip states and the
+// authors' round-trip counting. Run by one thread per ensemble, over arrays laid out
+// with a stride (1 in global memory, the number of ensembles of a block in the
+// persistent kernel's shared memory). The momentum reset on a swap is not here: the
+// momenta live in global memory for the step/swap kernels (nrpt_zero_swapped_momenta,
+// called by swap.cu) and in registers for the persistent kernel (nrpt_swapped_at_level).
 #pragma once
 #include "philox.cuh"
 #include "fastmath.cuh"
@@ -22,6 +26,10 @@
 #define NRPT_PHASE_TOP_FRESH 3u
 #define NRPT_SEEN_BOTTOM 4u
 #define NRPT_SEEN_TOP 8u
+
+/// adapt::JACOBI_GUARD = 2^-20: the Jacobi update keeps every inner rate within
+/// [2^-20 η₀, 2^20 η_{P−1}].
+#define NRPT_JACOBI_GUARD (1.0 / 1048576.0)
 
 /// Element i of a strided array.
 #define NRPT_AT(ptr, i, stride) ((ptr)[(nrpt_u64)(i) * (stride)])
@@ -47,8 +55,10 @@ NRPT_HD nrpt_u8 nrpt_initial_trip_state(nrpt_u32 level, nrpt_u32 top) {
     return (nrpt_u8)NRPT_PHASE_NONE;
 }
 
-/// index::observe_arrival; adds the events to `stats`.
-NRPT_HD void nrpt_observe_arrival(nrpt_u8* state, nrpt_u32 level, nrpt_u32 start, nrpt_u32 top,
+/// index::observe_arrival: the standard round-trip phase of a replica that has just
+/// arrived at `level` (`top` = P − 1); adds the round trip and restart it completes to
+/// `stats`. The "seen an end" bits of the authors' counting pass through untouched.
+NRPT_HD void nrpt_observe_arrival(nrpt_u8* state, nrpt_u32 level, nrpt_u32 top,
                                   NrptIndexStats* stats) {
     nrpt_u32 phase = *state & NRPT_PHASE_MASK;
     nrpt_u32 seen = *state & ~NRPT_PHASE_MASK & 0xffu;
@@ -57,20 +67,50 @@ NRPT_HD void nrpt_observe_arrival(nrpt_u8* state, nrpt_u32 level, nrpt_u32 start
         stats->restarts += restart ? 1u : 0u;
         stats->round_trips += (phase == NRPT_PHASE_TOP_FROM_BOTTOM) ? 1u : 0u;
         phase = NRPT_PHASE_BOTTOM;
-        seen |= NRPT_SEEN_BOTTOM;
     } else if (level == top) {
         if (phase == NRPT_PHASE_BOTTOM) {
             phase = NRPT_PHASE_TOP_FROM_BOTTOM;
         } else if (phase == NRPT_PHASE_NONE) {
             phase = NRPT_PHASE_TOP_FRESH;
         }
-        seen |= NRPT_SEEN_TOP;
-    }
-    if (level == start && seen == (NRPT_SEEN_BOTTOM | NRPT_SEEN_TOP)) {
-        stats->authors_round_trips += 1u;
-        seen = nrpt_initial_trip_state(level, top) & ~NRPT_PHASE_MASK & 0xffu;
     }
     *state = (nrpt_u8)(phase | seen);
+}
+
+/// Step `idx` of index::authors_pass (its closure `check`): replica idx counts a trip
+/// if it has seen both ends and sits at level idx at this point of the authors' walk —
+/// the replica now at idx + 1 if pair (idx, idx + 1) swapped (that swap comes later in
+/// the walk), else the one now at idx — and its marks are then cleared (a replica at
+/// home at the top is marked again at once). Returns 1 for a trip, else 0.
+NRPT_HD nrpt_u32 nrpt_authors_check(const NrptEnsembleRefs* r, nrpt_u32 idx, nrpt_u32 top) {
+    const nrpt_u32 st = r->stride;
+    bool later_swap = idx < top && (NRPT_AT(r->flags, idx, st) & NRPT_FLAG_SWAPPED) != 0u;
+    nrpt_u32 at = NRPT_AT(r->replica_at, later_swap ? idx + 1u : idx, st);
+    nrpt_u8* t = &NRPT_AT(r->trips, idx, st);
+    const nrpt_u32 both = NRPT_SEEN_BOTTOM | NRPT_SEEN_TOP;
+    if (at == idx && (*t & both) == both) {
+        *t = (nrpt_u8)((*t & NRPT_PHASE_MASK) | (idx == top ? NRPT_SEEN_TOP : 0u));
+        return 1u;
+    }
+    return 0u;
+}
+
+/// index::authors_pass: the authors' round-trip counting of one iteration, replayed
+/// after its swaps from the permutation after the sweep and each pair's SWAPPED flag
+/// (exact because the pairs that swap in one iteration are disjoint; see the Rust doc
+/// comment). Updates the "seen an end" bits; returns the trips counted.
+NRPT_HD nrpt_u32 nrpt_authors_pass(const NrptEnsembleRefs* r, nrpt_u32 P) {
+    const nrpt_u32 st = r->stride;
+    const nrpt_u32 top = P - 1u;
+    nrpt_u32 count = nrpt_authors_check(r, 0u, top);
+    // From step 1 on, level 0 holds the replica that is there after the sweep.
+    NRPT_AT(r->trips, NRPT_AT(r->replica_at, 0u, st), st) |= (nrpt_u8)NRPT_SEEN_BOTTOM;
+    for (nrpt_u32 idx = 1u; idx < top; ++idx) {
+        count += nrpt_authors_check(r, idx, top);
+    }
+    NRPT_AT(r->trips, NRPT_AT(r->replica_at, top, st), st) |= (nrpt_u8)NRPT_SEEN_TOP;
+    count += nrpt_authors_check(r, top, top);
+    return count;
 }
 
 /// index::swap_levels.
@@ -83,13 +123,68 @@ NRPT_HD void nrpt_swap_levels(const NrptEnsembleRefs* r, nrpt_u32 pair) {
     NRPT_AT(r->level_of, a, r->stride) = pair + 1u;
 }
 
+/// adapt::adapt_ladder_indicators (through adapt_ladder_by_factor) with the growth
+/// factors `up` = exp((1 − S) γ) and `down` = exp(−S γ) computed on the host by
+/// adapt::growth_factors; the factor of pair l is `up` when its indicator was 1.
+/// `in_place` selects LadderUpdate::InPlace, else LadderUpdate::Jacobi. Operation for
+/// operation as the Rust code (max/min as f64::max/min), so the ladders agree in every
+/// bit. The ends are not touched; nothing happens for P < 3.
+NRPT_HD void nrpt_adapt_ladder(const NrptEnsembleRefs* r, nrpt_u32 P, bool in_place, double up,
+                               double down) {
+    if (P < 3u) return;
+    const nrpt_u32 st = r->stride;
+    double grow_below = (NRPT_AT(r->flags, 0u, st) & NRPT_FLAG_INDICATOR) ? up : down;
+    if (!in_place) {
+        // Jacobi: every rate from the previous ladder; `below` is the previous η_{l−1},
+        // kept before it was overwritten. The guard keeps rates positive and finite.
+        const double floor = NRPT_AT(r->ladder, 0u, st) * NRPT_JACOBI_GUARD;
+        const double ceiling = NRPT_AT(r->ladder, P - 1u, st) / NRPT_JACOBI_GUARD;
+        double below = NRPT_AT(r->ladder, 0u, st);
+        for (nrpt_u32 l = 1; l + 1u < P; ++l) {
+            double here = NRPT_AT(r->ladder, l, st);
+            double above = NRPT_AT(r->ladder, l + 1u, st);
+            double grow_above = (NRPT_AT(r->flags, l, st) & NRPT_FLAG_INDICATOR) ? up : down;
+            double from_below = below + nrpt_fmax(here - below, 0.0) * grow_below;
+            double from_above = above - nrpt_fmax(above - here, 0.0) * grow_above;
+            NRPT_AT(r->ladder, l, st) =
+                nrpt_fmin(nrpt_fmax(0.5 * (from_below + from_above), floor), ceiling);
+            below = here;
+            grow_below = grow_above;
+        }
+        return;
+    }
+    // In place: each rate from the already updated rate below it, both halves clamped
+    // between the neighbours (as max then min, like the Rust code).
+    for (nrpt_u32 l = 1; l + 1u < P; ++l) {
+        double below = NRPT_AT(r->ladder, l - 1u, st);
+        double here = NRPT_AT(r->ladder, l, st);
+        double above = NRPT_AT(r->ladder, l + 1u, st);
+        double grow_above = (NRPT_AT(r->flags, l, st) & NRPT_FLAG_INDICATOR) ? up : down;
+        double from_below =
+            nrpt_fmin(nrpt_fmax(below + nrpt_fmax(here - below, 0.0) * grow_below, below), above);
+        double from_above =
+            nrpt_fmin(nrpt_fmax(above - nrpt_fmax(above - here, 0.0) * grow_above, below), above);
+        NRPT_AT(r->ladder, l, st) = 0.5 * (from_below + from_above);
+        grow_below = grow_above;
+    }
+}
+
+/// adapt::adapt_buffer: `C + (mean − S) γ / c`, then max(0, ·) unless `unprojected`
+/// (BufferProjection::Unprojected).
+NRPT_HD double nrpt_adapt_buffer(double buffer, double mean_rate, double target, double gamma,
+                                 double scale, bool unprojected) {
+    double c = buffer + (mean_rate - target) * gamma / scale;
+    return unprojected ? c : nrpt_fmax(c, 0.0);
+}
+
 /// What one sweep did (swap::SweepSummary).
 struct NrptSweepSummary {
     nrpt_u32 indicators, swaps, nonfinite;
 };
 
-/// Steps 3-6 of one iteration k of the ensemble with Philox key `ensemble_key`.
-/// `ic` holds γ_k and the two ladder growth factors of iteration k.
+/// Steps 3-6 of one iteration k of the ensemble with Philox key `ensemble_key`
+/// (Engine::exchange, momentum reset aside). `ic` holds γ_k and the two ladder growth
+/// factors of iteration k.
 NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 ensemble_key,
                                              nrpt_u64 k, NrptIterConsts ic,
                                              const NrptEnsembleRefs* r, double* buffer,
@@ -99,16 +194,15 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
     const nrpt_u32 window = p->core.window;
     const bool metropolis = p->core.rule == 1u;
 
-    // Non-finite energies (the driver counts them replica by replica; every level holds
-    // exactly one replica's energy, so counting by level gives the same total).
+    // Non-finite energies (the driver counts them by level before the sweep).
     for (nrpt_u32 l = 0; l < P; ++l) {
         if (!nrpt_finite_f32(NRPT_AT(r->energies, l, st))) stats->nonfinite_energies += 1u;
     }
 
-    // Sweep (swap::sweep / sweep_with).
+    // Sweep (swap::sweep_levels with SweepOrder::Simultaneous: every indicator from the
+    // energies before this iteration's swaps, the energies moved afterwards).
     NrptCursor cur = nrpt_cursor(
-        nrpt_stream(p->core.seed, ensemble_key, (nrpt_u32)k, NRPT_ENSEMBLE_WIDE, NRPT_STREAM_SWAP),
-        0u);
+        nrpt_stream(p->core.seed, ensemble_key, k, NRPT_ENSEMBLE_WIDE, NRPT_STREAM_SWAP), 0u);
     nrpt_u32 parity;
     bool gated = window != 0u;
     if (gated) {
@@ -169,22 +263,10 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
         }
     }
 
-    // Ladder (adapt::adapt_ladder_indicators, adapt::growth_factors from the host).
+    // Ladder, and the temperatures that follow it (Temperatures::fill: η_l / η₀).
     const nrpt_u32 af = p->core.adapt_flags;
-    if ((af & NRPT_ADAPT_LADDER) && P >= 3u) {
-        double grow_below = (NRPT_AT(r->flags, 0u, st) & NRPT_FLAG_INDICATOR) ? ic.up : ic.down;
-        for (nrpt_u32 l = 1; l + 1u < P; ++l) {
-            double below = NRPT_AT(r->ladder, l - 1u, st);
-            double here = NRPT_AT(r->ladder, l, st);
-            double above = NRPT_AT(r->ladder, l + 1u, st);
-            double grow_above = (NRPT_AT(r->flags, l, st) & NRPT_FLAG_INDICATOR) ? ic.up : ic.down;
-            double from_below =
-                nrpt_clamp(below + nrpt_fmax(here - below, 0.0) * grow_below, below, above);
-            double from_above =
-                nrpt_clamp(above - nrpt_fmax(above - here, 0.0) * grow_above, below, above);
-            NRPT_AT(r->ladder, l, st) = 0.5 * (from_below + from_above);
-            grow_below = grow_above;
-        }
+    if (af & NRPT_ADAPT_LADDER) {
+        nrpt_adapt_ladder(r, P, (af & NRPT_LADDER_IN_PLACE) != 0u, ic.up, ic.down);
         if (af & NRPT_FOLLOW_LADDER) {
             double l0 = NRPT_AT(r->ladder, 0u, st);
             for (nrpt_u32 l = 0; l < P; ++l) {
@@ -192,14 +274,15 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
             }
         }
     }
-    // Buffer (adapt::adapt_buffer).
+    // Buffer.
     if ((af & NRPT_ADAPT_BUFFER) && !metropolis) {
         double mean = (double)sum.indicators / (double)(P - 1u);
-        double target = p->core.target_swap_rate;
-        *buffer = nrpt_fmax(*buffer + (mean - target) * ic.gamma / p->core.buffer_scale, 0.0);
+        *buffer = nrpt_adapt_buffer(*buffer, mean, p->core.target_swap_rate, ic.gamma,
+                                    p->core.buffer_scale, (af & NRPT_BUFFER_UNPROJECTED) != 0u);
     }
 
-    // Book-keeping.
+    // Book-keeping: pair counts and arrivals (standard counting), then the authors'
+    // counting of this iteration.
     const nrpt_u32 top = P - 1u;
     for (nrpt_u32 q = 0; q + 1u < P; ++q) {
         nrpt_u32 f = NRPT_AT(r->flags, q, st);
@@ -212,9 +295,49 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
             for (nrpt_u32 h = 0; h < 2u; ++h) {
                 nrpt_u32 level = q + h;
                 nrpt_u32 rep = NRPT_AT(r->replica_at, level, st);
-                nrpt_observe_arrival(&NRPT_AT(r->trips, rep, st), level, rep, top, stats);
+                nrpt_observe_arrival(&NRPT_AT(r->trips, rep, st), level, top, stats);
             }
         }
     }
+    stats->authors_round_trips += nrpt_authors_pass(r, P);
     return sum;
+}
+
+/// `true` when the replica now at `level` took part in a swap of the last sweep: it
+/// arrived from below (pair level − 1 swapped) or from above (pair level swapped).
+/// Swapping pairs are disjoint, so these are exactly the replicas whose momenta
+/// Engine::exchange resets (MomentumOnSwap::Reset). `flags` is strided like the
+/// ensemble's arrays.
+NRPT_HD bool nrpt_swapped_at_level(const nrpt_u8* flags, nrpt_u32 stride, nrpt_u32 level,
+                                   nrpt_u32 P) {
+    bool from_below = level > 0u && (NRPT_AT(flags, level - 1u, stride) & NRPT_FLAG_SWAPPED);
+    bool from_above = level + 1u < P && (NRPT_AT(flags, level, stride) & NRPT_FLAG_SWAPPED);
+    return from_below || from_above;
+}
+
+/// Engine::exchange's momentum reset for momenta in memory: after the sweep, every
+/// coordinate of the momenta of both replicas of every executed swap is set to zero
+/// (zero bits are +0 in f32, bf16 and f16 alike, so only the coordinate size matters).
+/// `momenta` is the ensemble's first replica row, rows of D·`coord_bytes` bytes by
+/// replica; `r` the ensemble's arrays after nrpt_swap_and_adapt. Does nothing unless
+/// the explorer has momentum and the rules reset it.
+NRPT_HD void nrpt_zero_swapped_momenta(const NrptGpuParams* p, const NrptEnsembleRefs* r,
+                                       void* momenta) {
+    const nrpt_u32 P = p->core.chains, D = p->core.dim;
+    if (momenta == 0 || p->core.explorer == 0u || (p->core.adapt_flags & NRPT_MOMENTUM_CARRY)) {
+        return;
+    }
+    for (nrpt_u32 q = 0; q + 1u < P; ++q) {
+        if (!(NRPT_AT(r->flags, q, r->stride) & NRPT_FLAG_SWAPPED)) continue;
+        for (nrpt_u32 h = 0; h < 2u; ++h) {
+            nrpt_u64 rep = NRPT_AT(r->replica_at, q + h, r->stride);
+            if (p->coord_bytes == 2u) {
+                nrpt_u16* v = (nrpt_u16*)momenta + rep * D;
+                for (nrpt_u32 j = 0; j < D; ++j) v[j] = 0u;
+            } else {
+                nrpt_u32* v = (nrpt_u32*)momenta + rep * D;
+                for (nrpt_u32 j = 0; j < D; ++j) v[j] = 0u;
+            }
+        }
+    }
 }

@@ -17,7 +17,7 @@ fn simulator(c: &mut Criterion) {
             b.iter(|| {
                 let mut s = Group::<LANES>::new(&rates, 7, 1, 0);
                 s.run(iters, Simd::Auto);
-                s.stats(0).round_trips
+                s.trips(0).round_trips
             })
         });
         g.bench_function("nrpt-core IndexProcess (32 ensembles, scalar)", |b| {

@@ -8,7 +8,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use nrpt_core::adapt::adapt_ladder_indicators;
 use nrpt_core::fastmath::{ln, sin_cos_2pi};
 use nrpt_core::index::init_identity;
-use nrpt_core::rng::{philox4x32_10, philox4x32_10_lanes};
+use nrpt_core::rng::{ENSEMBLE_WIDE, philox4x32_10, philox4x32_10_lanes, streams};
+use nrpt_core::rules::{LadderUpdate, SweepOrder};
 use nrpt_core::swap::{RuleInputs, SwapBuffers, SweepBuffers, sweep};
 use nrpt_core::window::Scheme;
 
@@ -69,10 +70,11 @@ fn sweep_and_adapt(c: &mut Criterion) {
             for (l, e) in energies.iter_mut().enumerate() {
                 *e = ((k as f64 * 0.37 + l as f64 * 1.7).sin()) * 3.0;
             }
-            let mut rng = nrpt_core::rng::PhiloxStream::new(0, 0, k as u32, u32::MAX, 1);
+            let mut rng = nrpt_core::rng::PhiloxStream::new(0, 0, k, ENSEMBLE_WIDE, streams::SWAP);
             let s = sweep(
                 k,
                 Scheme::Deo { window: 7 },
+                SweepOrder::Simultaneous,
                 RuleInputs::Buffered { buffer: 0.5 },
                 SweepBuffers {
                     energies: &mut energies,
@@ -85,9 +87,11 @@ fn sweep_and_adapt(c: &mut Criterion) {
                 },
                 &mut rng,
             );
-            adapt_ladder_indicators(&mut ladder, 0.4, 0.01, |l| flags[l] & 1 != 0);
+            adapt_ladder_indicators(&mut ladder, LadderUpdate::Jacobi, 0.4, 0.01, |l| {
+                flags[l] & 1 != 0
+            });
             k += 1;
-            s.swaps
+            s.map_or(0, |s| s.swaps)
         })
     });
 }

@@ -11,9 +11,8 @@ It is the speed reference of the project's throughput claim, so it is written to
 a fair, competent NumPy program, not a strawman:
 
 * every step is vectorized across all E ensembles and all P replicas at once; the
-  only Python loops are the loop over iterations and the sequential ladder update
-  over the P - 2 inner levels (each level depends on the already-updated level below
-  it), which is vectorized across ensembles;
+  only Python loop is the loop over iterations (the ladder update is the paper's
+  Jacobi form, every rate from the previous ladder, so all levels go at once);
 * the even/odd swap sweep is vectorized too: eligible pairs are disjoint, so all
   swaps of an iteration are one gather through a level permutation;
 * all work arrays are preallocated and updated in place through ufunc ``out=``;
@@ -43,6 +42,7 @@ import numpy as np
 # The paper's toy experiment (DESIGN.md, "The paper's experiments we reproduce").
 ETA_MIN = 0.003  # eta_0: the target level (SGLD, T = 1)
 ETA_MAX = 0.6  # eta_{P-1}: the hottest SGD explorer
+JACOBI_GUARD = 2.0 ** -20  # nrpt_core::adapt::JACOBI_GUARD
 INITIAL_BUFFER = 4.0  # C_0
 TARGET_RATE = 0.4  # S
 GAMMA_A, GAMMA_ALPHA, GAMMA_B = 50.0, 0.8, 500.0  # gamma_k = a / (k^alpha + b)
@@ -128,14 +128,10 @@ def _simulate(E, P, iters, window, seed, dtype):
     sw = np.empty((E, P - 1), dtype=bool)  # executed swaps
     grow = np.empty((P - 1, E), dtype=np.float64)  # exp((s - S) gamma), level-major
     from_above = np.empty((P - 2, E), dtype=np.float64)
-    t1 = np.empty(E, dtype=np.float64)
-    t2 = np.empty(E, dtype=np.float64)
+    from_below = np.empty((P - 2, E), dtype=np.float64)
     sigma0 = np.empty(E, dtype=dt)
     n_ind = np.empty(E, dtype=np.intp)
     top = P - 1
-    # Row views used by the sequential ladder update, built once.
-    inner_rows = [(ladder[l - 1], ladder[l], ladder[l + 1], grow[l - 1], from_above[l - 1])
-                  for l in range(1, P - 1)]
 
     t_start = time.perf_counter()
     for k in range(iters):
@@ -211,20 +207,20 @@ def _simulate(E, P, iters, window, seed, dtype):
         g_down = math.exp(-TARGET_RATE * gamma)
         np.multiply(s.T, g_up - g_down, out=grow)
         grow += g_down  # exp((s_l - S) gamma), one value per pair
-        # The ladder stays non-decreasing (both halves are clamped), so the
-        # max(0, .) of the update never acts and is omitted. The half coming from
-        # above uses only not-yet-updated rates: computed for all levels at once.
+        # nrpt-core's Jacobi update (the paper's Eq. 8-10): every inner rate from the
+        # previous ladder, then kept within [2^-20 eta_min, 2^20 eta_max].
+        np.subtract(ladder[1:-1], ladder[:-2], out=from_below)
+        np.maximum(from_below, 0.0, out=from_below)
+        from_below *= grow[:-1]
+        from_below += ladder[:-2]
         np.subtract(ladder[2:], ladder[1:-1], out=from_above)
+        np.maximum(from_above, 0.0, out=from_above)
         from_above *= grow[1:]
         np.subtract(ladder[2:], from_above, out=from_above)
-        for below, here, above, g_below, from_above_l in inner_rows:
-            np.subtract(here, below, out=t1)  # below: already updated
-            np.multiply(t1, g_below, out=t1)
-            np.add(t1, below, out=t1)
-            np.minimum(t1, above, out=t1)  # clamp to [below, above]
-            np.maximum(from_above_l, below, out=t2)
-            np.add(t1, t2, out=here)
-            np.multiply(here, 0.5, out=here)
+        np.add(from_below, from_above, out=ladder[1:-1])
+        ladder[1:-1] *= 0.5
+        np.maximum(ladder[1:-1], ETA_MIN * JACOBI_GUARD, out=ladder[1:-1])
+        np.minimum(ladder[1:-1], ETA_MAX / JACOBI_GUARD, out=ladder[1:-1])
         np.copyto(eta_f, ladder.T, casting="same_kind")
         np.sum(s, axis=1, out=n_ind)  # indicators per ensemble
         buffer += (n_ind * (1.0 / (P - 1)) - TARGET_RATE) * gamma

@@ -12,13 +12,25 @@
 //! ```
 //!
 //! with s the swap indicators (or rates) of the adjacent pairs and the step sizes
-//! `γ_k = a / (k^α + b)`. The update runs from l = 1 upwards in place, each η_l using
-//! the already updated η_{l−1}, and both halves are clamped to [η_{l−1}, η_{l+1}], so
-//! the ladder stays non-decreasing whatever the step size (for the paper's small steps
-//! the clamp never acts). The buffer follows `C ← max(0, C + (mean_l s_l − S) γ_k / c)`:
-//! more swaps than wanted raise the bar.
+//! `γ_k = a / (k^α + b)`. By default ([`LadderUpdate::Jacobi`], the paper's Eq. 8–10
+//! and the authors' code) every η_l is computed from the previous iteration's ladder,
+//! with the max(0, ·) on the gaps. The paper says this keeps the ladder non-decreasing;
+//! it does not quite: where a gap is small, one update can cross it, and an inner rate
+//! can step outside [η₀, η_{P−1}] (on the paper's toy the crowded inner rates are out
+//! of order now and then and the lowest dips to 0.4 η₀, in the authors' code as here);
+//! max(0, ·) then treats a crossed gap as zero and the order comes back. Where the
+//! swap rates do not respond to the gaps at all (a Metropolis rule with fixed
+//! temperatures, say) the rates wander freely, so a guard ([`JACOBI_GUARD`]) keeps them
+//! positive and finite; the paper's settings never reach it. [`LadderUpdate::InPlace`] runs
+//! from l = 1 upwards in place, each η_l using the already updated η_{l−1}, with both
+//! halves clamped to [η_{l−1}, η_{l+1}], so the ladder stays non-decreasing and within
+//! its ends whatever happens.
+//!
+//! The buffer follows `C ← max(0, C + (mean_l s_l − S) γ_k / c)` (or the same without
+//! the max, [`BufferProjection::Unprojected`]): more swaps than wanted raise the bar.
 
 use crate::error::{Error, check_positive, check_rate};
+use crate::rules::{BufferProjection, InitialLadder, LadderUpdate};
 
 /// Step sizes `γ_k = a / (k^α + b)` of the stochastic approximation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,9 +81,40 @@ impl StepSchedule {
     pub fn gamma(&self, k: u64) -> f64 {
         self.a / (libm::pow(k as f64, self.alpha) + self.b)
     }
+
+    /// The step size at iteration `k` as a checked [`StepSize`]: an error if the
+    /// schedule is invalid (see [`StepSchedule::validate`]).
+    pub fn step_size(&self, k: u64) -> Result<StepSize, Error> {
+        self.validate()?;
+        StepSize::new(self.gamma(k))
+    }
 }
 
-/// Options of the ladder and buffer adaptation.
+/// A step size γ of the stochastic approximation, known to be finite and ≥ 0: what
+/// the driver's [`exchange_with_gamma`](crate::Tempering::exchange_with_gamma) takes,
+/// so that no NaN can reach the ladder or the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct StepSize(f64);
+
+impl StepSize {
+    /// γ = 0: no adaptation.
+    pub const ZERO: StepSize = StepSize(0.0);
+
+    /// Checks that `gamma` is finite and ≥ 0.
+    pub fn new(gamma: f64) -> Result<Self, Error> {
+        crate::error::check_non_negative("gamma", gamma)?;
+        Ok(StepSize(gamma))
+    }
+
+    /// The value.
+    #[inline]
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+/// Options of the ladder and buffer adaptation (the variants of the update rules are
+/// in [`crate::rules::Rules`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdaptOptions {
     /// Target swap rate S of every adjacent pair, in (0, 1).
@@ -133,24 +176,68 @@ pub fn geometric_ladder(min: f64, max: f64, out: &mut [f64]) -> Result<(), Error
     Ok(())
 }
 
+/// Fills `out` with the initial ladder of the given kind from `min` to `max`. A
+/// rounded ladder must stay strictly increasing and positive: rounding 0.0004 to 3
+/// decimals, say, is an error that names the level.
+pub fn initial_ladder(
+    kind: InitialLadder,
+    min: f64,
+    max: f64,
+    out: &mut [f64],
+) -> Result<(), Error> {
+    geometric_ladder(min, max, out)?;
+    if let InitialLadder::RoundedGeometric { decimals } = kind {
+        if decimals > 12 {
+            return Err(Error::InvalidValue {
+                name: "initial_ladder.decimals",
+                value: f64::from(decimals),
+                allowed: "at most 12",
+            });
+        }
+        let scale = libm::pow(10.0, f64::from(decimals));
+        let mut below = 0.0;
+        for eta in out.iter_mut() {
+            // rint rounds half to even, as Python's round does.
+            *eta = libm::rint(*eta * scale) / scale;
+            // NaN fails the comparison too.
+            if (*eta).partial_cmp(&below) != Some(core::cmp::Ordering::Greater) {
+                return Err(Error::InvalidValue {
+                    name: "initial_ladder",
+                    value: *eta,
+                    allowed: "strictly increasing and > 0 after rounding (use more decimals)",
+                });
+            }
+            below = *eta;
+        }
+    }
+    Ok(())
+}
+
 /// One stochastic-approximation step of the ladder (see the module docs).
 ///
 /// `rate(l)` gives s_l of pair (l, l + 1) for l = 0 … P − 2: a 0/1 indicator of the
 /// last iteration or a running rate. The ends of `ladder` are not touched.
-pub fn adapt_ladder(ladder: &mut [f64], target: f64, gamma: f64, rate: impl Fn(usize) -> f64) {
-    adapt_ladder_by_factor(ladder, |l| libm::exp((rate(l) - target) * gamma));
+pub fn adapt_ladder(
+    ladder: &mut [f64],
+    update: LadderUpdate,
+    target: f64,
+    gamma: f64,
+    rate: impl Fn(usize) -> f64,
+) {
+    adapt_ladder_by_factor(ladder, update, |l| libm::exp((rate(l) - target) * gamma));
 }
 
 /// [`adapt_ladder`] for 0/1 indicators: the growth factor takes only two values,
 /// `exp((1 − S) γ)` and `exp(−S γ)`, so two exponentials serve the whole ladder.
 pub fn adapt_ladder_indicators(
     ladder: &mut [f64],
+    update: LadderUpdate,
     target: f64,
     gamma: f64,
     indicator: impl Fn(usize) -> bool,
 ) {
     let (up, down) = growth_factors(target, gamma);
-    adapt_ladder_by_factor(ladder, |l| if indicator(l) { up } else { down });
+    adapt_ladder_by_factor(ladder, update, |l| if indicator(l) { up } else { down });
 }
 
 /// The two growth factors of the ladder update for 0/1 indicators at step size γ:
@@ -165,13 +252,39 @@ pub fn growth_factors(target: f64, gamma: f64) -> (f64, f64) {
     )
 }
 
+/// The guard of the Jacobi update: every inner rate stays within
+/// [2⁻²⁰ η₀, 2²⁰ η_{P−1}], so that no learning rate reaches zero, turns negative or
+/// overflows. The paper's toy never comes near (its raw ladder stays within
+/// [0.39 η₀, 0.96 η_{P−1}]).
+pub const JACOBI_GUARD: f64 = 1.0 / 1_048_576.0;
+
 /// The ladder update given the growth factor `exp((s_l − S) γ)` of every pair.
-fn adapt_ladder_by_factor(ladder: &mut [f64], factor: impl Fn(usize) -> f64) {
+fn adapt_ladder_by_factor(ladder: &mut [f64], update: LadderUpdate, factor: impl Fn(usize) -> f64) {
     let p = ladder.len();
     if p < 3 {
         return;
     }
     let mut grow_below = factor(0);
+    if update == LadderUpdate::Jacobi {
+        // `below` is the previous iteration's η_{l−1}, kept before it was overwritten.
+        let (floor, ceiling) = (ladder[0] * JACOBI_GUARD, ladder[p - 1] / JACOBI_GUARD);
+        let mut below = ladder[0];
+        for l in 1..p - 1 {
+            let here = ladder[l];
+            let above = ladder[l + 1];
+            let grow_above = factor(l);
+            let from_below = below + (here - below).max(0.0) * grow_below;
+            let from_above = above - (above - here).max(0.0) * grow_above;
+            // The raw update can leave [η₀, η_{P−1}] (it does on the paper's toy, as in
+            // the authors' code) but never reaches zero or infinity: a learning rate
+            // must stay positive and finite (the guard never acts in the paper's
+            // settings).
+            ladder[l] = (0.5 * (from_below + from_above)).max(floor).min(ceiling);
+            below = here;
+            grow_below = grow_above;
+        }
+        return;
+    }
     for l in 1..p - 1 {
         let below = ladder[l - 1];
         let here = ladder[l];
@@ -191,10 +304,22 @@ fn adapt_ladder_by_factor(ladder: &mut [f64], factor: impl Fn(usize) -> f64) {
 }
 
 /// One stochastic-approximation step of the correction buffer:
-/// `max(0, C + (mean_rate − S) γ / c)`.
+/// `max(0, C + (mean_rate − S) γ / c)`, or without the max for
+/// [`BufferProjection::Unprojected`].
 #[inline]
-pub fn adapt_buffer(buffer: f64, mean_rate: f64, target: f64, gamma: f64, scale: f64) -> f64 {
-    (buffer + (mean_rate - target) * gamma / scale).max(0.0)
+pub fn adapt_buffer(
+    buffer: f64,
+    mean_rate: f64,
+    target: f64,
+    gamma: f64,
+    scale: f64,
+    projection: BufferProjection,
+) -> f64 {
+    let c = buffer + (mean_rate - target) * gamma / scale;
+    match projection {
+        BufferProjection::NonNegative => c.max(0.0),
+        BufferProjection::Unprojected => c,
+    }
 }
 
 #[cfg(test)]
@@ -231,10 +356,80 @@ mod tests {
         assert!(geometric_ladder(0.1, 0.2, &mut l[..1]).is_err());
     }
 
-    /// Whatever the indicators and however large the step, the ladder keeps its ends
-    /// and its order.
+    /// The Jacobi update computes every rate from the previous ladder: the same as a
+    /// plain evaluation of the paper's formula on a copy.
+    #[test]
+    fn jacobi_update_uses_the_previous_ladder() {
+        let mut ladder = [0.0; 7];
+        geometric_ladder(0.003, 0.6, &mut ladder).unwrap();
+        let s = [true, false, true, true, false, false];
+        let (target, gamma) = (0.4, 0.3);
+        let last = ladder;
+        let f = |l: usize| libm::exp((f64::from(u8::from(s[l])) - target) * gamma);
+        let mut want = last;
+        for l in 1..6 {
+            let gain1 = (last[l] - last[l - 1]).max(0.0) * f(l - 1);
+            let gain2 = (last[l + 1] - last[l]).max(0.0) * f(l);
+            want[l] = 0.5 * ((last[l - 1] + gain1) + (last[l + 1] - gain2));
+        }
+        adapt_ladder_indicators(&mut ladder, LadderUpdate::Jacobi, target, gamma, |l| s[l]);
+        assert_eq!(ladder, want);
+        // In place, level 2 sees the new level 1 and the result differs.
+        let mut in_place = last;
+        adapt_ladder_indicators(&mut in_place, LadderUpdate::InPlace, target, gamma, |l| {
+            s[l]
+        });
+        assert_eq!(in_place[1], want[1]);
+        assert_ne!(in_place[2], want[2]);
+    }
+
+    #[test]
+    fn rounded_initial_ladder_is_the_authors() {
+        // The authors' notebook: round(0.003 · 200^(l/15), 3).
+        let mut l = [0.0; 16];
+        initial_ladder(
+            InitialLadder::RoundedGeometric { decimals: 3 },
+            0.003,
+            0.6,
+            &mut l,
+        )
+        .unwrap();
+        let want = [
+            0.003, 0.004, 0.006, 0.009, 0.012, 0.018, 0.025, 0.036, 0.051, 0.072, 0.103, 0.146,
+            0.208, 0.296, 0.421, 0.6,
+        ];
+        assert_eq!(l, want);
+        let mut g = [0.0; 16];
+        initial_ladder(InitialLadder::Geometric, 0.003, 0.6, &mut g).unwrap();
+        geometric_ladder(0.003, 0.6, &mut l).unwrap();
+        assert_eq!(g, l);
+        // Rounding that collapses two levels is an error.
+        let e = initial_ladder(
+            InitialLadder::RoundedGeometric { decimals: 2 },
+            0.003,
+            0.6,
+            &mut l,
+        );
+        assert!(matches!(
+            e,
+            Err(Error::InvalidValue {
+                name: "initial_ladder",
+                ..
+            })
+        ));
+    }
+
+    /// Whatever the indicators and however large the step, the in-place update keeps
+    /// the ladder's ends and its order, and the Jacobi update keeps every rate
+    /// positive.
     #[test]
     fn ladder_keeps_order_and_ends() {
+        for update in [LadderUpdate::Jacobi, LadderUpdate::InPlace] {
+            keeps_order_and_ends(update);
+        }
+    }
+
+    fn keeps_order_and_ends(update: LadderUpdate) {
         let mut rng = PhiloxStream::new(1, 2, 3, 4, 5);
         for gamma in [0.01, 0.5, 5.0, 50.0] {
             let mut ladder = [0.0; 12];
@@ -244,11 +439,16 @@ mod tests {
                 for v in s.iter_mut() {
                     *v = f64::from(rng.next_u32() & 1);
                 }
-                adapt_ladder(&mut ladder, 0.4, gamma, |l| s[l]);
+                adapt_ladder(&mut ladder, update, 0.4, gamma, |l| s[l]);
                 assert_eq!(ladder[0], 0.01);
                 assert_eq!(ladder[11], 1.0);
+                let (lo, hi) = (0.01 * JACOBI_GUARD, 1.0 / JACOBI_GUARD);
+                assert!(ladder.iter().all(|&e| (lo..=hi).contains(&e)), "{ladder:?}");
                 for w in ladder.windows(2) {
-                    assert!(w[0] <= w[1], "gamma {gamma}: {ladder:?}");
+                    if update == LadderUpdate::Jacobi {
+                        break;
+                    }
+                    assert!(w[0] <= w[1], "{update:?} gamma {gamma}: {ladder:?}");
                 }
             }
         }
@@ -256,9 +456,16 @@ mod tests {
 
     /// Synthetic pairs whose acceptance falls with the gap: pair l accepts with
     /// probability `exp(−κ_l (η_{l+1} − η_l) − C)`, with κ spread over a factor 20.
-    /// Ladder and buffer adaptation together must bring every pair to S.
+    /// Ladder and buffer adaptation together must bring every pair to S, with either
+    /// ladder update.
     #[test]
     fn converges_to_equal_acceptance_at_the_target() {
+        for update in [LadderUpdate::Jacobi, LadderUpdate::InPlace] {
+            converges_with(update);
+        }
+    }
+
+    fn converges_with(update: LadderUpdate) {
         const P: usize = 8;
         let target = 0.4;
         let kappa: [f64; P - 1] = [1.0, 20.0, 3.0, 8.0, 1.5, 12.0, 5.0];
@@ -277,15 +484,22 @@ mod tests {
                 *v = f64::from(u8::from(u < accept(&ladder, buffer, l)));
             }
             let gamma = schedule.gamma(k);
-            adapt_ladder(&mut ladder, target, gamma, |l| s[l]);
+            adapt_ladder(&mut ladder, update, target, gamma, |l| s[l]);
             let mean = s.iter().sum::<f64>() / (P - 1) as f64;
-            buffer = adapt_buffer(buffer, mean, target, gamma, 1.0);
+            buffer = adapt_buffer(
+                buffer,
+                mean,
+                target,
+                gamma,
+                1.0,
+                BufferProjection::NonNegative,
+            );
         }
         for l in 0..P - 1 {
             let a = accept(&ladder, buffer, l);
             assert!(
                 (a - target).abs() < 0.03,
-                "pair {l}: {a} (ladder {ladder:?}, C {buffer})"
+                "{update:?} pair {l}: {a} (ladder {ladder:?}, C {buffer})"
             );
         }
         // Feasibility check of the synthetic model: equal acceptance needs C > 0 here.
@@ -296,22 +510,29 @@ mod tests {
     fn indicator_form_equals_the_general_form() {
         let mut a = [0.0; 9];
         geometric_ladder(0.003, 0.6, &mut a).unwrap();
-        let mut b = a;
+        let a0 = a;
         let s = [true, false, false, true, true, false, true, false];
-        for k in 0..50 {
-            let gamma = StepSchedule::default().gamma(k);
-            adapt_ladder(&mut a, 0.4, gamma, |l| {
-                f64::from(u8::from(s[(l + k as usize) % 8]))
-            });
-            adapt_ladder_indicators(&mut b, 0.4, gamma, |l| s[(l + k as usize) % 8]);
+        for update in [LadderUpdate::Jacobi, LadderUpdate::InPlace] {
+            a = a0;
+            let mut b = a0;
+            for k in 0..50 {
+                let gamma = StepSchedule::default().gamma(k);
+                adapt_ladder(&mut a, update, 0.4, gamma, |l| {
+                    f64::from(u8::from(s[(l + k as usize) % 8]))
+                });
+                adapt_ladder_indicators(&mut b, update, 0.4, gamma, |l| s[(l + k as usize) % 8]);
+            }
+            assert_eq!(a, b);
         }
-        assert_eq!(a, b);
     }
 
     #[test]
     fn buffer_rises_with_too_many_swaps_and_stays_non_negative() {
-        assert!(adapt_buffer(4.0, 0.9, 0.4, 0.1, 1.0) > 4.0);
-        assert!(adapt_buffer(4.0, 0.1, 0.4, 0.1, 1.0) < 4.0);
-        assert_eq!(adapt_buffer(0.01, 0.0, 0.4, 1.0, 1.0), 0.0);
+        let nn = BufferProjection::NonNegative;
+        assert!(adapt_buffer(4.0, 0.9, 0.4, 0.1, 1.0, nn) > 4.0);
+        assert!(adapt_buffer(4.0, 0.1, 0.4, 0.1, 1.0, nn) < 4.0);
+        assert_eq!(adapt_buffer(0.01, 0.0, 0.4, 1.0, 1.0, nn), 0.0);
+        let free = adapt_buffer(0.01, 0.0, 0.4, 1.0, 1.0, BufferProjection::Unprojected);
+        assert!((free - (0.01 - 0.4)).abs() < 1e-15);
     }
 }

@@ -8,9 +8,9 @@
 //! uniform instead of from energies.
 
 use crate::error::{Error, check_chains, check_len};
-use crate::index::{IndexStats, TripState, init_identity, observe_arrival};
+use crate::index::{IndexStats, TripState, authors_pass, init_identity, observe_arrival};
 use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, streams, uniform_f64};
-use crate::swap::{SwapBuffers, flags, sweep_with};
+use crate::swap::{FnTest, SwapBuffers, flags, sweep_unchecked};
 use crate::window::Scheme;
 use rand_core::Rng;
 
@@ -78,24 +78,15 @@ impl<'a> IndexProcess<'a> {
     /// parity first when the scheme is SEO, then one word per pair in order.
     pub fn step(&mut self, rate: impl Fn(usize) -> f64) {
         let k = self.iteration;
-        let mut rng = PhiloxStream::new(
-            self.seed,
-            self.ensemble,
-            k as u32,
-            ENSEMBLE_WIDE,
-            streams::SWAP,
-        );
-        let summary = sweep_with(
+        let mut rng = PhiloxStream::new(self.seed, self.ensemble, k, ENSEMBLE_WIDE, streams::SWAP);
+        let Ok(summary) = sweep_unchecked(
             k,
             self.scheme,
-            SwapBuffers {
-                replica_at: self.swap.replica_at,
-                level_of: self.swap.level_of,
-                gates: self.swap.gates,
-                flags: self.swap.flags,
-            },
+            self.swap.reborrow(),
             &mut rng,
-            |pair, rng| Some(uniform_f64(rng.next_u32()) < rate(pair)),
+            &mut FnTest(|pair, rng: &mut PhiloxStream| {
+                Some(uniform_f64(rng.next_u32()) < rate(pair))
+            }),
         );
         if summary.swaps > 0 {
             let top = self.trips.len() - 1;
@@ -104,11 +95,16 @@ impl<'a> IndexProcess<'a> {
                     for level in [pair, pair + 1] {
                         let r = self.swap.replica_at[level] as usize;
                         self.stats
-                            .record(observe_arrival(&mut self.trips[r], level, r, top));
+                            .record(observe_arrival(&mut self.trips[r], level, top));
                     }
                 }
             }
         }
+        self.stats.authors_round_trips += u64::from(authors_pass(
+            self.trips,
+            self.swap.replica_at,
+            self.swap.flags,
+        ));
         self.iteration += 1;
     }
 

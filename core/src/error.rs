@@ -37,6 +37,11 @@ pub enum Error {
         /// What is allowed, in words.
         allowed: &'static str,
     },
+    /// A combination this build or backend does not implement.
+    Unsupported {
+        /// What, in words.
+        what: &'static str,
+    },
     /// A buffer whose length does not match the number of chains or dimensions.
     LengthMismatch {
         /// Which buffer.
@@ -67,6 +72,7 @@ impl fmt::Display for Error {
                 value,
                 allowed,
             } => write!(f, "{name} must be {allowed}, got {value}"),
+            Error::Unsupported { what } => write!(f, "not supported: {what}"),
             Error::LengthMismatch {
                 name,
                 expected,
@@ -129,11 +135,18 @@ pub(crate) fn check_non_negative(name: &'static str, value: f64) -> Result<(), E
     }
 }
 
-/// Checks the number of chains.
+/// Checks the number of chains: at least 2, at most
+/// [`MAX_REPLICAS`](crate::rng::MAX_REPLICAS) (the Philox counter's replica field).
 pub(crate) fn check_chains(chains: usize) -> Result<(), Error> {
-    if chains >= 2 {
-        Ok(())
-    } else {
+    if chains < 2 {
         Err(Error::TooFewChains { chains })
+    } else if chains > crate::rng::MAX_REPLICAS {
+        Err(Error::InvalidValue {
+            name: "chains",
+            value: chains as f64,
+            allowed: "at most 2^24 - 1 per ensemble",
+        })
+    } else {
+        Ok(())
     }
 }

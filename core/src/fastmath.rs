@@ -7,34 +7,47 @@
 //! of the same seed. These functions use only `+ − × ÷`, comparisons and bit
 //! manipulation, each rounded once as IEEE-754 prescribes, so their results are
 //! identical wherever they run. Accuracy (checked against `f64` libm in the tests):
-//! [`ln`] within 2.5 ulp of max(1, |ln x|) over the normal numbers; [`sin_cos_2pi`] within 3·10⁻⁷ absolute.
+//! [`ln`] within 2.5 ulp of max(1, |ln x|) over the positive numbers; [`sin_cos_2pi`]
+//! within 3·10⁻⁷ absolute over every finite `f32`.
 
-/// 1.5 · 2²³: adding and subtracting it rounds an `f32` of magnitude below 2²² to the
-/// nearest integer (ties to even).
-const ROUND_MAGIC: f32 = 12_582_912.0;
+/// 2²³: adding it to a non-negative `f32` below 2²³ and subtracting it again rounds the
+/// value to the nearest integer (ties to even), since the sum lies in [2²³, 2²⁴) where
+/// the spacing of `f32` is exactly 1.
+const ROUND_MAGIC: f32 = 8_388_608.0;
 
-/// Nearest integer of `x` for |x| < 2²² (larger `f32` values are integers or half
-/// integers already, and are returned nearly unchanged).
+/// Nearest integer of `x`, ties to even, for every `f32` (values of magnitude 2²³ or
+/// more are integers already and come back unchanged; NaN stays NaN). Rounds |x| and
+/// restores the sign, so that every half-integer below 2²³ rounds correctly.
 #[inline(always)]
 pub fn round_nearest(x: f32) -> f32 {
-    if x.abs() < 4_194_304.0 {
-        (x + ROUND_MAGIC) - ROUND_MAGIC
+    let a = x.abs();
+    let n = if a < ROUND_MAGIC {
+        (a + ROUND_MAGIC) - ROUND_MAGIC
     } else {
-        x
-    }
+        a
+    };
+    n.copysign(x)
 }
 
-/// Natural logarithm of a positive normal `f32` (what [`crate::rng::uniform_f32`]
-/// produces); 0, subnormals, negatives, infinities and NaN give unspecified finite or
-/// non-finite values.
+/// 2²³, to lift subnormal arguments of [`ln`] into the normal range.
+const TWO_POW_23: f32 = 8_388_608.0;
+
+/// Natural logarithm of an `f32`, defined everywhere as IEEE-754 `log` is: `ln(0) = −∞`,
+/// `ln(+∞) = +∞`, NaN for negative numbers and NaN, and the logarithm for every positive
+/// number, subnormals included (what [`crate::rng::uniform_f32`] produces is always
+/// positive and normal).
 ///
 /// `x = 2^e · m` with m in [√½, √2); `ln x = e ln 2 + 2 atanh(s)` with
 /// `s = (m − 1)/(m + 1)`, |s| ≤ 0.1716, and `2 atanh(s) = 2s (1 + s²/3 + s⁴/5 + s⁶/7 +
-/// s⁸/9)` (truncation below 10⁻⁹).
+/// s⁸/9)` (truncation below 10⁻⁹). Special values are selected at the end, without
+/// branches, so that the function still vectorizes.
 #[inline(always)]
 pub fn ln(x: f32) -> f32 {
-    let bits = x.to_bits();
-    let mut e = ((bits >> 23) & 0xff) as i32 - 127;
+    // A subnormal x is scaled by 2²³ first and 23 taken off its exponent.
+    let subnormal = x < f32::MIN_POSITIVE;
+    let xs = if subnormal { x * TWO_POW_23 } else { x };
+    let bits = xs.to_bits();
+    let mut e = ((bits >> 23) & 0xff) as i32 - if subnormal { 150 } else { 127 };
     let mut m = f32::from_bits((bits & 0x007f_ffff) | 0x3f80_0000);
     // Move m from [1, 2) to [√½, √2) so that |s| stays small.
     if m > core::f32::consts::SQRT_2 {
@@ -49,7 +62,11 @@ pub fn ln(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     let ef = e as f32;
-    ef * LN2_HI + (ln_m + ef * LN2_LO)
+    let y = ef * LN2_HI + (ln_m + ef * LN2_LO);
+    // The special values: +∞ → +∞, 0 → −∞, negative or NaN → NaN.
+    let y = if x == f32::INFINITY { x } else { y };
+    let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
+    if x >= 0.0 { y } else { f32::NAN }
 }
 
 // Taylor coefficients of sin(2πf) and cos(2πf) in powers of f, for |f| ≤ 1/8.
@@ -192,6 +209,57 @@ mod tests {
             );
         }
         assert_eq!(ln(1.0), 0.0);
+        // Subnormals: the same tolerance.
+        for bits in [1u32, 2, 3, 1000, 0x0040_0000, 0x007f_ffff] {
+            let v = f32::from_bits(bits);
+            let (got, want) = (f64::from(ln(v)), libm::log(f64::from(v)));
+            assert!(
+                (got - want).abs() <= tol(want),
+                "ln({v:e}) = {got}, want {want}"
+            );
+        }
+    }
+
+    /// IEEE-754 `log` at the edges of its domain.
+    #[test]
+    fn ln_special_values() {
+        assert_eq!(ln(0.0), f32::NEG_INFINITY);
+        assert_eq!(ln(-0.0), f32::NEG_INFINITY);
+        assert_eq!(ln(f32::INFINITY), f32::INFINITY);
+        for x in [-1.0f32, -1e-40, f32::NEG_INFINITY, f32::NAN, -f32::NAN] {
+            assert!(ln(x).is_nan(), "ln({x})");
+        }
+        let want = libm::log(f64::from(f32::MAX));
+        assert!((f64::from(ln(f32::MAX)) - want).abs() < 2.5 * f64::from(f32::EPSILON) * want);
+    }
+
+    /// Half-integers are cos 2πx = −1 and sin 2πx = 0 wherever they exist, including
+    /// 2²² ≤ |x| < 2²³ where `f32` has no finer values; integers give (0, 1).
+    #[test]
+    fn sin_cos_2pi_at_large_integers_and_half_integers() {
+        for base in [
+            1.0f32,
+            1024.0,
+            4_194_303.0,
+            4_194_304.0,
+            6_000_000.0,
+            8_388_606.0,
+        ] {
+            for sign in [1.0f32, -1.0] {
+                let n = sign * base;
+                let (s, c) = sin_cos_2pi(n);
+                assert_eq!((s.abs(), c), (0.0, 1.0), "x = {n}");
+                let h = n + sign * 0.5;
+                let (s, c) = sin_cos_2pi(h);
+                assert_eq!((s.abs(), c), (0.0, -1.0), "x = {h}");
+            }
+        }
+        for x in [8_388_608.0f32, 1.0e9, -3.0e12, f32::MAX] {
+            assert_eq!(sin_cos_2pi(x).1, 1.0, "x = {x}");
+        }
+        // Quarter turns just below 2²²: 4_194_303.25 → (1, 0), .75 → (−1, 0).
+        assert_eq!(sin_cos_2pi(4_194_303.0 + 0.25), (1.0, 0.0));
+        assert_eq!(sin_cos_2pi(4_194_303.0 + 0.75).0, -1.0);
     }
 
     #[test]
@@ -201,5 +269,12 @@ mod tests {
         assert_eq!(round_nearest(2.6), 3.0);
         assert_eq!(round_nearest(-0.4), -0.0);
         assert_eq!(round_nearest(1.0e9), 1.0e9);
+        // The range where only integers and half-integers exist.
+        assert_eq!(round_nearest(4_194_304.5), 4_194_304.0);
+        assert_eq!(round_nearest(4_194_305.5), 4_194_306.0);
+        assert_eq!(round_nearest(-6_000_001.5), -6_000_002.0);
+        assert_eq!(round_nearest(8_388_607.5), 8_388_608.0);
+        assert!(round_nearest(f32::NAN).is_nan());
+        assert_eq!(round_nearest(f32::NEG_INFINITY), f32::NEG_INFINITY);
     }
 }

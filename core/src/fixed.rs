@@ -13,8 +13,8 @@ use crate::target::EnergyOracle;
 /// Pair arrays have length P (the last entry is unused) because stable Rust cannot yet
 /// write `P − 1` as an array length.
 #[derive(Clone, Debug)]
-pub struct FixedTempering<F, O, const P: usize, const D: usize> {
-    engine: Engine<O>,
+pub struct FixedTempering<F: UnitDraw, O: EnergyOracle<F>, const P: usize, const D: usize> {
+    engine: Engine<O, O::Error>,
     states: [[F; D]; P],
     momenta: [[F; D]; P],
     energies: [F; P],
@@ -44,6 +44,7 @@ macro_rules! storage {
             flags: &mut $s.flags[..P - 1],
             pair_stats: &mut $s.pair_stats[..P - 1],
             scratch: $s.scratch.as_flattened_mut(),
+            dim: D,
         }
     };
 }
@@ -68,6 +69,7 @@ impl<F: UnitDraw, O: EnergyOracle<F>, const P: usize, const D: usize> FixedTempe
                 iteration: 0,
                 buffer: 0.0,
                 stats: IndexStats::default(),
+                failure: None,
             },
             states: [[F::ZERO; D]; P],
             momenta: [[F::ZERO; D]; P],
@@ -84,7 +86,7 @@ impl<F: UnitDraw, O: EnergyOracle<F>, const P: usize, const D: usize> FixedTempe
         };
         let Engine { oracle, .. } = s.engine;
         let mut st = storage!(s);
-        s.engine = Engine::start(options, oracle, &mut st, D)?;
+        s.engine = Engine::start(options, oracle, &mut st)?;
         Ok(s)
     }
 
@@ -96,12 +98,13 @@ impl<F: UnitDraw, O: EnergyOracle<F>, const P: usize, const D: usize> FixedTempe
 
     /// The state of the replica at level 0 (the target).
     pub fn target_state(&self) -> &[F; D] {
-        &self.states[self.replica_at[0] as usize]
+        // replica_at holds a permutation of 0 .. P, kept by the driver.
+        &self.states[self.replica_at[0] as usize % P]
     }
 
-    /// State of replica `r` (panics if r ≥ P).
-    pub fn state(&self, replica: usize) -> &[F; D] {
-        &self.states[replica]
+    /// State of replica `replica`, or `None` if `replica ≥ P`.
+    pub fn state(&self, replica: usize) -> Option<&[F; D]> {
+        self.states.get(replica)
     }
 
     /// Learning rate of each level.
@@ -152,5 +155,10 @@ impl<F: UnitDraw, O: EnergyOracle<F>, const P: usize, const D: usize> FixedTempe
     /// The validated options.
     pub fn options(&self) -> &TemperingOptions {
         &self.engine.options
+    }
+
+    /// The error that stopped the run, if the oracle failed mid-iteration.
+    pub fn failure(&self) -> Option<&O::Error> {
+        self.engine.failure.as_ref()
     }
 }

@@ -12,16 +12,16 @@
 //! restart but a replica that started high can restart without a round trip.
 //!
 //! The authors' code for Deng et al. (AAAI 2023) counts differently: a trip when a
-//! replica has seen both ends and is back at the level it started from. Both counts are
-//! kept; the first is the standard one.
-
-use bytemuck::{Pod, Zeroable};
+//! replica has seen both ends and is back at the level it started from, checked at one
+//! point of each iteration's pass over the levels ([`authors_pass`] replays that pass
+//! exactly). Both counts are kept; the first is the standard one.
 
 /// Per-replica travel state, one byte: bits 0–1 the standard round-trip phase, bit 2
 /// "seen level 0" and bit 3 "seen level P − 1" for the authors' counting.
 pub type TripState = u8;
 
-const PHASE_MASK: u8 = 0b11;
+/// The bits of the standard round-trip phase.
+pub const PHASE_MASK: u8 = 0b11;
 /// No end visited yet.
 const PHASE_NONE: u8 = 0;
 /// Last end visited was level 0.
@@ -30,8 +30,10 @@ const PHASE_BOTTOM: u8 = 1;
 const PHASE_TOP_FROM_BOTTOM: u8 = 2;
 /// Last end visited was P − 1, with no visit to level 0 before it.
 const PHASE_TOP_FRESH: u8 = 3;
-const SEEN_BOTTOM: u8 = 1 << 2;
-const SEEN_TOP: u8 = 1 << 3;
+/// The authors' counting: the replica has been at level 0.
+pub const SEEN_BOTTOM: u8 = 1 << 2;
+/// The authors' counting: the replica has been at level P − 1.
+pub const SEEN_TOP: u8 = 1 << 3;
 
 /// What one arrival of a replica at a new level completed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,13 +42,12 @@ pub struct TripEvents {
     pub round_trip: bool,
     /// The replica arrived at level 0 with P − 1 as its last visited end.
     pub restart: bool,
-    /// A round trip in the authors' counting ended.
-    pub authors_round_trip: bool,
 }
 
 /// Running totals of the index process of one ensemble.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[cfg_attr(feature = "gpu", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndexStats {
     /// Standard round trips completed (all replicas).
     pub round_trips: u64,
@@ -60,7 +61,8 @@ pub struct IndexStats {
 
 /// Counts of one adjacent pair (l, l + 1).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[cfg_attr(feature = "gpu", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PairStats {
     /// Iterations at which the swap indicator was 1 (whatever the eligibility).
     pub indicators: u64,
@@ -119,9 +121,10 @@ pub fn initial_trip_state(level: usize, top: usize) -> TripState {
     }
 }
 
-/// Exchanges the replicas at levels `pair` and `pair + 1`.
+/// Exchanges the replicas at levels `pair` and `pair + 1` (buffers checked by the
+/// caller: `pair + 1 < P`, a permutation and its inverse).
 #[inline]
-pub fn swap_levels(pair: usize, replica_at: &mut [u32], level_of: &mut [u32]) {
+pub(crate) fn swap_levels(pair: usize, replica_at: &mut [u32], level_of: &mut [u32]) {
     let a = replica_at[pair];
     let b = replica_at[pair + 1];
     replica_at[pair] = b;
@@ -130,40 +133,73 @@ pub fn swap_levels(pair: usize, replica_at: &mut [u32], level_of: &mut [u32]) {
     level_of[a as usize] = (pair + 1) as u32;
 }
 
-/// Updates the trip state of a replica that has just arrived at `level`.
-///
-/// `start` is the level the replica started from (its index under the identity start)
-/// and `top = P − 1`.
+/// Updates the standard round-trip phase of a replica that has just arrived at
+/// `level` (`top = P − 1`).
 #[inline]
-pub fn observe_arrival(
-    state: &mut TripState,
-    level: usize,
-    start: usize,
-    top: usize,
-) -> TripEvents {
+pub fn observe_arrival(state: &mut TripState, level: usize, top: usize) -> TripEvents {
     let mut events = TripEvents::default();
-    let mut phase = *state & PHASE_MASK;
-    let mut seen = *state & !PHASE_MASK;
-    if level == 0 {
+    let phase = *state & PHASE_MASK;
+    let seen = *state & !PHASE_MASK;
+    let phase = if level == 0 {
         events.restart = phase == PHASE_TOP_FROM_BOTTOM || phase == PHASE_TOP_FRESH;
         events.round_trip = phase == PHASE_TOP_FROM_BOTTOM;
-        phase = PHASE_BOTTOM;
-        seen |= SEEN_BOTTOM;
+        PHASE_BOTTOM
     } else if level == top {
-        phase = match phase {
+        match phase {
             PHASE_BOTTOM => PHASE_TOP_FROM_BOTTOM,
             PHASE_NONE => PHASE_TOP_FRESH,
             kept => kept,
-        };
-        seen |= SEEN_TOP;
-    }
-    if level == start && seen == SEEN_BOTTOM | SEEN_TOP {
-        events.authors_round_trip = true;
-        // Start a fresh trip from here: the start level may itself be an end.
-        seen = initial_trip_state(level, top) & !PHASE_MASK;
-    }
+        }
+    } else {
+        phase
+    };
     *state = phase | seen;
     events
+}
+
+/// The authors' round-trip counting for one iteration, after its swaps: returns the
+/// trips it counts and updates the "seen an end" bits of `trips` (by replica).
+///
+/// Their code walks the levels idx = 0 … P − 1 once per iteration; at each idx it
+/// first tests (and maybe swaps) the pair (idx − 1, idx), then marks the replicas at
+/// level 0 and at level P − 1 as having seen that end, then counts a trip for replica
+/// idx if it has seen both ends and sits at level idx (where it started), clearing its
+/// marks. This replays that walk from the permutation after the sweep (`replica_at`)
+/// and the [`crate::swap::flags`] of each pair, which is exact because the pairs that
+/// swap in one iteration are disjoint: at step idx, level idx holds the replica now at
+/// idx + 1 if pair (idx, idx + 1) swapped (that swap comes later in the walk), and the
+/// replica now at idx otherwise. A replica that reaches its start level from above is
+/// therefore counted only at a later iteration, and not at all if it leaves again
+/// first, which makes this count a few percent lower than counting on arrival.
+///
+/// The slices must have lengths P ≥ 2 and P − 1 (the driver checks them).
+pub fn authors_pass(trips: &mut [TripState], replica_at: &[u32], flags: &[u8]) -> u32 {
+    let top = replica_at.len() - 1;
+    let swapped = |pair: usize| flags[pair] & crate::swap::flags::SWAPPED != 0;
+    let mut count = 0;
+    let mut check = |trips: &mut [TripState], idx: usize| {
+        let at = if idx < top && swapped(idx) {
+            replica_at[idx + 1]
+        } else {
+            replica_at[idx]
+        };
+        let t = &mut trips[idx];
+        if at as usize == idx && *t & (SEEN_BOTTOM | SEEN_TOP) == SEEN_BOTTOM | SEEN_TOP {
+            count += 1;
+            // Cleared; a replica at home at the top is marked again at once (the next
+            // walk marks it before anything can move it).
+            *t = (*t & PHASE_MASK) | if idx == top { SEEN_TOP } else { 0 };
+        }
+    };
+    check(trips, 0);
+    // From step 1 on, level 0 holds the replica that is there after the sweep.
+    trips[replica_at[0] as usize] |= SEEN_BOTTOM;
+    for idx in 1..top {
+        check(trips, idx);
+    }
+    trips[replica_at[top] as usize] |= SEEN_TOP;
+    check(trips, top);
+    count
 }
 
 impl IndexStats {
@@ -172,22 +208,23 @@ impl IndexStats {
     pub fn record(&mut self, events: TripEvents) {
         self.round_trips += u64::from(events.round_trip);
         self.restarts += u64::from(events.restart);
-        self.authors_round_trips += u64::from(events.authors_round_trip);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::swap::flags::SWAPPED;
+    use std::vec::Vec;
 
-    /// Feeds a hand-built sequence of levels for one replica and totals the events.
+    /// Feeds a hand-built sequence of levels for one replica (the standard counting).
     fn walk(levels: &[usize], top: usize) -> IndexStats {
         let start = levels[0];
         let mut state = initial_trip_state(start, top);
         let mut stats = IndexStats::default();
         for pair in levels.windows(2) {
             if pair[1] != pair[0] {
-                stats.record(observe_arrival(&mut state, pair[1], start, top));
+                stats.record(observe_arrival(&mut state, pair[1], top));
             }
         }
         stats
@@ -196,47 +233,89 @@ mod tests {
     #[test]
     fn round_trip_from_the_bottom() {
         let s = walk(&[0, 1, 2, 3, 2, 1, 0], 3);
-        assert_eq!(
-            (s.round_trips, s.restarts, s.authors_round_trips),
-            (1, 1, 1)
-        );
+        assert_eq!((s.round_trips, s.restarts), (1, 1));
     }
 
     #[test]
     fn going_up_without_reaching_the_top_is_no_trip() {
         let s = walk(&[0, 1, 2, 1, 0, 1, 2, 1, 0], 3);
-        assert_eq!(
-            (s.round_trips, s.restarts, s.authors_round_trips),
-            (0, 0, 0)
-        );
+        assert_eq!((s.round_trips, s.restarts), (0, 0));
     }
 
     #[test]
     fn starting_at_the_top_gives_a_restart_before_the_first_round_trip() {
         let s = walk(&[3, 2, 1, 0, 1, 2, 3, 2, 1, 0], 3);
         assert_eq!((s.round_trips, s.restarts), (1, 2));
-        // Authors: back at level 3 after seeing 0 → one trip; not back at 3 again.
-        assert_eq!(s.authors_round_trips, 1);
-    }
-
-    #[test]
-    fn middle_start_full() {
-        let s = walk(&[2, 1, 0, 1, 2, 3, 4, 3, 2, 1, 0, 1, 2], 4);
-        // Standard: 0 → 4 → 0 completed once. Authors: back at 2 after both ends, once
-        // (at index 8), then 0 is seen again but not 4 before returning to 2.
-        assert_eq!(
-            (s.round_trips, s.restarts, s.authors_round_trips),
-            (1, 1, 1)
-        );
     }
 
     #[test]
     fn two_round_trips_in_a_row() {
         let s = walk(&[0, 1, 2, 1, 2, 1, 0, 1, 2, 1, 0], 2);
-        assert_eq!(
-            (s.round_trips, s.restarts, s.authors_round_trips),
-            (2, 2, 2)
-        );
+        assert_eq!((s.round_trips, s.restarts), (2, 2));
+    }
+
+    /// A literal transcription of the authors' walk (positions hold replica ids, a
+    /// swap exchanges two positions, marks are sets), for comparison.
+    struct Literal {
+        index_set: Vec<usize>,
+        last_visited: Vec<[bool; 2]>,
+        trips: u32,
+    }
+
+    impl Literal {
+        fn new(p: usize) -> Self {
+            Literal {
+                index_set: (0..p).collect(),
+                last_visited: vec![[false; 2]; p],
+                trips: 0,
+            }
+        }
+
+        fn iterate(&mut self, swaps: &[bool]) {
+            let p = self.index_set.len();
+            for idx in 0..p {
+                if idx > 0 && swaps[idx - 1] {
+                    self.index_set.swap(idx - 1, idx);
+                }
+                self.last_visited[self.index_set[0]][0] = true;
+                self.last_visited[self.index_set[p - 1]][1] = true;
+                if self.last_visited[idx] == [true, true] && self.index_set[idx] == idx {
+                    self.last_visited[idx] = [false, false];
+                    self.trips += 1;
+                }
+            }
+        }
+    }
+
+    /// The replay equals the literal walk on random disjoint swap patterns, for many
+    /// ladder sizes and thousands of iterations.
+    #[test]
+    fn authors_pass_equals_the_literal_walk() {
+        use crate::rng::{PhiloxStream, Rng};
+        for p in [2usize, 3, 4, 7, 16] {
+            let mut rng = PhiloxStream::new(9, p as u32, 0, 0, 0);
+            let mut lit = Literal::new(p);
+            let (mut at, mut of, mut trips) = (vec![0u32; p], vec![0u32; p], vec![0u8; p]);
+            init_identity(&mut at, &mut of, &mut trips);
+            let mut total = 0;
+            for k in 0..20_000u32 {
+                // Disjoint pairs of one parity, each swapping with probability 1/2.
+                let parity = (k & 1) as usize;
+                let mut fl = vec![0u8; p - 1];
+                let mut swaps = vec![false; p - 1];
+                for pair in (0..p - 1).filter(|q| (q + 1) % 2 == parity) {
+                    if rng.next_u32() & 1 == 1 {
+                        swaps[pair] = true;
+                        fl[pair] = SWAPPED;
+                        swap_levels(pair, &mut at, &mut of);
+                    }
+                }
+                lit.iterate(&swaps);
+                total += authors_pass(&mut trips, &at, &fl);
+                assert_eq!(total, lit.trips, "P {p} k {k}");
+            }
+            assert!(total > 0, "P {p}");
+        }
     }
 
     #[test]

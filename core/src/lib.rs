@@ -60,12 +60,22 @@
 //!   [`bernoulli`]: the index process alone, with Bernoulli indicators;
 //! - [`explore`]: SGLD, SGD and momentum-SGD steps; [`target`]: the energy-oracle trait
 //!   and the paper's toy targets;
+//! - [`rules`]: the paper's rules by default, and the named variants of the authors'
+//!   code ([`Rules::AUTHORS_CODE`]) and of earlier nrpt;
 //! - [`rng`]: Philox4x32-10, counter-based, so CPU and GPU draw the same numbers;
 //! - [`driver`]: one full iteration over buffers the caller owns ([`Tempering`]), and
 //!   [`fixed`]: the same over arrays of compile-time size ([`FixedTempering`]).
 //!
 //! Everything runs without `std` and without an allocator (a microcontroller, a WASM
-//! module); bad input is a typed [`Error`], never a panic.
+//! module); bad input is a typed [`Error`], never a panic (property tests drive the
+//! public API with random options, lengths, NaN and infinities). The feature `gpu`
+//! adds the `#[repr(C)]` parameter block of the CUDA kernels (`params`) and
+//! `bytemuck::Pod` for it and the counters.
+
+// Unit tests may allocate (property tests, reference walks); the library never does.
+#[cfg(test)]
+#[macro_use]
+extern crate std;
 
 pub mod adapt;
 pub mod bernoulli;
@@ -77,7 +87,10 @@ pub mod fixed;
 pub mod float;
 pub mod index;
 pub mod optimal;
+#[cfg(feature = "gpu")]
+pub mod params;
 pub mod rng;
+pub mod rules;
 pub mod swap;
 pub mod target;
 pub mod window;
@@ -86,3 +99,4 @@ pub use driver::{Tempering, TemperingOptions};
 pub use error::Error;
 pub use fixed::FixedTempering;
 pub use float::Float;
+pub use rules::Rules;

@@ -11,15 +11,21 @@
 //!
 //! A non-finite energy never wins a swap: its indicator is 0 and it is flagged.
 //!
-//! The sweep computes every pair's indicator (all of them feed the adaptation), then
+//! The sweep computes every pair's indicator (all of them feed the adaptation) and
 //! executes the swaps of the eligible pairs whose gates are open (see
-//! [`crate::window`]). Eligible pairs are disjoint, so the order does not matter.
+//! [`crate::window`]). Eligible pairs are disjoint, so their swaps commute; the
+//! indicators of the other pairs depend on the [`SweepOrder`]: from the states before
+//! this iteration's swaps (the paper), or each seeing the swaps below it (the authors'
+//! code). [`sweep_with`] is the one implementation of the windowed pass, over any
+//! [`PairTest`].
 
 use rand_core::Rng;
 
+use crate::error::{Error, check_chains, check_len};
 use crate::float::Float;
 use crate::index::swap_levels;
 use crate::rng::UnitDraw;
+use crate::rules::SweepOrder;
 use crate::window::{Scheme, is_window_start, pair_eligible, window_parity};
 
 /// Bit flags recorded per pair by [`sweep`].
@@ -117,6 +123,44 @@ pub struct SwapBuffers<'a> {
     pub flags: &'a mut [u8],
 }
 
+impl SwapBuffers<'_> {
+    /// Checks the lengths (P ≥ 2 from `replica_at`, P − 1 for gates and flags) and
+    /// that `replica_at` and `level_of` are a permutation and its inverse; returns P.
+    /// O(P), no allocation.
+    pub fn check(&self) -> Result<usize, Error> {
+        let p = self.replica_at.len();
+        check_chains(p)?;
+        check_len("level_of", self.level_of.len(), p)?;
+        check_len("gates", self.gates.len(), p - 1)?;
+        check_len("flags", self.flags.len(), p - 1)?;
+        // level_of[replica_at[l]] == l for every l makes replica_at injective, hence a
+        // permutation of 0 … P − 1, and level_of its inverse.
+        for (level, &r) in self.replica_at.iter().enumerate() {
+            match self.level_of.get(r as usize) {
+                Some(&back) if back as usize == level => {}
+                _ => {
+                    return Err(Error::InvalidValue {
+                        name: "replica_at",
+                        value: f64::from(r),
+                        allowed: "a permutation of 0 .. P whose inverse is level_of",
+                    });
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// Re-borrows every buffer for a shorter lifetime.
+    pub fn reborrow(&mut self) -> SwapBuffers<'_> {
+        SwapBuffers {
+            replica_at: self.replica_at,
+            level_of: self.level_of,
+            gates: self.gates,
+            flags: self.flags,
+        }
+    }
+}
+
 /// The buffers an energy-based [`sweep`] reads and updates.
 #[derive(Debug)]
 pub struct SweepBuffers<'a, F> {
@@ -137,22 +181,79 @@ pub struct SweepSummary {
     pub nonfinite: u32,
 }
 
+/// How a sweep finds the swap indicator of each pair: from energies by level, from
+/// fresh oracle draws, or from a model of the indicators (an index-process
+/// simulation).
+pub trait PairTest<R: ?Sized> {
+    /// Error of a failed test (an energy oracle that fails, say).
+    type Error;
+
+    /// The indicator of pair (l, l + 1) = (`pair`, `pair` + 1): `Some(true)` to swap,
+    /// `None` when an energy is not finite (counted, never swaps). `replica_at` is the
+    /// permutation as it stands at this point of the pass, after the swaps of the
+    /// lower pairs in this sweep.
+    fn indicator(
+        &mut self,
+        pair: usize,
+        replica_at: &[u32],
+        rng: &mut R,
+    ) -> Result<Option<bool>, Self::Error>;
+
+    /// Pair `pair` has just swapped (before the next pair is tested).
+    fn swapped(&mut self, _pair: usize) {}
+}
+
+/// A [`PairTest`] from a closure `(pair, rng) → indicator` that needs neither the
+/// permutation nor to hear of swaps.
+pub struct FnTest<T>(pub T);
+
+impl<R: ?Sized, T: FnMut(usize, &mut R) -> Option<bool>> PairTest<R> for FnTest<T> {
+    type Error = core::convert::Infallible;
+
+    #[inline]
+    fn indicator(
+        &mut self,
+        pair: usize,
+        _replica_at: &[u32],
+        rng: &mut R,
+    ) -> Result<Option<bool>, Self::Error> {
+        Ok((self.0)(pair, rng))
+    }
+}
+
 /// The windowed sweep over any source of indicators: the one piece of swap logic that
-/// the energy-based [`sweep`] and index-process simulations (indicators drawn from a
-/// model instead of energies) share.
+/// the driver, the energy-based [`sweep`] and index-process simulations share.
 ///
 /// At iteration `k`: for DEO, all gates open if `k` starts a window; for SEO one word is
 /// drawn from `rng` and its top bit is the parity. Then for every pair l = 0 … P − 2 in
-/// order, `indicator(l, rng)` gives its swap indicator (`None`: non-finite energies,
-/// counted, never swaps); an eligible pair with an open gate (any eligible pair for SEO)
-/// and indicator 1 swaps on the permutation and closes its gate. Flags go to `flags`.
-pub fn sweep_with<R: Rng + ?Sized>(
+/// order, `test` gives its swap indicator (`None`: non-finite energies, counted, never
+/// swaps); an eligible pair with an open gate (any eligible pair for SEO) and
+/// indicator 1 swaps on the permutation, closes its gate and is reported to
+/// `test.swapped`. Flags go to `b.flags`.
+///
+/// Checks the buffers first ([`SwapBuffers::check`]); an error of `test` stops the
+/// sweep where it happened (the pairs before it are done).
+pub fn sweep_with<R: Rng + ?Sized, T: PairTest<R>>(
     k: u64,
     scheme: Scheme,
     b: SwapBuffers<'_>,
     rng: &mut R,
-    mut indicator: impl FnMut(usize, &mut R) -> Option<bool>,
-) -> SweepSummary {
+    test: &mut T,
+) -> Result<Result<SweepSummary, T::Error>, Error> {
+    scheme.validate()?;
+    b.check()?;
+    Ok(sweep_unchecked(k, scheme, b, rng, test))
+}
+
+/// [`sweep_with`] for buffers the caller has checked once (the driver, the index
+/// process).
+pub(crate) fn sweep_unchecked<R: Rng + ?Sized, T: PairTest<R>>(
+    k: u64,
+    scheme: Scheme,
+    b: SwapBuffers<'_>,
+    rng: &mut R,
+    test: &mut T,
+) -> Result<SweepSummary, T::Error> {
     let (parity, gated) = match scheme {
         Scheme::Deo { window } => {
             if is_window_start(k, window) {
@@ -165,7 +266,7 @@ pub fn sweep_with<R: Rng + ?Sized>(
     let mut summary = SweepSummary::default();
     for (pair, out) in b.flags.iter_mut().enumerate() {
         let mut f = 0u8;
-        match indicator(pair, rng) {
+        match test.indicator(pair, b.replica_at, rng)? {
             None => {
                 f |= flags::NONFINITE;
                 summary.nonfinite += 1;
@@ -185,62 +286,123 @@ pub fn sweep_with<R: Rng + ?Sized>(
                 if gated {
                     b.gates[pair] = false;
                 }
+                test.swapped(pair);
             }
         }
         *out = f;
     }
-    summary
+    Ok(summary)
 }
 
-/// One sweep at iteration `k` on the energies of the replicas: indicators for every
-/// pair by `rule`, then the eligible swaps (see [`sweep_with`]); the energies move with
-/// their replicas.
+/// The indicator of one pair from the two energies by `rule`, drawing the Metropolis
+/// uniform from `rng` (one word, drawn whether or not the energies are finite).
+#[inline]
+pub(crate) fn rule_indicator<F: UnitDraw, R: Rng + ?Sized>(
+    rule: RuleInputs<'_, F>,
+    pair: usize,
+    e_cold: F,
+    e_hot: F,
+    rng: &mut R,
+) -> Option<bool> {
+    match rule {
+        RuleInputs::Buffered { buffer } => buffered_indicator(e_cold, e_hot, buffer),
+        RuleInputs::Metropolis { temperatures } => {
+            let u = F::uniform(rng.next_u32());
+            let (t_cold, t_hot) = (temperatures[pair], temperatures[pair + 1]);
+            metropolis_indicator(e_cold, e_hot, t_cold, t_hot, u)
+        }
+    }
+}
+
+/// Indicators from energies by level (the paper's [`crate::rules::PairEnergies::PerLevel`]).
+pub(crate) struct LevelEnergies<'e, 'r, F> {
+    pub(crate) energies: &'e mut [F],
+    pub(crate) rule: RuleInputs<'r, F>,
+    pub(crate) order: SweepOrder,
+}
+
+impl<F: UnitDraw, R: Rng + ?Sized> PairTest<R> for LevelEnergies<'_, '_, F> {
+    type Error = core::convert::Infallible;
+
+    #[inline]
+    fn indicator(
+        &mut self,
+        pair: usize,
+        _replica_at: &[u32],
+        rng: &mut R,
+    ) -> Result<Option<bool>, Self::Error> {
+        let (e_cold, e_hot) = (self.energies[pair], self.energies[pair + 1]);
+        Ok(rule_indicator(self.rule, pair, e_cold, e_hot, rng))
+    }
+
+    #[inline]
+    fn swapped(&mut self, pair: usize) {
+        // Sequential: the energies follow their replicas at once, so the next pair's
+        // test sees the state that moved up. Simultaneous: after the pass.
+        if self.order == SweepOrder::Sequential {
+            self.energies.swap(pair, pair + 1);
+        }
+    }
+}
+
+impl<F> LevelEnergies<'_, '_, F> {
+    /// After a simultaneous pass, moves the energies with their replicas.
+    pub(crate) fn finish(&mut self, flags_out: &[u8]) {
+        if self.order == SweepOrder::Simultaneous {
+            for (pair, &f) in flags_out.iter().enumerate() {
+                if f & flags::SWAPPED != 0 {
+                    self.energies.swap(pair, pair + 1);
+                }
+            }
+        }
+    }
+}
+
+/// One sweep at iteration `k` on the energies of the replicas by level: indicators for
+/// every pair by `rule`, in the given `order`, then the eligible swaps (see
+/// [`sweep_with`]); the energies move with their replicas.
 ///
 /// Random words are drawn from `rng` only where needed, in this order: for SEO one word
 /// whose top bit is the parity; for the Metropolis rule one word per pair, pairs in
 /// order 0 … P − 2, turned into a uniform by [`UnitDraw::uniform`]. With DEO and the
 /// buffered rule nothing is drawn.
 ///
-/// The buffers must be consistent (lengths P and P − 1, a permutation and its inverse);
-/// the driver checks them once when it is built.
+/// Checks every length (energies and, for the Metropolis rule, temperatures of
+/// length P) and the permutation first.
 pub fn sweep<F: UnitDraw, R: Rng + ?Sized>(
     k: u64,
     scheme: Scheme,
+    order: SweepOrder,
+    rule: RuleInputs<'_, F>,
+    b: SweepBuffers<'_, F>,
+    rng: &mut R,
+) -> Result<SweepSummary, Error> {
+    scheme.validate()?;
+    let p = b.swap.check()?;
+    check_len("energies", b.energies.len(), p)?;
+    if let RuleInputs::Metropolis { temperatures } = rule {
+        check_len("temperatures", temperatures.len(), p)?;
+    }
+    Ok(sweep_levels(k, scheme, order, rule, b, rng))
+}
+
+/// [`sweep`] without the checks.
+pub(crate) fn sweep_levels<F: UnitDraw, R: Rng + ?Sized>(
+    k: u64,
+    scheme: Scheme,
+    order: SweepOrder,
     rule: RuleInputs<'_, F>,
     b: SweepBuffers<'_, F>,
     rng: &mut R,
 ) -> SweepSummary {
-    let energies: &[F] = b.energies;
-    let flags_out: &mut [u8] = b.swap.flags;
-    let summary = sweep_with(
-        k,
-        scheme,
-        SwapBuffers {
-            replica_at: b.swap.replica_at,
-            level_of: b.swap.level_of,
-            gates: b.swap.gates,
-            flags: flags_out,
-        },
-        rng,
-        |pair, rng| {
-            let (e_cold, e_hot) = (energies[pair], energies[pair + 1]);
-            match rule {
-                RuleInputs::Buffered { buffer } => buffered_indicator(e_cold, e_hot, buffer),
-                RuleInputs::Metropolis { temperatures } => {
-                    let u = F::uniform(rng.next_u32());
-                    let (t_cold, t_hot) = (temperatures[pair], temperatures[pair + 1]);
-                    metropolis_indicator(e_cold, e_hot, t_cold, t_hot, u)
-                }
-            }
-        },
-    );
-    if summary.swaps > 0 {
-        for (pair, &f) in b.swap.flags.iter().enumerate() {
-            if f & flags::SWAPPED != 0 {
-                b.energies.swap(pair, pair + 1);
-            }
-        }
-    }
+    let SweepBuffers { energies, mut swap } = b;
+    let mut test = LevelEnergies {
+        energies,
+        rule,
+        order,
+    };
+    let Ok(summary) = sweep_unchecked(k, scheme, swap.reborrow(), rng, &mut test);
+    test.finish(swap.flags);
     summary
 }
 
@@ -248,7 +410,7 @@ pub fn sweep<F: UnitDraw, R: Rng + ?Sized>(
 mod tests {
     use super::*;
     use crate::index::init_identity;
-    use crate::rng::PhiloxStream;
+    use crate::rng::{PhiloxStream, streams};
     use rand_core::Rng;
 
     #[test]
@@ -304,9 +466,19 @@ mod tests {
             e
         }
         fn sweep(&mut self, k: u64, scheme: Scheme, rng: &mut PhiloxStream) -> SweepSummary {
+            self.sweep_in(k, scheme, SweepOrder::Simultaneous, rng)
+        }
+        fn sweep_in(
+            &mut self,
+            k: u64,
+            scheme: Scheme,
+            order: SweepOrder,
+            rng: &mut PhiloxStream,
+        ) -> SweepSummary {
             sweep(
                 k,
                 scheme,
+                order,
                 RuleInputs::Buffered { buffer: 0.5 },
                 SweepBuffers {
                     energies: &mut self.energies,
@@ -319,6 +491,7 @@ mod tests {
                 },
                 rng,
             )
+            .unwrap()
         }
     }
 
@@ -388,7 +561,7 @@ mod tests {
         let mut seen = [0u32; 2];
         for k in 0..400u64 {
             e.energies = [5.0, 4.0, 3.0, 2.0, 1.0, 0.0];
-            let mut rng = PhiloxStream::new(3, 0, k as u32, u32::MAX, 3);
+            let mut rng = PhiloxStream::new(3, 0, k, crate::rng::ENSEMBLE_WIDE, streams::SWAP);
             let s = e.sweep(k, Scheme::Seo, &mut rng);
             assert!(s.swaps > 0);
             let first = e.flags.iter().position(|f| f & flags::SWAPPED != 0);
@@ -409,5 +582,84 @@ mod tests {
         assert_eq!(s.swaps, 1);
         assert_eq!(e.flags[4] & flags::SWAPPED, flags::SWAPPED);
         assert_eq!(e.at, [0, 1, 2, 3, 5, 4]);
+    }
+
+    /// Sequential order: after pair 0 swaps, pair 1's test sees the energy that moved
+    /// up to level 1; the simultaneous order tests pair 1 on the old level-1 energy.
+    #[test]
+    fn sequential_order_sees_the_swap_below() {
+        // W = 1, k = 1: parity 1, pairs 0, 2, 4 eligible. Pair 0 swaps (0 + 0.5 < 5);
+        // pair 1 (off parity): simultaneous tests 0 vs 3 → 3 + 0.5 < 0 false;
+        // sequential tests 5 (moved up) vs 3 → true.
+        for (order, want) in [(SweepOrder::Simultaneous, 0), (SweepOrder::Sequential, 1)] {
+            let mut e = Ens::new();
+            e.energies = [5.0, 0.0, 3.0, 9.0, 9.0, 9.0];
+            let mut rng = PhiloxStream::new(0, 0, 0, 0, 0);
+            e.sweep_in(1, Scheme::VANILLA_DEO, order, &mut rng);
+            assert_eq!(e.flags[0] & flags::SWAPPED, flags::SWAPPED);
+            assert_eq!(e.flags[1] & flags::INDICATOR, want, "{order:?}");
+            // Either way the energies end up with their replicas.
+            assert_eq!(e.energies[..2], [0.0, 5.0]);
+        }
+    }
+
+    /// Inconsistent buffers are typed errors, never a panic.
+    #[test]
+    fn bad_buffers_are_errors() {
+        let mut rng = PhiloxStream::new(0, 0, 0, 0, 0);
+        let mut energies = [0.0f64; 4];
+        let mut at = [0u32, 1, 2, 9];
+        let mut of = [0u32, 1, 2, 3];
+        let mut gates = [true; 3];
+        let mut fl = [0u8; 3];
+        let mut go = |at: &mut [u32], of: &mut [u32], energies: &mut [f64], gates: &mut [bool]| {
+            sweep(
+                0,
+                Scheme::VANILLA_DEO,
+                SweepOrder::Simultaneous,
+                RuleInputs::Buffered { buffer: 0.0 },
+                SweepBuffers {
+                    energies,
+                    swap: SwapBuffers {
+                        replica_at: at,
+                        level_of: of,
+                        gates,
+                        flags: &mut fl,
+                    },
+                },
+                &mut rng,
+            )
+        };
+        assert!(matches!(
+            go(&mut at, &mut of, &mut energies, &mut gates),
+            Err(Error::InvalidValue {
+                name: "replica_at",
+                ..
+            })
+        ));
+        at[3] = 3;
+        assert!(go(&mut at, &mut of, &mut energies, &mut gates).is_ok());
+        assert!(matches!(
+            go(&mut at, &mut of, &mut energies[..3], &mut gates),
+            Err(Error::LengthMismatch {
+                name: "energies",
+                ..
+            })
+        ));
+        assert!(matches!(
+            go(&mut at, &mut of, &mut energies, &mut gates[..2]),
+            Err(Error::LengthMismatch { name: "gates", .. })
+        ));
+        of[0] = 1;
+        assert!(go(&mut at, &mut of, &mut energies, &mut gates).is_err());
+        assert!(matches!(
+            go(
+                &mut at[..1],
+                &mut of[..1],
+                &mut energies[..1],
+                &mut gates[..0]
+            ),
+            Err(Error::TooFewChains { chains: 1 })
+        ));
     }
 }

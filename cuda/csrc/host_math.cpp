@@ -14,7 +14,7 @@ void nrpt_host_philox(const nrpt_u32* counter, const nrpt_u32* key, nrpt_u32* ou
     out[3] = b.w3;
 }
 
-nrpt_u32 nrpt_host_stream_word(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u32 iteration,
+nrpt_u32 nrpt_host_stream_word(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u64 iteration,
                                nrpt_u32 replica, nrpt_u32 stream, nrpt_u64 index) {
     return nrpt_stream_word(nrpt_stream(seed, ensemble, iteration, replica, stream), index);
 }
@@ -29,6 +29,7 @@ void nrpt_host_box_muller_f32(nrpt_u32 w0, nrpt_u32 w1, float* out) {
 }
 
 float nrpt_host_ln(float x) { return nrpt_ln(x); }
+float nrpt_host_round_nearest(float x) { return nrpt_round_nearest(x); }
 
 void nrpt_host_sin_cos_2pi(float x, float* out) {
     NrptSinCos sc = nrpt_sin_cos_2pi(x);
@@ -61,7 +62,7 @@ float nrpt_host_chain_step(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u
                            nrpt_u32 storage) {
     NrptChainCfg cfg = nrpt_chain_cfg(p);
     NrptLevelCoeffs l = nrpt_level_coeffs(&cfg, eta, temp);
-    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, (nrpt_u32)k, replica, NRPT_STREAM_STEP);
+    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, k, replica, NRPT_STREAM_STEP);
     if (storage == 0u && cfg.dim == 2u) {
         float* xf = (float*)x;
         float* vf = (float*)v;
@@ -87,7 +88,7 @@ float nrpt_host_chain_step_block(const NrptGpuParams* p, nrpt_u32 ensemble_key, 
                                  float* v) {
     NrptChainCfg cfg = nrpt_chain_cfg(p);
     NrptLevelCoeffs l = nrpt_level_coeffs(&cfg, eta, temp);
-    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, (nrpt_u32)k, replica, NRPT_STREAM_STEP);
+    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, k, replica, NRPT_STREAM_STEP);
     float partial[256];
     for (nrpt_u32 t = 0; t < 256u; ++t) {
         partial[t] = nrpt_chain_step_quads<NrptStoreF32>(&cfg, &l, s, x, v ? v : x, t, 256u);
@@ -121,6 +122,50 @@ void nrpt_host_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrp
     summary[2] = s.nonfinite;
 }
 
+/// The ladder update alone (nrpt_adapt_ladder) on one ensemble's ladder and flags,
+/// stride 1.
+void nrpt_host_adapt_ladder(double* ladder, nrpt_u8* flags, nrpt_u32 chains, nrpt_u32 in_place,
+                            double up, double down) {
+    NrptEnsembleRefs r = {};
+    r.ladder = ladder;
+    r.flags = flags;
+    r.stride = 1u;
+    nrpt_adapt_ladder(&r, chains, in_place != 0u, up, down);
+}
+
+double nrpt_host_adapt_buffer(double buffer, double mean_rate, double target, double gamma,
+                              double scale, nrpt_u32 unprojected) {
+    return nrpt_adapt_buffer(buffer, mean_rate, target, gamma, scale, unprojected != 0u);
+}
+
+/// The authors' counting of one iteration (nrpt_authors_pass), stride 1.
+nrpt_u32 nrpt_host_authors_pass(nrpt_u8* trips, nrpt_u32* replica_at, nrpt_u8* flags,
+                                nrpt_u32 chains) {
+    NrptEnsembleRefs r = {};
+    r.trips = trips;
+    r.replica_at = replica_at;
+    r.flags = flags;
+    r.stride = 1u;
+    return nrpt_authors_pass(&r, chains);
+}
+
+/// The swap kernel's momentum reset (nrpt_zero_swapped_momenta) on one ensemble's
+/// momenta (rows of D coordinates of p->coord_bytes bytes), stride 1.
+void nrpt_host_zero_swapped_momenta(const NrptGpuParams* p, nrpt_u32* replica_at,
+                                    nrpt_u8* flags, void* momenta) {
+    NrptEnsembleRefs r = {};
+    r.replica_at = replica_at;
+    r.flags = flags;
+    r.stride = 1u;
+    nrpt_zero_swapped_momenta(p, &r, momenta);
+}
+
+/// The persistent kernel's test for one replica's momentum reset.
+nrpt_u32 nrpt_host_swapped_at_level(const nrpt_u8* flags, nrpt_u32 stride, nrpt_u32 level,
+                                    nrpt_u32 chains) {
+    return nrpt_swapped_at_level(flags, stride, level, chains) ? 1u : 0u;
+}
+
 }  // extern "C"
 
 extern "C" {
@@ -135,5 +180,7 @@ void nrpt_host_layout(nrpt_u32* out) {
     out[5] = (nrpt_u32)sizeof(NrptIterConsts);
     out[6] = (nrpt_u32)sizeof(NrptPairStats);
     out[7] = (nrpt_u32)sizeof(NrptIndexStats);
+    out[8] = (nrpt_u32)((const char*)&p.coord_bytes - (const char*)&p);
+    out[9] = (nrpt_u32)((const char*)&p.core.adapt_flags - (const char*)&p);
 }
 }

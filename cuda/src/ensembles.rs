@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use nrpt_core::TemperingOptions;
-use nrpt_core::adapt::geometric_ladder;
+use nrpt_core::adapt::initial_ladder;
 use nrpt_core::driver::InitialStates;
 use nrpt_core::index::{IndexStats, PairStats};
+use nrpt_core::rng::MAX_REPLICAS;
 
 use crate::device::Gpu;
 use crate::error::{CudaError, driver};
@@ -72,6 +73,90 @@ impl EnsembleConfig {
             math: MathMode::Exact,
             path: ExecutionPath::Auto,
         }
+    }
+
+    /// Checks the configuration (the options by nrpt-core, the rules the kernels
+    /// implement, the sizes the kernels handle) and returns the parameter block the
+    /// kernels read, without a device: what [`GpuEnsembles::new`] uploads.
+    ///
+    /// The rules the kernels do not implement (fresh energies per pair test, the
+    /// sequential pass: `TemperingOptions::params` refuses them) are a
+    /// [`CudaError::Options`].
+    pub fn params(&self) -> Result<GpuParams, CudaError> {
+        let options = self.options.validate()?;
+        let (e, p, d) = (self.ensembles, self.chains, self.target.dim());
+        if p < 2 {
+            return Err(nrpt_core::Error::TooFewChains { chains: p }.into());
+        }
+        // The Philox counter holds replica indices in 24 bits (rng::counter), as the
+        // driver's Buffers::check demands.
+        if p > MAX_REPLICAS {
+            return Err(nrpt_core::Error::InvalidValue {
+                name: "chains",
+                value: p as f64,
+                allowed: "at most 2^24 - 1 per ensemble",
+            }
+            .into());
+        }
+        // The oracle's noise scales, as Noisy's own check (EnergyOracle::validate).
+        nrpt_core::target::Noisy::new((), self.noise.gradient, self.noise.energy)?;
+        if e == 0 || d == 0 {
+            return Err(CudaError::Unsupported(
+                "zero ensembles or zero dimensions".into(),
+            ));
+        }
+        if u64::from(options.ensemble) + e as u64 - 1 > u64::from(u32::MAX) {
+            return Err(CudaError::Unsupported(
+                "options.ensemble + ensembles exceeds the 32-bit Philox key word".into(),
+            ));
+        }
+        let e32 = u32::try_from(e)
+            .map_err(|_| CudaError::Unsupported("more than 2^32 ensembles".into()))?;
+        if self.precision != Precision::F32 && d == 2 {
+            return Err(CudaError::Unsupported(
+                "half-precision storage is for D-dimensional SumModes states (D > 2)".into(),
+            ));
+        }
+        if self.target == GpuTarget::Modes2d && self.precision != Precision::F32 {
+            return Err(CudaError::Unsupported("Modes2d needs f32 storage".into()));
+        }
+        let (init_uniform, low, high) = match options.init {
+            InitialStates::Uniform { low, high } => (1, low, high),
+            InitialStates::Keep => (0, 0.0, 0.0),
+        };
+        let params = GpuParams {
+            core: options.params(p, d)?,
+            gradient_noise: self.noise.gradient,
+            energy_noise: self.noise.energy,
+            init_low: low,
+            init_high: high,
+            ensembles: e32,
+            target: self.target.code(),
+            init_uniform,
+            coord_bytes: self.precision.bytes() as u32,
+        };
+        Ok(params)
+    }
+
+    /// The ladder and temperatures every ensemble starts from (P values each), as
+    /// nrpt-core's `Engine::start` sets them: `adapt::initial_ladder` of
+    /// `options.rules.initial_ladder`, then `Temperatures::fill`.
+    pub fn initial_levels(&self) -> Result<(Vec<f64>, Vec<f64>), CudaError> {
+        let options = self.options.validate()?;
+        let p = self.chains;
+        if p < 2 {
+            return Err(nrpt_core::Error::TooFewChains { chains: p }.into());
+        }
+        let mut ladder0 = vec![0.0; p];
+        initial_ladder(
+            options.rules.initial_ladder,
+            options.ladder_min,
+            options.ladder_max,
+            &mut ladder0,
+        )?;
+        let mut temps0 = vec![0.0; p];
+        options.temperatures.fill(&ladder0, &mut temps0);
+        Ok((ladder0, temps0))
     }
 }
 
@@ -167,57 +252,17 @@ fn grid(items: u64, threads: u32) -> Result<LaunchConfig, CudaError> {
 
 impl GpuEnsembles {
     /// Validates the configuration, allocates every buffer and starts the run as
-    /// nrpt-core's `Engine::start` does (geometric ladder, identity permutation, open
-    /// gates, C₀, uniform initial states from the INIT streams).
+    /// nrpt-core's `Engine::start` does (the initial ladder of `options.rules`,
+    /// identity permutation, open gates, C₀, uniform initial states from the INIT
+    /// streams). The configuration is checked first, as [`EnsembleConfig::params`]
+    /// does.
     pub fn new(gpu: &Arc<Gpu>, config: &EnsembleConfig) -> Result<GpuEnsembles, CudaError> {
+        let params = config.params()?;
+        let (ladder0, temps0) = config.initial_levels()?;
         let options = config.options.validate()?;
         let (e, p, d) = (config.ensembles, config.chains, config.target.dim());
-        if p < 2 {
-            return Err(nrpt_core::Error::TooFewChains { chains: p }.into());
-        }
-        if e == 0 || d == 0 {
-            return Err(CudaError::Unsupported(
-                "zero ensembles or zero dimensions".into(),
-            ));
-        }
-        if u64::from(options.ensemble) + e as u64 - 1 > u64::from(u32::MAX) {
-            return Err(CudaError::Unsupported(
-                "options.ensemble + ensembles exceeds the 32-bit Philox key word".into(),
-            ));
-        }
-        let e32 = u32::try_from(e)
-            .map_err(|_| CudaError::Unsupported("more than 2^32 ensembles".into()))?;
-        let p32 =
-            u32::try_from(p).map_err(|_| CudaError::Unsupported("more than 2^32 chains".into()))?;
-        if config.precision != Precision::F32 && d == 2 {
-            return Err(CudaError::Unsupported(
-                "half-precision storage is for D-dimensional SumModes states (D > 2)".into(),
-            ));
-        }
-        if config.target == GpuTarget::Modes2d && config.precision != Precision::F32 {
-            return Err(CudaError::Unsupported("Modes2d needs f32 storage".into()));
-        }
+        let (e32, p32) = (params.ensembles, params.core.chains);
         let momentum = options.explorer.has_momentum();
-        let (init_uniform, low, high) = match options.init {
-            InitialStates::Uniform { low, high } => (1, low, high),
-            InitialStates::Keep => (0, 0.0, 0.0),
-        };
-        let params = GpuParams {
-            core: options.params(p, d),
-            gradient_noise: config.noise.gradient,
-            energy_noise: config.noise.energy,
-            init_low: low,
-            init_high: high,
-            ensembles: e32,
-            target: config.target.code(),
-            init_uniform,
-            reserved: 0,
-        };
-
-        let mut ladder0 = vec![0.0; p];
-        geometric_ladder(options.ladder_min, options.ladder_max, &mut ladder0)?;
-        let mut temps0 = vec![0.0; p];
-        options.temperatures.fill(&ladder0, &mut temps0);
 
         let s = gpu.stream();
         let n = e * p;
@@ -501,6 +546,20 @@ impl GpuEnsembles {
             .stream()
             .clone_dtoh(&self.buf.states)
             .map_err(driver("downloading states"))?;
+        Ok(decode(&raw, self.config.precision))
+    }
+
+    /// Every momentum as f32, chain-major like [`states`](Self::states); empty for
+    /// Langevin explorers, which have none.
+    pub fn momenta(&self) -> Result<Vec<f32>, CudaError> {
+        let Some(m) = &self.buf.momenta else {
+            return Ok(Vec::new());
+        };
+        let raw = self
+            .gpu
+            .stream()
+            .clone_dtoh(m)
+            .map_err(driver("downloading momenta"))?;
         Ok(decode(&raw, self.config.precision))
     }
 

@@ -13,7 +13,7 @@ mod ffi {
         pub fn nrpt_host_stream_word(
             seed: u32,
             ensemble: u32,
-            iteration: u32,
+            iteration: u64,
             replica: u32,
             stream: u32,
             index: u64,
@@ -22,6 +22,7 @@ mod ffi {
         pub fn nrpt_host_uniform_f64(w: u32) -> f64;
         pub fn nrpt_host_box_muller_f32(w0: u32, w1: u32, out: *mut f32);
         pub fn nrpt_host_ln(x: f32) -> f32;
+        pub fn nrpt_host_round_nearest(x: f32) -> f32;
         pub fn nrpt_host_sin_cos_2pi(x: f32, out: *mut f32);
         pub fn nrpt_host_modes2d_energy(a: f32, b: f32) -> f32;
         pub fn nrpt_host_modes2d_gradient(a: f32, b: f32, out: *mut f32);
@@ -72,6 +73,40 @@ mod ffi {
             stats: *mut super::IndexStats,
             summary: *mut u32,
         );
+        pub fn nrpt_host_adapt_ladder(
+            ladder: *mut f64,
+            flags: *mut u8,
+            chains: u32,
+            in_place: u32,
+            up: f64,
+            down: f64,
+        );
+        pub fn nrpt_host_adapt_buffer(
+            buffer: f64,
+            mean_rate: f64,
+            target: f64,
+            gamma: f64,
+            scale: f64,
+            unprojected: u32,
+        ) -> f64;
+        pub fn nrpt_host_authors_pass(
+            trips: *mut u8,
+            replica_at: *mut u32,
+            flags: *mut u8,
+            chains: u32,
+        ) -> u32;
+        pub fn nrpt_host_zero_swapped_momenta(
+            p: *const super::GpuParams,
+            replica_at: *mut u32,
+            flags: *mut u8,
+            momenta: *mut c_void,
+        );
+        pub fn nrpt_host_swapped_at_level(
+            flags: *const u8,
+            stride: u32,
+            level: u32,
+            chains: u32,
+        ) -> u32;
         pub fn nrpt_host_layout(out: *mut u32);
     }
 }
@@ -84,11 +119,12 @@ pub fn philox(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
     out
 }
 
-/// Word `index` of the keyed stream (seed, ensemble, iteration, replica, stream).
+/// Word `index` of the keyed stream (seed, ensemble, iteration, replica, stream), the
+/// iteration a full 64-bit number as in `PhiloxStream::new`.
 pub fn stream_word(
     seed: u32,
     ensemble: u32,
-    iteration: u32,
+    iteration: u64,
     replica: u32,
     stream: u32,
     index: u64,
@@ -121,6 +157,12 @@ pub fn box_muller_f32(w0: u32, w1: u32) -> (f32, f32) {
 pub fn ln(x: f32) -> f32 {
     // SAFETY: pure function.
     unsafe { ffi::nrpt_host_ln(x) }
+}
+
+/// fastmath `round_nearest` of the kernels (ties to even, every `f32`).
+pub fn round_nearest(x: f32) -> f32 {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_round_nearest(x) }
 }
 
 /// fastmath `sin_cos_2pi` of the kernels: (sin 2πx, cos 2πx).
@@ -188,10 +230,11 @@ pub fn persistent_shared_bytes(ensembles_per_block: u32, chains: u32) -> u32 {
 }
 
 /// sizeof/offsetof of the shared C blocks: [KernelParams, GpuParams, offset of
-/// `ensembles`, offset of `core.seed`, Arrays, IterConsts, PairStats, IndexStats].
-pub fn layout() -> [u32; 8] {
-    let mut out = [0u32; 8];
-    // SAFETY: writes eight words into `out`.
+/// `ensembles`, offset of `core.seed`, Arrays, IterConsts, PairStats, IndexStats,
+/// offset of `coord_bytes`, offset of `core.adapt_flags`].
+pub fn layout() -> [u32; 10] {
+    let mut out = [0u32; 10];
+    // SAFETY: writes ten words into `out`.
     unsafe { ffi::nrpt_host_layout(out.as_mut_ptr()) };
     out
 }
@@ -366,4 +409,135 @@ pub fn swap_and_adapt(
         )
     };
     summary
+}
+
+/// The kernels' ladder update alone (`nrpt_adapt_ladder`, the Jacobi or the in-place
+/// rule) on one ensemble's ladder, given each pair's flags (the INDICATOR bit picks
+/// `up`, else `down`: the factors of `adapt::growth_factors`).
+///
+/// Panics unless `flags` has one entry per pair (`ladder.len() − 1`).
+pub fn adapt_ladder(ladder: &mut [f64], flags: &mut [u8], in_place: bool, up: f64, down: f64) {
+    assert!(ladder.len() >= 2 && flags.len() + 1 == ladder.len());
+    let chains = u32::try_from(ladder.len()).expect("fewer than 2^32 levels");
+    // SAFETY: P doubles and P − 1 flag bytes, checked above; only these are touched.
+    unsafe {
+        ffi::nrpt_host_adapt_ladder(
+            ladder.as_mut_ptr(),
+            flags.as_mut_ptr(),
+            chains,
+            u32::from(in_place),
+            up,
+            down,
+        )
+    }
+}
+
+/// The kernels' buffer update (`nrpt_adapt_buffer`); `unprojected` drops the max(0, ·).
+pub fn adapt_buffer(
+    buffer: f64,
+    mean_rate: f64,
+    target: f64,
+    gamma: f64,
+    scale: f64,
+    unprojected: bool,
+) -> f64 {
+    // SAFETY: pure function.
+    unsafe {
+        ffi::nrpt_host_adapt_buffer(
+            buffer,
+            mean_rate,
+            target,
+            gamma,
+            scale,
+            u32::from(unprojected),
+        )
+    }
+}
+
+/// The kernels' authors' counting of one iteration (`nrpt_authors_pass`): trip states
+/// by replica, the permutation after the sweep, each pair's flags; returns the trips
+/// counted.
+///
+/// Panics unless the lengths are P, P and P − 1 with P ≥ 2 and `replica_at` holds
+/// replica indices below P.
+pub fn authors_pass(trips: &mut [u8], replica_at: &mut [u32], flags: &mut [u8]) -> u32 {
+    let p = replica_at.len();
+    assert!(p >= 2 && trips.len() == p && flags.len() + 1 == p);
+    assert!(replica_at.iter().all(|&r| (r as usize) < p));
+    let chains = u32::try_from(p).expect("fewer than 2^32 levels");
+    // SAFETY: lengths checked above; trips is indexed by replica_at's entries, all < P.
+    unsafe {
+        ffi::nrpt_host_authors_pass(
+            trips.as_mut_ptr(),
+            replica_at.as_mut_ptr(),
+            flags.as_mut_ptr(),
+            chains,
+        )
+    }
+}
+
+/// The swap kernel's momentum reset (`nrpt_zero_swapped_momenta`) on one ensemble's
+/// f32 momenta (P·D values, replica-major), after its swap phase.
+///
+/// Panics unless `params.coord_bytes` is 4, the lengths are P, P − 1 and P·D for
+/// P = `params.core.chains`, D = `params.core.dim`, and `replica_at` holds replica
+/// indices below P.
+pub fn zero_swapped_momenta(
+    params: &GpuParams,
+    replica_at: &mut [u32],
+    flags: &mut [u8],
+    momenta: &mut [f32],
+) {
+    assert_eq!(params.coord_bytes, 4);
+    check_reset_args(params, replica_at, flags, momenta.len());
+    // SAFETY: P·D f32 momenta (4-byte coordinates), P replicas below P, P − 1 flags,
+    // checked above.
+    unsafe {
+        ffi::nrpt_host_zero_swapped_momenta(
+            params,
+            replica_at.as_mut_ptr(),
+            flags.as_mut_ptr(),
+            momenta.as_mut_ptr().cast(),
+        )
+    }
+}
+
+/// As [`zero_swapped_momenta`] for half-precision momenta (bf16 or f16 bits).
+///
+/// Panics unless `params.coord_bytes` is 2 (and as [`zero_swapped_momenta`]).
+pub fn zero_swapped_momenta_half(
+    params: &GpuParams,
+    replica_at: &mut [u32],
+    flags: &mut [u8],
+    momenta: &mut [u16],
+) {
+    assert_eq!(params.coord_bytes, 2);
+    check_reset_args(params, replica_at, flags, momenta.len());
+    // SAFETY: P·D 2-byte momenta, P replicas below P, P − 1 flags, checked above.
+    unsafe {
+        ffi::nrpt_host_zero_swapped_momenta(
+            params,
+            replica_at.as_mut_ptr(),
+            flags.as_mut_ptr(),
+            momenta.as_mut_ptr().cast(),
+        )
+    }
+}
+
+fn check_reset_args(params: &GpuParams, replica_at: &[u32], flags: &[u8], momenta: usize) {
+    let (p, d) = (params.core.chains as usize, params.core.dim as usize);
+    assert!(p >= 2 && replica_at.len() == p && flags.len() + 1 == p && momenta == p * d);
+    assert!(replica_at.iter().all(|&r| (r as usize) < p));
+}
+
+/// The persistent kernel's test for resetting one replica's velocity registers
+/// (`nrpt_swapped_at_level`): did the replica now at `level` take part in a swap of
+/// the last sweep? `flags` is strided by `stride` as in the kernel's shared memory.
+///
+/// Panics unless `flags` holds P − 1 pairs at this stride and `level` < P.
+pub fn swapped_at_level(flags: &[u8], stride: u32, level: u32, chains: u32) -> bool {
+    let s = stride.max(1) as usize;
+    assert!(chains >= 2 && level < chains && flags.len() > (chains as usize - 2) * s);
+    // SAFETY: reads flags of pairs level − 1 and level (< P − 1) at this stride only.
+    unsafe { ffi::nrpt_host_swapped_at_level(flags.as_ptr(), s as u32, level, chains) != 0 }
 }

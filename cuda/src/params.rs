@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 use nrpt_core::adapt::growth_factors;
-use nrpt_core::driver::KernelParams;
+use nrpt_core::params::KernelParams;
 
 /// Which potential the kernels evaluate (the targets of `nrpt_core::target`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,8 +125,10 @@ pub struct GpuParams {
     pub target: u32,
     /// 1: draw uniform initial states; 0: keep.
     pub init_uniform: u32,
-    /// Padding (0).
-    pub reserved: u32,
+    /// Bytes of one stored coordinate of states and momenta ([`Precision::bytes`]):
+    /// the swap kernel zeroes the momenta of swapped replicas without knowing their
+    /// type.
+    pub coord_bytes: u32,
 }
 
 /// Device addresses of every array of a run (mirror of `NrptArrays`); see
@@ -176,8 +178,9 @@ pub struct IterConsts {
 }
 
 impl IterConsts {
-    /// The constants of iteration `k`, exactly as `Engine::iterate` computes them:
-    /// `schedule.gamma(k)` and `adapt::growth_factors(S, γ_k)`.
+    /// The constants of iteration `k`, exactly as the driver computes them:
+    /// `schedule.gamma(k)` and `adapt::growth_factors(S, γ_k)` (inside
+    /// `adapt::adapt_ladder_indicators`).
     pub fn at(options: &nrpt_core::TemperingOptions, k: u64) -> Self {
         let gamma = options.adapt.schedule.gamma(k);
         let (up, down) = growth_factors(options.adapt.target_swap_rate, gamma);

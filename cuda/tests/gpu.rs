@@ -12,6 +12,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use nrpt_core::driver::TemperingOptions;
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::rng::{PhiloxStream, Rng, box_muller_f32, philox4x32_10, uniform_f32};
+use nrpt_core::rules::{BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, Rules};
 use nrpt_core::target::{Modes2d, Noisy, SumModes};
 use nrpt_core::window::Scheme;
 use nrpt_core::{Tempering, fastmath};
@@ -129,6 +130,7 @@ fn philox_and_normals_on_the_device_are_core_bit_for_bit() {
 struct CpuRun {
     flags: Vec<Vec<u8>>,
     states: Vec<f32>,
+    momenta: Vec<f32>,
     initial_states: Vec<f32>,
     energies: Vec<f32>,
     ladder: Vec<f64>,
@@ -148,7 +150,7 @@ fn cpu_run(
     let d = target.dim();
     let mom = options.explorer.has_momentum();
     let mut owned = common::OwnedStorage::new(p, d, mom);
-    let storage = owned.storage();
+    let buffers = owned.buffers();
     macro_rules! go {
         ($pot:expr) => {{
             let oracle = Noisy {
@@ -156,24 +158,25 @@ fn cpu_run(
                 gradient_noise: noise.gradient,
                 energy_noise: noise.energy,
             };
-            let mut t = Tempering::new(options, oracle, storage).unwrap();
-            let initial_states = t.storage().states.to_vec();
+            let mut t = Tempering::new(options, oracle, buffers).unwrap();
+            let initial_states = t.storage().states().to_vec();
             let mut flags = Vec::new();
             for _ in 0..iters {
                 t.step().unwrap();
-                flags.push(t.storage().flags.to_vec());
+                flags.push(t.storage().flags().to_vec());
             }
             let s = t.storage();
             CpuRun {
                 flags,
-                states: s.states.to_vec(),
+                states: s.states().to_vec(),
+                momenta: s.momenta().to_vec(),
                 initial_states,
-                energies: s.energies.to_vec(),
-                ladder: s.ladder.to_vec(),
+                energies: s.energies().to_vec(),
+                ladder: s.ladder().to_vec(),
                 buffer: t.buffer(),
                 stats: t.stats(),
-                pairs: s.pair_stats.to_vec(),
-                level_of: s.level_of.to_vec(),
+                pairs: s.pair_stats().to_vec(),
+                level_of: s.level_of().to_vec(),
             }
         }};
     }
@@ -206,6 +209,7 @@ fn parity(gpu: &Arc<Gpu>, config: EnsembleConfig, iters: u64, exact_energy: bool
     let flags = run.take_recorded_flags();
     assert_eq!(flags.len() as u64, iters * (e * (p - 1)) as u64);
     let states = run.states().unwrap();
+    let momenta = run.momenta().unwrap();
     let snap = run.snapshot().unwrap();
     let mut worst = 0f64;
     for ens in 0..e {
@@ -247,6 +251,14 @@ fn parity(gpu: &Arc<Gpu>, config: EnsembleConfig, iters: u64, exact_energy: bool
             let gs: Vec<u32> = states[chains].iter().map(|x| x.to_bits()).collect();
             let cs: Vec<u32> = cpu.states.iter().map(|x| x.to_bits()).collect();
             assert_eq!(gs, cs, "states, ensemble {ens}, {label}");
+            if !cpu.momenta.is_empty() {
+                let gm: Vec<u32> = momenta[ens * p * d..(ens + 1) * p * d]
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect();
+                let cm: Vec<u32> = cpu.momenta.iter().map(|x| x.to_bits()).collect();
+                assert_eq!(gm, cm, "momenta, ensemble {ens}, {label}");
+            }
             assert_eq!(s.ladder, cpu.ladder, "ladder, {label}");
             assert_eq!(s.buffer.to_bits(), cpu.buffer.to_bits(), "buffer, {label}");
             assert_eq!(s.stats, cpu.stats, "stats, {label}");
@@ -284,7 +296,42 @@ fn gpu_runs_match_the_cpu_engine() {
             };
             parity(&gpu, config, 100, true);
         }
+        // Momentum explorers on the 2D toy: the persistent kernel resets the velocity
+        // registers of swapped replicas, the swap kernel the momenta in memory; with
+        // MomentumOnSwap::Carry neither does.
+        for momentum_on_swap in [MomentumOnSwap::Reset, MomentumOnSwap::Carry] {
+            let options = TemperingOptions {
+                explorer: nrpt_core::explore::Explorer::MSGD,
+                scheme: Scheme::Deo { window: 1 },
+                rules: Rules {
+                    momentum_on_swap,
+                    ..Rules::PAPER
+                },
+                ..paper
+            };
+            let config = EnsembleConfig {
+                path,
+                ..EnsembleConfig::new(options, GpuTarget::Modes2d, 40, 16)
+            };
+            parity(&gpu, config, 100, true);
+        }
     }
+    // The rule variants the kernels implement besides the paper's.
+    let variants = TemperingOptions {
+        rules: Rules {
+            ladder_update: LadderUpdate::InPlace,
+            buffer_projection: BufferProjection::Unprojected,
+            initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+            ..Rules::PAPER
+        },
+        ..paper
+    };
+    parity(
+        &gpu,
+        EnsembleConfig::new(variants, GpuTarget::Modes2d, 40, 16),
+        100,
+        true,
+    );
     let small = TemperingOptions {
         ladder_min: 0.001,
         ladder_max: 0.05,

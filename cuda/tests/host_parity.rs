@@ -1,17 +1,25 @@
 //! The kernels' math, compiled for the CPU from kernels/*.cuh, against nrpt-core:
-//! Philox, uniforms and normals bit for bit; targets, one step and one energy bit for
-//! bit (within 1e-6 relative for the block-reduced energy); the swap-and-adapt phase
-//! decision for decision; and whole runs of the emulated GPU iteration against
+//! Philox (with the 64-bit iteration in its counter), uniforms and normals bit for bit;
+//! targets, one step and one energy bit for bit (within 1e-6 relative for the
+//! block-reduced energy); the ladder (Jacobi and in place), the buffer (projected or
+//! not), the authors' round-trip counting and the whole swap-and-adapt phase decision
+//! for decision; the momentum reset on a swap; and whole runs of the emulated GPU
+//! iteration (step/swap kernels and the persistent kernel's momentum handling) against
 //! nrpt-core's f32 engine. No GPU and no CUDA library is needed.
 
 mod common;
 
-use nrpt_core::adapt::{adapt_buffer, adapt_ladder_indicators};
+use nrpt_core::adapt::{adapt_buffer, adapt_ladder_indicators, geometric_ladder, growth_factors};
 use nrpt_core::driver::{InitialStates, Storage, Temperatures, TemperingOptions};
 use nrpt_core::explore::Explorer;
-use nrpt_core::index::{IndexStats, PairStats, observe_arrival};
+use nrpt_core::index::{IndexStats, PairStats, authors_pass, init_identity, observe_arrival};
+use nrpt_core::params::{KernelParams, adapt_flags};
 use nrpt_core::rng::{
-    PhiloxStream, Rng, UnitDraw, box_muller_f32, philox4x32_10, streams, uniform_f32, uniform_f64,
+    ENSEMBLE_WIDE, MAX_REPLICAS, PhiloxStream, Rng, UnitDraw, box_muller_f32, counter,
+    philox4x32_10, streams, uniform_f32, uniform_f64,
+};
+use nrpt_core::rules::{
+    BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, PairEnergies, Rules, SweepOrder,
 };
 use nrpt_core::swap::{RuleInputs, SwapBuffers, SwapRule, SweepBuffers, flags, sweep};
 use nrpt_core::target::{Modes2d, Noisy, Potential, SumModes};
@@ -19,33 +27,122 @@ use nrpt_core::window::Scheme;
 use nrpt_core::{Tempering, fastmath};
 use nrpt_cuda::host_math::{self as hm, EnsembleArrays, StepInput};
 use nrpt_cuda::params::{GpuParams, IterConsts};
-use nrpt_cuda::{GpuTarget, Noise};
+use nrpt_cuda::{CudaError, EnsembleConfig, GpuTarget, Noise, Precision};
 
 /// A deterministic source of test words.
 fn words(seed: u32) -> PhiloxStream {
     PhiloxStream::new(seed, 0xC0FFEE, 0, 0, 7)
 }
 
+/// The iterations around the 32-bit boundary of the Philox counter's first word.
+const PAST_2_POW_32: [u64; 4] = [(1 << 32) - 1, 1 << 32, (1 << 32) + 1, u64::MAX];
+
+/// The parameter block the kernels get for one ensemble of `p` chains, built by the
+/// same code path as a GPU run (`EnsembleConfig::params`).
+fn gpu_params(options: TemperingOptions, target: GpuTarget, noise: Noise, p: usize) -> GpuParams {
+    EnsembleConfig {
+        noise,
+        ..EnsembleConfig::new(options, target, 1, p)
+    }
+    .params()
+    .unwrap_or_else(|e| panic!("{e}: {options:?}"))
+}
+
 #[test]
 fn shared_blocks_have_the_same_layout() {
     let l = hm::layout();
-    assert_eq!(l[0] as usize, size_of::<nrpt_core::driver::KernelParams>());
+    assert_eq!(l[0] as usize, size_of::<KernelParams>());
     assert_eq!(l[1] as usize, size_of::<GpuParams>());
     assert_eq!(l[2] as usize, std::mem::offset_of!(GpuParams, ensembles));
-    assert_eq!(
-        l[3] as usize,
-        std::mem::offset_of!(nrpt_core::driver::KernelParams, seed)
-    );
+    assert_eq!(l[3] as usize, std::mem::offset_of!(KernelParams, seed));
     assert_eq!(l[4] as usize, size_of::<nrpt_cuda::params::Arrays>());
     assert_eq!(l[5] as usize, size_of::<IterConsts>());
     assert_eq!(l[6] as usize, size_of::<PairStats>());
     assert_eq!(l[7] as usize, size_of::<IndexStats>());
+    assert_eq!(l[8] as usize, std::mem::offset_of!(GpuParams, coord_bytes));
+    assert_eq!(
+        l[9] as usize,
+        std::mem::offset_of!(KernelParams, adapt_flags)
+    );
     for (g, p) in [(1, 2), (32, 16), (3, 100), (1, 700)] {
         assert_eq!(
             hm::persistent_shared_bytes(g, p),
             nrpt_cuda::kernels::persistent_shared_bytes(g, p)
         );
     }
+}
+
+/// The kernels refuse, without a device, what they do not implement (nrpt-core's
+/// `TemperingOptions::params` decides), and pass the variants they do implement as
+/// the bits of `adapt_flags`.
+#[test]
+fn host_only_rules_are_refused_and_the_others_reach_the_flags() {
+    let base = TemperingOptions::default();
+    for rules in [
+        Rules::AUTHORS_CODE,
+        Rules {
+            pair_energies: PairEnergies::FreshPerTest,
+            ..Rules::PAPER
+        },
+        Rules {
+            sweep_order: SweepOrder::Sequential,
+            ..Rules::PAPER
+        },
+    ] {
+        let config = EnsembleConfig::new(
+            TemperingOptions { rules, ..base },
+            GpuTarget::Modes2d,
+            4,
+            16,
+        );
+        assert!(
+            matches!(
+                config.params(),
+                Err(CudaError::Options(nrpt_core::Error::Unsupported { .. }))
+            ),
+            "{rules:?}: {:?}",
+            config.params()
+        );
+    }
+    let paper = gpu_params(base, GpuTarget::Modes2d, Noise::PAPER, 16);
+    assert_eq!(
+        paper.core.adapt_flags,
+        adapt_flags::LADDER | adapt_flags::BUFFER
+    );
+    assert_eq!(paper.coord_bytes, 4);
+    let variants = TemperingOptions {
+        rules: Rules {
+            ladder_update: LadderUpdate::InPlace,
+            buffer_projection: BufferProjection::Unprojected,
+            momentum_on_swap: MomentumOnSwap::Carry,
+            initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+            ..Rules::PAPER
+        },
+        ..base
+    };
+    let config = EnsembleConfig::new(variants, GpuTarget::Modes2d, 4, 16);
+    assert_eq!(
+        config.params().unwrap().core.adapt_flags,
+        adapt_flags::LADDER
+            | adapt_flags::BUFFER
+            | adapt_flags::LADDER_IN_PLACE
+            | adapt_flags::BUFFER_UNPROJECTED
+            | adapt_flags::MOMENTUM_CARRY
+    );
+    // The rounded initial ladder of the authors' notebook reaches the kernels.
+    let (ladder, _) = config.initial_levels().unwrap();
+    assert_eq!(&ladder[..4], &[0.003, 0.004, 0.006, 0.009]);
+    // Replica indices must fit the 24 bits of the counter; noise scales must be sane.
+    let too_many = EnsembleConfig::new(base, GpuTarget::Modes2d, 1, MAX_REPLICAS + 1);
+    assert!(matches!(too_many.params(), Err(CudaError::Options(_))));
+    let noisy = EnsembleConfig {
+        noise: Noise {
+            gradient: -1.0,
+            energy: 2.0,
+        },
+        ..EnsembleConfig::new(base, GpuTarget::Modes2d, 1, 16)
+    };
+    assert!(matches!(noisy.params(), Err(CudaError::Options(_))));
 }
 
 #[test]
@@ -77,9 +174,11 @@ fn philox_matches_core_and_random123() {
         let k = [w.next_u32(), w.next_u32()];
         assert_eq!(hm::philox(c, k), philox4x32_10(c, k), "{c:x?} {k:x?}");
     }
-    // The keyed-stream word layout, including the ensemble-wide replica.
+    // The keyed-stream word layout, including the ensemble-wide replica and a replica
+    // index with bits above the 24 of its field (masked off on both sides).
     for (seed, ens, it, rep, st) in [
-        (0u32, 0u32, 0u32, 0u32, streams::STEP),
+        (0u32, 0u32, 0u64, 0u32, streams::STEP),
+        (7, 3, 12345, ENSEMBLE_WIDE, streams::SWAP),
         (7, 3, 12345, u32::MAX, streams::SWAP),
         (u32::MAX, 99, 4, 5, streams::INIT),
     ] {
@@ -90,6 +189,41 @@ fn philox_matches_core_and_random123() {
     }
 }
 
+/// The iteration fills two counter words (`rng::counter`): at 2³² − 1, 2³², 2³² + 1
+/// and 2⁶⁴ − 1 the kernels' stream words are core's, for every stream and for
+/// per-replica and ensemble-wide draws, and they differ from those of the iteration
+/// modulo 2³² (a 32-bit counter would repeat them).
+#[test]
+fn stream_words_use_the_full_64_bit_iteration() {
+    let mut w = words(20);
+    for &k in &PAST_2_POW_32 {
+        for (rep, st) in [
+            (0u32, streams::STEP),
+            (9, streams::STEP),
+            (MAX_REPLICAS as u32 - 1, streams::STEP),
+            (ENSEMBLE_WIDE, streams::SWAP),
+            (3, streams::INIT),
+        ] {
+            let (seed, ens) = (w.next_u32(), w.next_u32());
+            let s = PhiloxStream::new(seed, ens, k, rep, st);
+            let c = counter(k, rep, st, 0);
+            assert_eq!(c[..2], [k as u32, (k >> 32) as u32]);
+            assert_eq!(hm::philox(c, [seed, ens]), s.block(0));
+            let low = PhiloxStream::new(seed, ens, k & 0xFFFF_FFFF, rep, st);
+            for i in [0u64, 1, 3, 4, 7, 1 << 20] {
+                let got = hm::stream_word(seed, ens, k, rep, st, i);
+                assert_eq!(
+                    got,
+                    s.word(i),
+                    "k = {k:#x}, replica {rep:#x}, stream {st}, word {i}"
+                );
+                if k >> 32 != 0 {
+                    assert_ne!(got, low.word(i), "k = {k:#x} repeats k mod 2^32");
+                }
+            }
+        }
+    }
+}
 #[test]
 fn uniforms_and_normals_are_bit_identical() {
     let mut w = words(2);
@@ -140,9 +274,18 @@ fn fastmath_is_bit_identical() {
         }
         let u = uniform_f32(bits);
         assert_eq!(hm::ln(u).to_bits(), fastmath::ln(u).to_bits(), "ln {u:e}");
-        if x > 0.0 && x.is_normal() {
-            assert_eq!(hm::ln(x).to_bits(), fastmath::ln(x).to_bits(), "ln {x:e}");
-        }
+        // ln of every bit pattern: negatives, subnormals, ±0, ±inf and NaN included
+        // (both sides return the same NaN, so the bits agree there too).
+        assert_eq!(
+            hm::ln(x).to_bits(),
+            fastmath::ln(x).to_bits(),
+            "ln {x:e} ({bits:#x})"
+        );
+        assert_eq!(
+            hm::round_nearest(x).to_bits(),
+            fastmath::round_nearest(x).to_bits(),
+            "round {x:e}"
+        );
         let y = (i as f32 - 1e6) * 1e-3;
         let (s, c) = hm::sin_cos_2pi(y);
         let (s2, c2) = fastmath::sin_cos_2pi(y);
@@ -154,9 +297,109 @@ fn fastmath_is_bit_identical() {
     }
 }
 
-/// The two places where core once called libm (Modes2d's cosines, the Metropolis log)
-/// now use the branch-free functions: the kernels agree at every argument, including
-/// far outside any run (no large-argument reduction is left to approximate).
+/// `round_nearest` rounds |x| through 2²³ and restores the sign: between 2²² and 2²³,
+/// where f32 holds only integers and half-integers, and beyond, both signs, the
+/// kernels' rounding and sine/cosine are core's (half-integers give cos 2πx = −1).
+#[test]
+fn fastmath_between_2_pow_22_and_2_pow_23_and_beyond() {
+    let check = |x: f32| {
+        assert_eq!(
+            hm::round_nearest(x).to_bits(),
+            fastmath::round_nearest(x).to_bits(),
+            "round {x}"
+        );
+        let (s, c) = hm::sin_cos_2pi(x);
+        let (s2, c2) = fastmath::sin_cos_2pi(x);
+        assert_eq!(
+            (s.to_bits(), c.to_bits()),
+            (s2.to_bits(), c2.to_bits()),
+            "sin_cos_2pi({x})"
+        );
+    };
+    // Every 5th f32 from 2²¹ to 2²⁵, both signs: quarters, halves, integers, evens.
+    for bits in (0x4A00_0000u32..0x4C00_0000).step_by(5) {
+        let x = f32::from_bits(bits);
+        check(x);
+        check(-x);
+    }
+    for base in [
+        4_194_303.0f32,
+        4_194_304.0,
+        4_194_305.0,
+        6_000_000.0,
+        8_388_606.0,
+        8_388_607.0,
+    ] {
+        for sign in [1.0f32, -1.0] {
+            let n = sign * base;
+            let h = n + sign * 0.5;
+            check(n);
+            check(h);
+            assert_eq!(hm::sin_cos_2pi(h).1, -1.0, "cos 2π·{h}");
+            assert_eq!(hm::sin_cos_2pi(n).1, 1.0, "cos 2π·{n}");
+        }
+    }
+    for x in [8_388_608.0f32, 8_388_609.0, 1.0e9, 3.0e12, f32::MAX] {
+        check(x);
+        check(-x);
+        assert_eq!(hm::round_nearest(-x), -x);
+    }
+    assert_eq!(hm::round_nearest(4_194_305.5), 4_194_306.0);
+    assert_eq!(hm::round_nearest(-6_000_001.5), -6_000_002.0);
+    assert_eq!(hm::round_nearest(8_388_607.5), 8_388_608.0);
+    assert_eq!(hm::round_nearest(-0.4).to_bits(), (-0.0f32).to_bits());
+}
+
+/// `ln` at the edges of its domain, as IEEE-754 `log`: −∞ at ±0, +∞ at +∞, NaN for
+/// negatives and NaN, and every subnormal through the 2²³ scaling.
+#[test]
+fn fastmath_ln_special_values_and_subnormals() {
+    let check = |x: f32| {
+        assert_eq!(
+            hm::ln(x).to_bits(),
+            fastmath::ln(x).to_bits(),
+            "ln({x:e}) ({:#x})",
+            x.to_bits()
+        );
+    };
+    for x in [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(0xffc1_2345),
+        -1.0,
+        -1e-40,
+        -f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        f32::MIN_POSITIVE,
+        1.0,
+    ] {
+        check(x);
+    }
+    assert_eq!(hm::ln(0.0), f32::NEG_INFINITY);
+    assert_eq!(hm::ln(-0.0), f32::NEG_INFINITY);
+    assert_eq!(hm::ln(f32::INFINITY), f32::INFINITY);
+    assert!(hm::ln(-1.0).is_nan() && hm::ln(f32::NAN).is_nan());
+    // Every 3rd subnormal, both signs, and the extremes.
+    for bits in (1u32..0x0080_0000)
+        .step_by(3)
+        .chain([1, 2, 0x0040_0000, 0x007f_ffff])
+    {
+        check(f32::from_bits(bits));
+        check(-f32::from_bits(bits));
+    }
+    // Negatives of every magnitude.
+    let mut w = words(21);
+    for _ in 0..200_000 {
+        check(-f32::from_bits(w.next_u32() & 0x7fff_ffff));
+    }
+}
+
 #[test]
 fn modes2d_energy_and_metropolis_log_are_bit_identical_everywhere() {
     let mut w = words(4);
@@ -251,13 +494,25 @@ fn half_conversions_match_the_half_crate() {
 
 // ---------------------------------------------------------------------------------
 // The whole iteration: the kernels' per-replica step and per-ensemble swap phase,
-// driven on the host exactly as the step and swap kernels drive them, against
-// nrpt-core's engine.
+// driven on the host exactly as the kernels drive them, against nrpt-core's engine.
+
+/// Which kernels' handling of the momenta the emulation follows (the rest of an
+/// iteration is the same code in both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// A step kernel, then swap_adapt, which zeroes the momenta of swapped replicas in
+    /// memory (nrpt_zero_swapped_momenta).
+    StepSwap,
+    /// persistent_2d: after the swap phase every thread whose replica swapped zeroes
+    /// its velocity registers (nrpt_swapped_at_level).
+    Persistent,
+}
 
 /// The GPU's arrays of one ensemble, on the host.
 struct Emulated {
     params: GpuParams,
     options: TemperingOptions,
+    path: Path,
     dim: usize,
     block: bool,
     states: Vec<f32>,
@@ -278,42 +533,42 @@ struct Emulated {
 
 impl Emulated {
     /// Starts from a copy of core's freshly initialized storage (the init kernel's
-    /// arithmetic is checked separately on a GPU).
+    /// arithmetic is checked separately on a GPU); the ladder and temperatures the
+    /// host uploads to the init kernel must be core's.
     fn new(
         options: TemperingOptions,
         target: GpuTarget,
         noise: Noise,
+        path: Path,
         s: &Storage<'_, f32>,
     ) -> Self {
-        let p = s.energies.len();
+        let p = s.chains();
         let dim = target.dim();
-        let params = GpuParams {
-            core: options.params(p, dim),
-            gradient_noise: noise.gradient,
-            energy_noise: noise.energy,
-            ensembles: 1,
-            target: match target {
-                GpuTarget::Modes2d => 0,
-                GpuTarget::SumModes { .. } => 1,
-            },
-            ..GpuParams::default()
+        let config = EnsembleConfig {
+            noise,
+            ..EnsembleConfig::new(options, target, 1, p)
         };
+        let params = config.params().unwrap();
+        let (ladder0, temps0) = config.initial_levels().unwrap();
+        assert_eq!(ladder0, s.ladder(), "initial ladder");
+        assert_eq!(temps0, s.temperatures(), "initial temperatures");
         Emulated {
             params,
             options,
+            path,
             dim,
             block: dim > 64,
-            states: s.states.to_vec(),
-            momenta: s.momenta.to_vec(),
-            energies: s.energies.to_vec(),
-            ladder: s.ladder.to_vec(),
-            temps: s.temperatures.to_vec(),
-            at: s.replica_at.to_vec(),
-            of: s.level_of.to_vec(),
-            trips: s.trips.to_vec(),
-            gates: s.gates.iter().map(|&g| u8::from(g)).collect(),
-            flags: s.flags.to_vec(),
-            pairs: s.pair_stats.to_vec(),
+            states: s.states().to_vec(),
+            momenta: s.momenta().to_vec(),
+            energies: s.energies().to_vec(),
+            ladder: ladder0,
+            temps: temps0,
+            at: s.replica_at().to_vec(),
+            of: s.level_of().to_vec(),
+            trips: s.trips().to_vec(),
+            gates: s.gates().iter().map(|&g| u8::from(g)).collect(),
+            flags: s.flags().to_vec(),
+            pairs: s.pair_stats().to_vec(),
             buffer: options.initial_buffer,
             stats: IndexStats::default(),
             k: 0,
@@ -366,6 +621,28 @@ impl Emulated {
                 stats: &mut self.stats,
             },
         );
+        if !self.momenta.is_empty() {
+            match self.path {
+                // swap_adapt: after nrpt_swap_and_adapt, when a.momenta is set.
+                Path::StepSwap => {
+                    hm::zero_swapped_momenta(
+                        &self.params,
+                        &mut self.at,
+                        &mut self.flags,
+                        &mut self.momenta,
+                    );
+                }
+                // persistent_2d: thread (g, r) after the barrier that ends the swap phase.
+                Path::Persistent => {
+                    let carry = self.params.core.adapt_flags & adapt_flags::MOMENTUM_CARRY != 0;
+                    for r in 0..p {
+                        if !carry && hm::swapped_at_level(&self.flags, 1, self.of[r], p as u32) {
+                            self.momenta[r * d..(r + 1) * d].fill(0.0);
+                        }
+                    }
+                }
+            }
+        }
         self.k += 1;
     }
 }
@@ -375,69 +652,88 @@ fn bits(v: &[f32]) -> Vec<u32> {
 }
 
 /// Runs core's f32 engine and the emulated kernels side by side for `iters`
-/// iterations and demands identical states, energies, decisions and counts.
-fn run_parity(options: TemperingOptions, target: GpuTarget, noise: Noise, p: usize, iters: u64) {
+/// iterations and demands identical states, momenta, energies, decisions and counts
+/// after every iteration; for D = 2 the persistent kernel's momentum handling runs
+/// beside the step/swap kernels'. Returns core's final states and buffer.
+fn run_parity(
+    options: TemperingOptions,
+    target: GpuTarget,
+    noise: Noise,
+    p: usize,
+    iters: u64,
+) -> (Vec<f32>, f64) {
     let d = target.dim();
     let momentum = options.explorer.has_momentum();
     let mut owned = common::OwnedStorage::new(p, d, momentum);
-    let storage = owned.storage();
+    let buffers = owned.buffers();
+    let paths: &[Path] = if d == 2 {
+        &[Path::StepSwap, Path::Persistent]
+    } else {
+        &[Path::StepSwap]
+    };
     macro_rules! oracle {
         ($pot:expr) => {
-            Noisy {
-                potential: $pot,
-                gradient_noise: noise.gradient,
-                energy_noise: noise.energy,
-            }
+            Noisy::new($pot, noise.gradient, noise.energy).unwrap()
         };
     }
     macro_rules! compare {
         ($core:expr) => {{
             let mut core = $core;
-            let mut emu = Emulated::new(options, target, noise, core.storage());
-            let label = format!("{options:?} {target:?} {noise:?} P={p}");
+            let mut emus: Vec<Emulated> = paths
+                .iter()
+                .map(|&path| Emulated::new(options, target, noise, path, core.storage()))
+                .collect();
             let mut swaps = 0;
             for k in 0..iters {
                 let rep = core.step().expect("infallible oracle");
                 swaps += rep.swaps;
-                emu.iterate();
                 let s = core.storage();
-                assert_eq!(
-                    bits(&emu.states),
-                    bits(s.states),
-                    "states, k = {k}, {label}"
-                );
-                assert_eq!(bits(&emu.momenta), bits(s.momenta), "momenta, k = {k}");
-                assert_eq!(
-                    bits(&emu.energies),
-                    bits(s.energies),
-                    "energies, k = {k}, {label}"
-                );
-                assert_eq!(emu.flags, s.flags, "flags, k = {k}, {label}");
-                assert_eq!(emu.at, s.replica_at, "replica_at, k = {k}");
-                assert_eq!(emu.of, s.level_of, "level_of, k = {k}");
-                assert_eq!(emu.trips, s.trips, "trips, k = {k}");
-                let g: Vec<u8> = s.gates.iter().map(|&g| u8::from(g)).collect();
-                assert_eq!(emu.gates, g, "gates, k = {k}");
-                assert_eq!(emu.pairs, s.pair_stats, "pair stats, k = {k}");
-                assert_eq!(emu.ladder, s.ladder, "ladder, k = {k}, {label}");
-                assert_eq!(emu.temps, s.temperatures, "temperatures, k = {k}");
-                assert_eq!(
-                    emu.buffer.to_bits(),
-                    core.buffer().to_bits(),
-                    "buffer, k = {k}"
-                );
-                assert_eq!(emu.stats, core.stats(), "stats, k = {k}");
+                for emu in &mut emus {
+                    emu.iterate();
+                    let label = format!("{:?} {options:?} {target:?} {noise:?} P={p}", emu.path);
+                    assert_eq!(
+                        bits(&emu.states),
+                        bits(s.states()),
+                        "states, k = {k}, {label}"
+                    );
+                    assert_eq!(
+                        bits(&emu.momenta),
+                        bits(s.momenta()),
+                        "momenta, k = {k}, {label}"
+                    );
+                    assert_eq!(
+                        bits(&emu.energies),
+                        bits(s.energies()),
+                        "energies, k = {k}, {label}"
+                    );
+                    assert_eq!(emu.flags, s.flags(), "flags, k = {k}, {label}");
+                    assert_eq!(emu.at, s.replica_at(), "replica_at, k = {k}");
+                    assert_eq!(emu.of, s.level_of(), "level_of, k = {k}");
+                    assert_eq!(emu.trips, s.trips(), "trips, k = {k}");
+                    let g: Vec<u8> = s.gates().iter().map(|&g| u8::from(g)).collect();
+                    assert_eq!(emu.gates, g, "gates, k = {k}");
+                    assert_eq!(emu.pairs, s.pair_stats(), "pair stats, k = {k}");
+                    assert_eq!(emu.ladder, s.ladder(), "ladder, k = {k}, {label}");
+                    assert_eq!(emu.temps, s.temperatures(), "temperatures, k = {k}");
+                    assert_eq!(
+                        emu.buffer.to_bits(),
+                        core.buffer().to_bits(),
+                        "buffer, k = {k}, {label}"
+                    );
+                    assert_eq!(emu.stats, core.stats(), "stats, k = {k}, {label}");
+                }
             }
             assert!(
                 swaps > 0,
-                "no swap at all: the test would prove little ({label})"
+                "no swap at all: the test would prove little ({options:?} {target:?})"
             );
+            (core.storage().states().to_vec(), core.buffer())
         }};
     }
     match target {
-        GpuTarget::Modes2d => compare!(Tempering::new(options, oracle!(Modes2d), storage).unwrap()),
+        GpuTarget::Modes2d => compare!(Tempering::new(options, oracle!(Modes2d), buffers).unwrap()),
         GpuTarget::SumModes { dim } => {
-            compare!(Tempering::new(options, oracle!(SumModes { dim }), storage).unwrap())
+            compare!(Tempering::new(options, oracle!(SumModes { dim }), buffers).unwrap())
         }
     }
 }
@@ -533,8 +829,135 @@ fn seo_metropolis_momentum_and_follow_ladder_run_identically() {
     );
 }
 
-/// The block-per-chain step (large D): states bit for bit, energy within 1e-6 of the
-/// sum of the terms' magnitudes (the partials are added by a tree, not in order).
+/// The rule variants the kernels implement besides the paper's: the in-place ladder,
+/// the unprojected buffer and the authors' rounded initial ladder, alone and together.
+#[test]
+fn rule_variants_run_identically() {
+    let base = TemperingOptions {
+        seed: 5,
+        ensemble: 1,
+        scheme: Scheme::Deo { window: 2 },
+        ..TemperingOptions::default()
+    };
+    let in_place = Rules {
+        ladder_update: LadderUpdate::InPlace,
+        ..Rules::PAPER
+    };
+    let unprojected = Rules {
+        buffer_projection: BufferProjection::Unprojected,
+        ..Rules::PAPER
+    };
+    let rounded = Rules {
+        initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+        ..Rules::PAPER
+    };
+    let all = Rules {
+        ladder_update: LadderUpdate::InPlace,
+        buffer_projection: BufferProjection::Unprojected,
+        initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+        ..Rules::PAPER
+    };
+    for rules in [in_place, unprojected, rounded, all] {
+        run_parity(
+            TemperingOptions { rules, ..base },
+            GpuTarget::Modes2d,
+            Noise::PAPER,
+            16,
+            800,
+        );
+    }
+    // A start from C = 0 with a target rate above what the toy reaches drives the
+    // unprojected buffer below zero, where the projected one stays at 0.
+    for buffer_projection in [BufferProjection::NonNegative, BufferProjection::Unprojected] {
+        let (_, buffer) = run_parity(
+            TemperingOptions {
+                initial_buffer: 0.0,
+                adapt: nrpt_core::adapt::AdaptOptions {
+                    target_swap_rate: 0.9,
+                    ..Default::default()
+                },
+                rules: Rules {
+                    buffer_projection,
+                    ..Rules::PAPER
+                },
+                ..base
+            },
+            GpuTarget::Modes2d,
+            Noise::PAPER,
+            16,
+            300,
+        );
+        match buffer_projection {
+            BufferProjection::NonNegative => assert!(buffer >= 0.0, "{buffer}"),
+            BufferProjection::Unprojected => assert!(buffer < 0.0, "{buffer}"),
+        }
+    }
+}
+
+/// Momentum explorers with the momenta reset on a swap (the default, the authors'
+/// code) and carried along: the kernels' states, momenta and counters are the
+/// driver's bit for bit under both rules — the step/swap kernels (D = 2, 5, 33) and
+/// the persistent kernel's register reset (D = 2) — and the two rules do give
+/// different runs.
+#[test]
+fn momentum_reset_and_carry_run_identically() {
+    let base = TemperingOptions {
+        seed: 31,
+        ensemble: 2,
+        explorer: Explorer::MSGD,
+        scheme: Scheme::Deo { window: 1 },
+        ..TemperingOptions::default()
+    };
+    let wide = TemperingOptions {
+        ladder_min: 0.001,
+        ladder_max: 0.05,
+        temperatures: Temperatures::Constant(0.5),
+        ..base
+    };
+    let mut finals = Vec::new();
+    for momentum_on_swap in [MomentumOnSwap::Reset, MomentumOnSwap::Carry] {
+        let rules = Rules {
+            momentum_on_swap,
+            ..Rules::PAPER
+        };
+        let (toy, _) = run_parity(
+            TemperingOptions { rules, ..base },
+            GpuTarget::Modes2d,
+            Noise::PAPER,
+            12,
+            500,
+        );
+        run_parity(
+            TemperingOptions {
+                rules,
+                explorer: Explorer::Momentum { momentum: 0.5 },
+                temperatures: Temperatures::Constant(0.3),
+                ..base
+            },
+            GpuTarget::Modes2d,
+            Noise::PAPER,
+            8,
+            300,
+        );
+        run_parity(
+            TemperingOptions { rules, ..wide },
+            GpuTarget::SumModes { dim: 5 },
+            Noise::PAPER,
+            6,
+            300,
+        );
+        run_parity(
+            TemperingOptions { rules, ..wide },
+            GpuTarget::SumModes { dim: 33 },
+            Noise::PAPER,
+            4,
+            100,
+        );
+        finals.push(bits(&toy));
+    }
+    assert_ne!(finals[0], finals[1], "reset and carry gave the same run");
+}
+
 #[test]
 fn block_step_matches_core_step() {
     for (d, momentum, temp) in [
@@ -542,22 +965,15 @@ fn block_step_matches_core_step() {
         (1000, true, 0.0),
         (300, false, 0.0),
     ] {
-        let params = GpuParams {
-            core: TemperingOptions {
-                explorer: if momentum {
-                    Explorer::MSGD
-                } else {
-                    Explorer::Langevin
-                },
-                ..TemperingOptions::default()
-            }
-            .params(4, d),
-            gradient_noise: 2.0,
-            energy_noise: 2.0,
-            ensembles: 1,
-            target: 1,
-            ..GpuParams::default()
+        let options = TemperingOptions {
+            explorer: if momentum {
+                Explorer::MSGD
+            } else {
+                Explorer::Langevin
+            },
+            ..TemperingOptions::default()
         };
+        let params = gpu_params(options, GpuTarget::SumModes { dim: d }, Noise::PAPER, 4);
         let mut w = words(d as u32);
         let x0: Vec<f32> = (0..d)
             .map(|_| (f32::uniform(w.next_u32()) - 0.5) * 6.0)
@@ -617,7 +1033,7 @@ fn core_one_step(
     let mut rng = PhiloxStream::new(
         params.core.seed,
         input.ensemble_key,
-        input.iteration as u32,
+        input.iteration,
         input.replica,
         streams::STEP,
     );
@@ -649,14 +1065,16 @@ fn core_one_step(
 #[test]
 fn half_storage_step_is_the_f32_step_rounded() {
     let d = 16;
-    let params = GpuParams {
-        core: TemperingOptions::default().params(4, d),
-        gradient_noise: 2.0,
-        energy_noise: 0.0,
-        ensembles: 1,
-        target: 1,
-        ..GpuParams::default()
+    let noise = Noise {
+        gradient: 2.0,
+        energy: 0.0,
     };
+    let params = gpu_params(
+        TemperingOptions::default(),
+        GpuTarget::SumModes { dim: d },
+        noise,
+        4,
+    );
     let input = StepInput {
         ensemble_key: 1,
         iteration: 3,
@@ -706,8 +1124,71 @@ fn half_storage_step_is_the_f32_step_rounded() {
     }
 }
 
+/// One replica's step at iterations 2³² − 1, 2³², 2³² + 1 and 2⁶⁴ − 1 (the 64-bit
+/// counter of its STEP stream): the kernels' per-thread step for D = 2 (step_2d's code,
+/// as the persistent kernel runs it) and D = 5 (step_seq), with and without momentum
+/// and Langevin noise, is core's bit for bit.
+#[test]
+fn steps_past_2_pow_32_iterations_are_core_steps() {
+    let mut w = words(22);
+    for &k in &PAST_2_POW_32 {
+        for (d, momentum, temp) in [(2usize, false, 1.0f64), (2, true, 0.0), (5, true, 0.7)] {
+            let options = TemperingOptions {
+                explorer: if momentum {
+                    Explorer::MSGD
+                } else {
+                    Explorer::Langevin
+                },
+                seed: w.next_u32(),
+                ..TemperingOptions::default()
+            };
+            let params = gpu_params(options, GpuTarget::SumModes { dim: d }, Noise::PAPER, 4);
+            let x0: Vec<f32> = (0..d)
+                .map(|_| (f32::uniform(w.next_u32()) - 0.5) * 6.0)
+                .collect();
+            let v0: Vec<f32> = (0..d).map(|_| f32::uniform(w.next_u32()) - 0.5).collect();
+            let input = StepInput {
+                ensemble_key: w.next_u32(),
+                iteration: k,
+                replica: 3,
+                eta: 0.02,
+                temperature: temp,
+            };
+            let (mut xa, mut va) = (x0.clone(), v0.clone());
+            let ea = hm::chain_step(
+                &params,
+                &input,
+                &mut xa,
+                if momentum { &mut va } else { &mut [] },
+            );
+            let (mut xc, mut vc) = (x0.clone(), v0.clone());
+            let ec = core_one_step(&params, &input, &mut xc, &mut vc, momentum);
+            let label = format!("k = {k:#x}, D = {d}, momentum {momentum}");
+            assert_eq!(bits(&xa), bits(&xc), "states, {label}");
+            assert_eq!(bits(&va), bits(&vc), "momenta, {label}");
+            assert_eq!(ea.to_bits(), ec.to_bits(), "energy, {label}");
+            // The iteration modulo 2³² draws other noise (no 32-bit truncation).
+            if k >> 32 != 0 {
+                let mut xl = x0.clone();
+                let low = StepInput {
+                    iteration: k & 0xFFFF_FFFF,
+                    ..input
+                };
+                let mut vl = v0.clone();
+                hm::chain_step(
+                    &params,
+                    &low,
+                    &mut xl,
+                    if momentum { &mut vl } else { &mut [] },
+                );
+                assert_ne!(bits(&xl), bits(&xa), "{label}");
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------
-// The swap-and-adapt phase on random inputs, against steps 3-6 of Engine::iterate
+// The swap-and-adapt phase on random inputs, against steps 3-6 of Engine::exchange
 // written with nrpt-core's public functions.
 
 struct Reference {
@@ -725,6 +1206,8 @@ struct Reference {
 }
 
 impl Reference {
+    /// Engine::exchange for energies per level and simultaneous pair tests (the rules
+    /// the kernels implement), momentum aside.
     fn step(&mut self, o: &TemperingOptions, k: u64) -> [u32; 3] {
         let p = self.energies.len();
         for e in &self.energies {
@@ -740,10 +1223,11 @@ impl Reference {
                 temperatures: &self.temps,
             },
         };
-        let mut rng = PhiloxStream::new(o.seed, o.ensemble, k as u32, u32::MAX, streams::SWAP);
+        let mut rng = PhiloxStream::new(o.seed, o.ensemble, k, ENSEMBLE_WIDE, streams::SWAP);
         let summary = sweep(
             k,
             o.scheme,
+            SweepOrder::Simultaneous,
             rule,
             SweepBuffers {
                 energies: &mut self.energies,
@@ -755,23 +1239,33 @@ impl Reference {
                 },
             },
             &mut rng,
-        );
+        )
+        .unwrap();
         let gamma = o.adapt.schedule.gamma(k);
         let target = o.adapt.target_swap_rate;
         let fl = self.flags.clone();
         if o.adapt.adapt_ladder {
-            adapt_ladder_indicators(&mut self.ladder, target, gamma, |l| {
-                fl[l] & flags::INDICATOR != 0
-            });
+            adapt_ladder_indicators(
+                &mut self.ladder,
+                o.rules.ladder_update,
+                target,
+                gamma,
+                |l| fl[l] & flags::INDICATOR != 0,
+            );
             if o.temperatures == Temperatures::FollowLadder {
-                for l in 0..p {
-                    self.temps[l] = self.ladder[l] / self.ladder[0];
-                }
+                o.temperatures.fill(&self.ladder, &mut self.temps);
             }
         }
         if o.adapt.adapt_buffer && o.rule == SwapRule::Buffered {
             let mean = f64::from(summary.indicators) / (p - 1) as f64;
-            self.buffer = adapt_buffer(self.buffer, mean, target, gamma, o.adapt.buffer_scale);
+            self.buffer = adapt_buffer(
+                self.buffer,
+                mean,
+                target,
+                gamma,
+                o.adapt.buffer_scale,
+                o.rules.buffer_projection,
+            );
         }
         for (pair, (&f, st)) in self.flags.iter().zip(self.pairs.iter_mut()).enumerate() {
             st.indicators += u64::from(f & flags::INDICATOR != 0);
@@ -781,15 +1275,159 @@ impl Reference {
                 st.swaps += 1;
                 for level in [pair, pair + 1] {
                     let r = self.at[level] as usize;
-                    let ev = observe_arrival(&mut self.trips[r], level, r, p - 1);
+                    let ev = observe_arrival(&mut self.trips[r], level, p - 1);
                     self.stats.record(ev);
                 }
             }
         }
+        self.stats.authors_round_trips +=
+            u64::from(authors_pass(&mut self.trips, &self.at, &self.flags));
         [summary.indicators, summary.swaps, summary.nonfinite]
     }
 }
 
+/// Runs the swap phase of core (`Reference`) and of the kernels side by side at the
+/// iterations `ks` on random energies and compares everything after each; the kernel
+/// side's arrays are interleaved with a stride of 3, as in the persistent kernel's
+/// shared memory (slots 1 and 2 of each triple hold garbage that must survive).
+/// Returns the swaps made.
+fn swap_phase_parity(
+    options: TemperingOptions,
+    p: usize,
+    ks: impl Iterator<Item = u64>,
+    w: &mut PhiloxStream,
+    case: &str,
+) -> u32 {
+    let params = gpu_params(options, GpuTarget::Modes2d, Noise::PAPER, p);
+    let config = EnsembleConfig::new(options, GpuTarget::Modes2d, 1, p);
+    let (ladder, temps) = config.initial_levels().unwrap();
+    let mut at = vec![0u32; p];
+    let mut of = vec![0u32; p];
+    let mut trips = vec![0u8; p];
+    init_identity(&mut at, &mut of, &mut trips);
+    let mut reference = Reference {
+        energies: vec![0.0; p],
+        ladder,
+        temps,
+        at,
+        of,
+        trips,
+        gates: vec![true; p - 1],
+        flags: vec![0; p - 1],
+        pairs: vec![PairStats::default(); p - 1],
+        buffer: options.initial_buffer,
+        stats: IndexStats::default(),
+    };
+    let stride = 3usize;
+    let lay = |n: usize| vec![0u8; n * stride];
+    let mut k_en = vec![f32::NAN; p * stride];
+    let mut k_ladder = vec![-1.0; p * stride];
+    let mut k_temps = vec![-1.0; p * stride];
+    let mut k_at = vec![u32::MAX; p * stride];
+    let mut k_of = vec![u32::MAX; p * stride];
+    let mut k_trips = lay(p);
+    let mut k_gates = lay(p - 1);
+    let mut k_flags = lay(p - 1);
+    let mut k_pairs = vec![PairStats::default(); (p - 1) * stride];
+    for l in 0..p {
+        k_ladder[l * stride] = reference.ladder[l];
+        k_temps[l * stride] = reference.temps[l];
+        k_at[l * stride] = reference.at[l];
+        k_of[l * stride] = reference.of[l];
+        k_trips[l * stride] = reference.trips[l];
+    }
+    for q in 0..p - 1 {
+        k_gates[q * stride] = 1;
+    }
+    let mut k_buffer = options.initial_buffer;
+    let mut k_stats = IndexStats::default();
+    let mut swaps = 0;
+    for k in ks {
+        // Random energies: mostly finite, sometimes NaN or ±inf, often close pairs.
+        for l in 0..p {
+            let u = w.next_u32();
+            let e = match u % 64 {
+                0 => f32::NAN,
+                1 => f32::INFINITY,
+                2 => f32::NEG_INFINITY,
+                _ => (f32::uniform(w.next_u32()) - 0.5) * 12.0,
+            };
+            reference.energies[l] = e;
+            k_en[l * stride] = e;
+        }
+        let levels_before = reference.of.clone();
+        let want = reference.step(&options, k);
+        swaps += want[1];
+        let ic = IterConsts::at(&options, k);
+        let got = hm::swap_and_adapt(
+            &params,
+            options.ensemble,
+            k,
+            &ic,
+            EnsembleArrays {
+                energies: &mut k_en,
+                ladder: &mut k_ladder,
+                temps: &mut k_temps,
+                replica_at: &mut k_at,
+                level_of: &mut k_of,
+                trips: &mut k_trips,
+                gates: &mut k_gates,
+                flags: &mut k_flags,
+                pairs: &mut k_pairs,
+                stride: stride as u32,
+                buffer: &mut k_buffer,
+                stats: &mut k_stats,
+            },
+        );
+        let label = format!("{case}, k = {k}, P = {p}, {options:?}");
+        assert_eq!(got, want, "summary, {label}");
+        let pick = |v: &[u8], n: usize| (0..n).map(|i| v[i * stride]).collect::<Vec<_>>();
+        assert_eq!(pick(&k_flags, p - 1), reference.flags, "flags, {label}");
+        let gates: Vec<u8> = reference.gates.iter().map(|&g| u8::from(g)).collect();
+        assert_eq!(pick(&k_gates, p - 1), gates, "gates, {label}");
+        assert_eq!(pick(&k_trips, p), reference.trips, "trips, {label}");
+        for l in 0..p {
+            assert_eq!(k_at[l * stride], reference.at[l], "replica_at, {label}");
+            assert_eq!(k_of[l * stride], reference.of[l], "level_of, {label}");
+            assert_eq!(
+                k_en[l * stride].to_bits(),
+                reference.energies[l].to_bits(),
+                "energies, {label}"
+            );
+            // The ladder is exact: its growth factors come from the host.
+            assert_eq!(
+                k_ladder[l * stride].to_bits(),
+                reference.ladder[l].to_bits(),
+                "ladder, {label}"
+            );
+            assert_eq!(k_temps[l * stride], reference.temps[l], "temps, {label}");
+            // The persistent kernel's momentum reset reads the strided flags: a
+            // replica is reset exactly when this sweep moved it.
+            let r = reference.at[l] as usize;
+            assert_eq!(
+                hm::swapped_at_level(&k_flags, stride as u32, l as u32, p as u32),
+                levels_before[r] as usize != l,
+                "momentum reset of the replica at level {l}, {label}"
+            );
+        }
+        for q in 0..p - 1 {
+            assert_eq!(k_pairs[q * stride], reference.pairs[q], "pairs, {label}");
+        }
+        assert_eq!(
+            k_buffer.to_bits(),
+            reference.buffer.to_bits(),
+            "buffer, {label}"
+        );
+        assert_eq!(k_stats, reference.stats, "stats, {label}");
+        // The interleaved neighbours were not touched.
+        assert!(k_en[1].is_nan() && k_ladder[1] == -1.0 && k_at[2] == u32::MAX);
+        assert!(k_trips[1] == 0 && k_flags[2] == 0 && k_pairs[1] == PairStats::default());
+    }
+    swaps
+}
+
+/// Random options, rules and energies: the kernels' swap phase decides as core's,
+/// counts as core's (authors' trips included) and adapts as core's.
 #[test]
 fn swap_and_adapt_decides_as_core_on_random_inputs() {
     let mut w = words(12);
@@ -805,6 +1443,24 @@ fn swap_and_adapt_decides_as_core_on_random_inputs() {
         };
         let metropolis = w.next_u32().is_multiple_of(3);
         let follow = metropolis && w.next_u32().is_multiple_of(2);
+        let rules = Rules {
+            ladder_update: if w.next_u32().is_multiple_of(2) {
+                LadderUpdate::Jacobi
+            } else {
+                LadderUpdate::InPlace
+            },
+            buffer_projection: if w.next_u32().is_multiple_of(2) {
+                BufferProjection::NonNegative
+            } else {
+                BufferProjection::Unprojected
+            },
+            momentum_on_swap: if w.next_u32().is_multiple_of(2) {
+                MomentumOnSwap::Reset
+            } else {
+                MomentumOnSwap::Carry
+            },
+            ..Rules::PAPER
+        };
         let options = TemperingOptions {
             scheme,
             rule: if metropolis {
@@ -819,130 +1475,317 @@ fn swap_and_adapt_decides_as_core_on_random_inputs() {
             } else {
                 Temperatures::SgdExplorers
             },
+            rules,
             seed: w.next_u32(),
             ensemble: w.next_u32(),
-            initial_buffer: f64::from(f32::uniform(w.next_u32())) * 3.0,
+            // Small buffers reach zero, where the projection acts.
+            initial_buffer: f64::from(f32::uniform(w.next_u32()))
+                * if w.next_u32().is_multiple_of(2) {
+                    3.0
+                } else {
+                    0.05
+                },
             ..TemperingOptions::default()
         };
-        let params = GpuParams {
-            core: options.params(p, 2),
-            ensembles: 1,
-            ..GpuParams::default()
-        };
-        let mut ladder = vec![0.0; p];
-        nrpt_core::adapt::geometric_ladder(0.003, 0.6, &mut ladder).unwrap();
-        let mut temps = vec![0.0; p];
-        options.temperatures.fill(&ladder, &mut temps);
-        let mut at: Vec<u32> = (0..p as u32).collect();
-        let mut of = at.clone();
-        let mut trips = vec![0u8; p];
-        nrpt_core::index::init_identity(&mut at, &mut of, &mut trips);
-        let mut reference = Reference {
-            energies: vec![0.0; p],
-            ladder,
-            temps,
-            at,
-            of,
-            trips,
-            gates: vec![true; p - 1],
-            flags: vec![0; p - 1],
-            pairs: vec![PairStats::default(); p - 1],
-            buffer: options.initial_buffer,
-            stats: IndexStats::default(),
-        };
-        // The kernel side, interleaved with a stride of 3 as in the persistent kernel's
-        // shared memory (slots 1 and 2 of each triple hold garbage that must survive).
-        let stride = 3usize;
-        let lay = |n: usize| vec![0u8; n * stride];
-        let mut k_en = vec![f32::NAN; p * stride];
-        let mut k_ladder = vec![-1.0; p * stride];
-        let mut k_temps = vec![-1.0; p * stride];
-        let mut k_at = vec![u32::MAX; p * stride];
-        let mut k_of = vec![u32::MAX; p * stride];
-        let mut k_trips = lay(p);
-        let mut k_gates = lay(p - 1);
-        let mut k_flags = lay(p - 1);
-        let mut k_pairs = vec![PairStats::default(); (p - 1) * stride];
-        for l in 0..p {
-            k_ladder[l * stride] = reference.ladder[l];
-            k_temps[l * stride] = reference.temps[l];
-            k_at[l * stride] = reference.at[l];
-            k_of[l * stride] = reference.of[l];
-            k_trips[l * stride] = reference.trips[l];
-        }
-        for q in 0..p - 1 {
-            k_gates[q * stride] = 1;
-        }
-        let mut k_buffer = options.initial_buffer;
-        let mut k_stats = IndexStats::default();
         let k_start = u64::from(w.next_u32() % 50);
-        for k in k_start..k_start + 60 {
-            // Random energies: mostly finite, sometimes NaN or ±inf, often close pairs.
-            for l in 0..p {
-                let u = w.next_u32();
-                let e = match u % 64 {
-                    0 => f32::NAN,
-                    1 => f32::INFINITY,
-                    2 => f32::NEG_INFINITY,
-                    _ => (f32::uniform(w.next_u32()) - 0.5) * 12.0,
-                };
-                reference.energies[l] = e;
-                k_en[l * stride] = e;
-            }
-            let want = reference.step(&options, k);
-            total_swaps += want[1];
-            let ic = IterConsts::at(&options, k);
-            let got = hm::swap_and_adapt(
-                &params,
-                options.ensemble,
-                k,
-                &ic,
-                EnsembleArrays {
-                    energies: &mut k_en,
-                    ladder: &mut k_ladder,
-                    temps: &mut k_temps,
-                    replica_at: &mut k_at,
-                    level_of: &mut k_of,
-                    trips: &mut k_trips,
-                    gates: &mut k_gates,
-                    flags: &mut k_flags,
-                    pairs: &mut k_pairs,
-                    stride: stride as u32,
-                    buffer: &mut k_buffer,
-                    stats: &mut k_stats,
-                },
-            );
-            let label = format!("case {case}, k = {k}, P = {p}, {options:?}");
-            assert_eq!(got, want, "summary, {label}");
-            let pick = |v: &[u8], n: usize| (0..n).map(|i| v[i * stride]).collect::<Vec<_>>();
-            assert_eq!(pick(&k_flags, p - 1), reference.flags, "flags, {label}");
-            let gates: Vec<u8> = reference.gates.iter().map(|&g| u8::from(g)).collect();
-            assert_eq!(pick(&k_gates, p - 1), gates, "gates, {label}");
-            assert_eq!(pick(&k_trips, p), reference.trips, "trips, {label}");
-            for l in 0..p {
-                assert_eq!(k_at[l * stride], reference.at[l], "replica_at, {label}");
-                assert_eq!(k_of[l * stride], reference.of[l], "level_of, {label}");
-                assert_eq!(
-                    k_en[l * stride].to_bits(),
-                    reference.energies[l].to_bits(),
-                    "energies, {label}"
-                );
-                // The ladder is exact: its growth factors come from the host.
-                assert_eq!(k_ladder[l * stride], reference.ladder[l], "ladder, {label}");
-                assert_eq!(k_temps[l * stride], reference.temps[l], "temps, {label}");
-            }
-            for q in 0..p - 1 {
-                assert_eq!(k_pairs[q * stride], reference.pairs[q], "pairs, {label}");
-            }
-            assert_eq!(
-                k_buffer.to_bits(),
-                reference.buffer.to_bits(),
-                "buffer, {label}"
-            );
-            assert_eq!(k_stats, reference.stats, "stats, {label}");
-            // The interleaved neighbours were not touched.
-            assert!(k_en[1].is_nan() && k_ladder[1] == -1.0 && k_at[2] == u32::MAX);
-        }
+        total_swaps += swap_phase_parity(
+            options,
+            p,
+            k_start..k_start + 60,
+            &mut w,
+            &format!("case {case}"),
+        );
     }
     assert!(total_swaps > 1000, "{total_swaps}");
+}
+
+/// The swap phase at iterations around 2³² and at 2⁶⁴ − 1: the SEO parity and the
+/// Metropolis uniforms come from the SWAP stream of the full 64-bit iteration, and
+/// the window's gates and parity from the full iteration too.
+#[test]
+fn swap_phase_past_2_pow_32_iterations_is_core_s() {
+    let mut w = words(23);
+    let mut total_swaps = 0;
+    for (i, scheme) in [
+        Scheme::Seo,
+        Scheme::Deo { window: 3 },
+        Scheme::Deo { window: 1 },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for rule in [SwapRule::Metropolis, SwapRule::Buffered] {
+            let options = TemperingOptions {
+                scheme,
+                rule,
+                temperatures: if rule == SwapRule::Metropolis {
+                    Temperatures::Geometric { max: 10.0 }
+                } else {
+                    Temperatures::SgdExplorers
+                },
+                seed: 1000 + i as u32,
+                ensemble: 4,
+                ..TemperingOptions::default()
+            };
+            let start = (1u64 << 32) - 5;
+            total_swaps += swap_phase_parity(options, 9, start..start + 10, &mut w, "2^32");
+            total_swaps +=
+                swap_phase_parity(options, 9, u64::MAX - 9..=u64::MAX, &mut w, "2^64 - 1");
+        }
+    }
+    assert!(total_swaps > 50, "{total_swaps}");
+}
+
+/// The ladder update alone, both rules, on ladders that are ordered, disordered (as
+/// the Jacobi rule can leave them) or iterated many times, with step sizes from 0 to
+/// far beyond the paper's (so that the Jacobi guard acts at both ends): every rate is
+/// core's to the bit.
+#[test]
+fn ladder_updates_jacobi_and_in_place_match_core() {
+    let mut w = words(24);
+    let (mut floors, mut ceilings, mut differ) = (0, 0, 0);
+    for case in 0..4000u32 {
+        let p = 2 + (w.next_u32() % 18) as usize;
+        let mut ladder = vec![0.0; p];
+        geometric_ladder(0.003, 0.6, &mut ladder).unwrap();
+        if case % 2 == 1 {
+            // Inner rates moved by up to a factor 2 either way: often out of order.
+            for eta in &mut ladder[1..p - 1] {
+                *eta *= 0.5 + 1.5 * f64::uniform(w.next_u32());
+            }
+        }
+        let target = 0.05 + 0.9 * f64::uniform(w.next_u32());
+        let gamma = [0.0, 1e-3, 0.1, 1.0, 10.0, 60.0][(w.next_u32() % 6) as usize];
+        let steps = if case % 5 == 0 { 50 } else { 1 };
+        let mut jacobi_in_place = Vec::new();
+        for update in [LadderUpdate::Jacobi, LadderUpdate::InPlace] {
+            let mut core = ladder.clone();
+            let mut kern = ladder.clone();
+            let mut v = words(case);
+            for _ in 0..steps {
+                let ind: Vec<bool> = (0..p - 1).map(|_| v.next_u32() % 5 < 2).collect();
+                adapt_ladder_indicators(&mut core, update, target, gamma, |l| ind[l]);
+                // The other flag bits must not matter, only INDICATOR.
+                let mut fl: Vec<u8> = ind
+                    .iter()
+                    .map(|&i| {
+                        let other = (v.next_u32() as u8) & !flags::INDICATOR;
+                        other | if i { flags::INDICATOR } else { 0 }
+                    })
+                    .collect();
+                let (up, down) = growth_factors(target, gamma);
+                hm::adapt_ladder(
+                    &mut kern,
+                    &mut fl,
+                    update == LadderUpdate::InPlace,
+                    up,
+                    down,
+                );
+                let cb: Vec<u64> = core.iter().map(|x| x.to_bits()).collect();
+                let kb: Vec<u64> = kern.iter().map(|x| x.to_bits()).collect();
+                assert_eq!(kb, cb, "case {case}, {update:?}, γ = {gamma}, P = {p}");
+            }
+            if update == LadderUpdate::Jacobi && p > 2 {
+                let floor = ladder[0] * nrpt_core::adapt::JACOBI_GUARD;
+                let ceiling = ladder[p - 1] / nrpt_core::adapt::JACOBI_GUARD;
+                floors += kern[1..p - 1].iter().filter(|&&x| x == floor).count();
+                ceilings += kern[1..p - 1].iter().filter(|&&x| x == ceiling).count();
+            }
+            jacobi_in_place.push(kern);
+        }
+        differ += usize::from(jacobi_in_place[0] != jacobi_in_place[1]);
+    }
+    assert!(
+        floors > 0 && ceilings > 0,
+        "guard never acted: {floors} {ceilings}"
+    );
+    assert!(
+        differ > 1000,
+        "Jacobi and in place differ in {differ} cases only"
+    );
+}
+
+/// The buffer update, projected (C ≥ 0, the default) and unprojected (the authors'
+/// code): core's bits, and the projection does act.
+#[test]
+fn buffer_update_projected_and_unprojected_match_core() {
+    let mut w = words(25);
+    let (mut clamped, mut negative) = (0, 0);
+    for _ in 0..200_000 {
+        let buffer = 2.0 * f64::uniform(w.next_u32()) - 0.2;
+        let mean = f64::from(w.next_u32() % 16) / 15.0;
+        let target = f64::uniform(w.next_u32());
+        let gamma = [0.0, 0.01, 0.1, 1.0, 3.0][(w.next_u32() % 5) as usize];
+        let scale = 0.1 + 10.0 * f64::uniform(w.next_u32());
+        for projection in [BufferProjection::NonNegative, BufferProjection::Unprojected] {
+            let want = adapt_buffer(buffer, mean, target, gamma, scale, projection);
+            let got = hm::adapt_buffer(
+                buffer,
+                mean,
+                target,
+                gamma,
+                scale,
+                projection == BufferProjection::Unprojected,
+            );
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "C = {buffer}, mean {mean}, S = {target}, γ = {gamma}, c = {scale}, {projection:?}"
+            );
+            match projection {
+                BufferProjection::NonNegative => clamped += usize::from(got == 0.0),
+                BufferProjection::Unprojected => negative += usize::from(got < 0.0),
+            }
+        }
+    }
+    assert!(clamped > 1000 && negative > 1000, "{clamped} {negative}");
+}
+
+/// The authors' round-trip counting of one iteration (`index::authors_pass`) on
+/// random swap patterns (disjoint pairs, as a sweep makes them) and random trip
+/// states: the kernels count the same trips and leave the same bits.
+#[test]
+fn authors_pass_counts_as_core() {
+    let mut w = words(26);
+    for p in [2usize, 3, 4, 5, 7, 16, 33] {
+        for start in 0..3 {
+            let mut at = vec![0u32; p];
+            let mut of = vec![0u32; p];
+            let mut trips = vec![0u8; p];
+            init_identity(&mut at, &mut of, &mut trips);
+            if start > 0 {
+                // Every combination of phase and "seen" bits.
+                for t in &mut trips {
+                    *t = (w.next_u32() % 16) as u8;
+                }
+            }
+            let mut k_trips = trips.clone();
+            let (mut total, mut k_total) = (0u64, 0u64);
+            for k in 0..5000u32 {
+                // A random set of non-adjacent pairs swaps, most often those of the
+                // window's parity.
+                let parity = (k & 1) as usize;
+                let mut fl = vec![0u8; p - 1];
+                let mut last = None;
+                for pair in 0..p - 1 {
+                    let allowed = last != Some(pair.wrapping_sub(1))
+                        && (start == 2 || (pair + 1) % 2 == parity);
+                    if allowed && !w.next_u32().is_multiple_of(3) {
+                        fl[pair] = flags::SWAPPED | flags::ATTEMPT | flags::INDICATOR;
+                        let (a, b) = (at[pair], at[pair + 1]);
+                        at.swap(pair, pair + 1);
+                        of[a as usize] = (pair + 1) as u32;
+                        of[b as usize] = pair as u32;
+                        last = Some(pair);
+                    } else {
+                        fl[pair] = (w.next_u32() as u8) & (flags::INDICATOR | flags::NONFINITE);
+                    }
+                }
+                total += u64::from(authors_pass(&mut trips, &at, &fl));
+                let mut k_at = at.clone();
+                k_total += u64::from(hm::authors_pass(&mut k_trips, &mut k_at, &mut fl));
+                assert_eq!(k_total, total, "P {p}, start {start}, k {k}");
+                assert_eq!(k_trips, trips, "P {p}, start {start}, k {k}");
+            }
+            assert!(total > 0, "P {p}");
+        }
+    }
+}
+
+/// The swap kernel's momentum reset alone: after random sweeps, both replicas of
+/// every executed swap (exactly the replicas whose level changed) have all D momenta
+/// zeroed, the others keep theirs, for f32 and for half-precision momenta; nothing
+/// moves with `MomentumOnSwap::Carry` or without a momentum explorer.
+#[test]
+fn swap_kernel_zeroes_the_momenta_of_swapped_replicas() {
+    let mut w = words(27);
+    for (explorer, on_swap) in [
+        (Explorer::MSGD, MomentumOnSwap::Reset),
+        (Explorer::MSGD, MomentumOnSwap::Carry),
+        (Explorer::Langevin, MomentumOnSwap::Reset),
+    ] {
+        let (p, d) = (9usize, 5usize);
+        let options = TemperingOptions {
+            explorer,
+            rules: Rules {
+                momentum_on_swap: on_swap,
+                ..Rules::PAPER
+            },
+            ..TemperingOptions::default()
+        };
+        let params = gpu_params(options, GpuTarget::SumModes { dim: d }, Noise::PAPER, p);
+        let half_params = EnsembleConfig {
+            precision: Precision::Bf16,
+            ..EnsembleConfig::new(options, GpuTarget::SumModes { dim: d }, 1, p)
+        }
+        .params()
+        .unwrap();
+        let mut at = vec![0u32; p];
+        let mut of = vec![0u32; p];
+        let mut trips = vec![0u8; p];
+        init_identity(&mut at, &mut of, &mut trips);
+        let mut gates = vec![true; p - 1];
+        let mut fl = vec![0u8; p - 1];
+        let mut energies = vec![0f32; p];
+        let mut resets = 0;
+        for k in 0..300u64 {
+            for e in &mut energies {
+                *e = f32::uniform(w.next_u32()) * 4.0;
+            }
+            let before = of.clone();
+            sweep(
+                k,
+                Scheme::Deo { window: 2 },
+                SweepOrder::Simultaneous,
+                RuleInputs::Buffered { buffer: 0.5 },
+                SweepBuffers {
+                    energies: &mut energies,
+                    swap: SwapBuffers {
+                        replica_at: &mut at,
+                        level_of: &mut of,
+                        gates: &mut gates,
+                        flags: &mut fl,
+                    },
+                },
+                &mut w,
+            )
+            .unwrap();
+            let momenta: Vec<f32> = (0..p * d)
+                .map(|_| f32::uniform(w.next_u32()) - 0.5)
+                .collect();
+            let mut got = momenta.clone();
+            hm::zero_swapped_momenta(&params, &mut at, &mut fl, &mut got);
+            let half: Vec<u16> = momenta
+                .iter()
+                .map(|&m| half::bf16::from_f32(m).to_bits())
+                .collect();
+            let mut got_half = half.clone();
+            hm::zero_swapped_momenta_half(&half_params, &mut at, &mut fl, &mut got_half);
+            for r in 0..p {
+                let moved = before[r] != of[r];
+                let reset = moved && explorer.has_momentum() && on_swap == MomentumOnSwap::Reset;
+                let row = r * d..(r + 1) * d;
+                if reset {
+                    assert!(
+                        got[row.clone()].iter().all(|v| v.to_bits() == 0),
+                        "k {k} replica {r}"
+                    );
+                    assert!(got_half[row].iter().all(|&h| h == 0), "k {k} replica {r}");
+                    resets += 1;
+                } else {
+                    assert_eq!(
+                        bits(&got[row.clone()]),
+                        bits(&momenta[row.clone()]),
+                        "k {k} replica {r}"
+                    );
+                    assert_eq!(got_half[row.clone()], half[row], "k {k} replica {r}");
+                }
+            }
+        }
+        assert_eq!(
+            resets > 0,
+            explorer.has_momentum() && on_swap == MomentumOnSwap::Reset,
+            "{explorer:?} {on_swap:?}"
+        );
+    }
 }

@@ -56,7 +56,7 @@ fn sgld_step(
     eta: f64,
     t: f64,
 ) {
-    let mut rng = PhiloxStream::new(key.0, key.1, k as u32, chain, streams::STEP);
+    let mut rng = PhiloxStream::new(key.0, key.1, k, chain, streams::STEP);
     let mut grad = [0.0f32; 2];
     let Ok(()) = o.gradient(x, &mut grad, &mut rng);
     let sigma = (2.0 * eta * t).sqrt();

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{ExplorerKind, RuleKind, RunConfig, TargetKind, WindowSpec};
+use crate::preset::{
+    LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, SweepOrderKind,
+};
 
 /// nrpt: non-reversible parallel tempering for multi-modal and stochastic posteriors.
 ///
@@ -171,6 +174,36 @@ pub struct RunFlags {
     /// Random seed (0 to 4294967295).
     #[arg(long)]
     pub seed: Option<u32>,
+    /// The variant of the rules: `paper` (the default: the paper's equations) or
+    /// `authors-code` (the authors' 2D notebook: fresh energies per pair test, one
+    /// sequential pass, rounded initial ladder, unprojected buffer, iterations 0…N).
+    /// The rule flags below override single rules of the preset.
+    #[arg(long, value_enum)]
+    pub preset: Option<Preset>,
+    /// Energies of a pair test: one per level (`per-level`) or a fresh draw for each
+    /// side of each test (`fresh-per-test`).
+    #[arg(long, value_enum)]
+    pub pair_energies: Option<PairEnergiesKind>,
+    /// Pair tests from the pre-swap states (`simultaneous`) or in one pass that sees
+    /// the swaps below (`sequential`).
+    #[arg(long, value_enum)]
+    pub sweep_order: Option<SweepOrderKind>,
+    /// Ladder update: from the previous ladder (`jacobi`) or in place, clamped
+    /// (`in-place`).
+    #[arg(long, value_enum)]
+    pub ladder_update: Option<LadderUpdateKind>,
+    /// Keep the buffer C ≥ 0 (`non-negative`) or not (`unprojected`).
+    #[arg(long, value_enum)]
+    pub buffer_projection: Option<ProjectionKind>,
+    /// msgd explorers after a swap: zero velocity (`reset`) or keep it (`carry`).
+    #[arg(long, value_enum)]
+    pub momentum_on_swap: Option<MomentumKind>,
+    /// Round the initial learning rates to this many decimals (0: no rounding).
+    #[arg(long, value_name = "D")]
+    pub ladder_decimals: Option<u8>,
+    /// Run iterations 0…N inclusive (N + 1 of them), as the authors' loops do.
+    #[arg(long, value_name = "BOOL")]
+    pub inclusive_iterations: Option<bool>,
     /// Keep a target-level sample every `thin` iterations (0: none).
     #[arg(long)]
     pub thin: Option<u64>,
@@ -210,9 +243,22 @@ impl RunFlags {
             gamma_b,
             buffer_scale,
             seed,
+            preset,
             thin,
             warmup,
             out
+        );
+        macro_rules! set_some {
+            ($($f:ident),*) => { $( if self.$f.is_some() { c.$f = self.$f; } )* };
+        }
+        set_some!(
+            pair_energies,
+            sweep_order,
+            ladder_update,
+            buffer_projection,
+            momentum_on_swap,
+            ladder_decimals,
+            inclusive_iterations
         );
     }
 }

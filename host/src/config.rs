@@ -13,6 +13,10 @@ use nrpt_core::window::Scheme;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Job, Record, Target};
+use crate::preset::{
+    LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, RuleChoices,
+    SweepOrderKind,
+};
 
 /// A configuration error: which field, what is allowed, what was given.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -212,6 +216,29 @@ pub struct RunConfig {
     pub buffer_scale: f64,
     /// Random seed.
     pub seed: u32,
+    /// The rules: `paper` (the default) or `authors-code`; the keys below override it.
+    pub preset: Preset,
+    /// Energies of a pair test: `per-level` or `fresh-per-test` (default: the preset's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair_energies: Option<PairEnergiesKind>,
+    /// Order of the pair tests: `simultaneous` or `sequential`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_order: Option<SweepOrderKind>,
+    /// Ladder update: `jacobi` or `in-place`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder_update: Option<LadderUpdateKind>,
+    /// Buffer projection: `non-negative` or `unprojected`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_projection: Option<ProjectionKind>,
+    /// Momentum of swapped msgd replicas: `reset` or `carry`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub momentum_on_swap: Option<MomentumKind>,
+    /// Round the initial learning rates to this many decimals (0: no rounding).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder_decimals: Option<u8>,
+    /// Run iterations 0 … N inclusive (N + 1 of them), as the authors' loops do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inclusive_iterations: Option<bool>,
     /// Keep a target-level sample every `thin` iterations.
     pub thin: u64,
     /// Iterations before the first kept sample.
@@ -245,6 +272,14 @@ impl Default for RunConfig {
             gamma_b: 500.0,
             buffer_scale: 1.0,
             seed: 0,
+            preset: Preset::Paper,
+            pair_energies: None,
+            sweep_order: None,
+            ladder_update: None,
+            buffer_projection: None,
+            momentum_on_swap: None,
+            ladder_decimals: None,
+            inclusive_iterations: None,
             thin: 10,
             warmup: 100,
             out: PathBuf::from("nrpt-out"),
@@ -309,6 +344,20 @@ impl RunConfig {
         })
     }
 
+    /// The preset and rule keys of this configuration.
+    pub fn rule_choices(&self) -> RuleChoices {
+        RuleChoices {
+            preset: self.preset,
+            pair_energies: self.pair_energies,
+            sweep_order: self.sweep_order,
+            ladder_update: self.ladder_update,
+            buffer_projection: self.buffer_projection,
+            momentum_on_swap: self.momentum_on_swap,
+            ladder_decimals: self.ladder_decimals,
+            inclusive_iterations: self.inclusive_iterations,
+        }
+    }
+
     /// Checks every field and turns the configuration into a job.
     pub fn job(&self, record: Record) -> Result<Job, ConfigError> {
         in_range("chains", self.chains, 2, MAX_CHAINS)?;
@@ -356,6 +405,10 @@ impl RunConfig {
                 "`metropolis` needs known temperatures: use it with `--explorer sgld`",
             ));
         }
+        if let Some(d) = self.ladder_decimals {
+            in_range("ladder_decimals", d, 0, 12)?;
+        }
+        let resolved = self.rule_choices().resolve();
         let scheme = self.window.scheme(self.chains, self.swap_rate)?;
         let (explorer, temperatures) = match self.explorer {
             ExplorerKind::Sgd => (Explorer::Langevin, Temperatures::SgdExplorers),
@@ -389,6 +442,7 @@ impl RunConfig {
                 adapt_buffer: self.adapt_buffer,
                 buffer_scale: self.buffer_scale,
             },
+            rules: resolved.rules,
             init: InitialStates::Uniform {
                 low: -1.0,
                 high: 1.0,
@@ -396,17 +450,26 @@ impl RunConfig {
             seed: self.seed,
             ensemble: 0,
         };
-        // Anything nrpt-core still rejects is reported with its own words.
+        // Anything nrpt-core still rejects is reported with its own words; a ladder
+        // that rounding collapses names the decimals.
         options
             .validate()
             .map_err(|e| ConfigError::new("config", e.to_string()))?;
+        let mut ladder = vec![0.0; self.chains];
+        nrpt_core::adapt::initial_ladder(
+            options.rules.initial_ladder,
+            self.eta_min,
+            self.eta_max,
+            &mut ladder,
+        )
+        .map_err(|e| ConfigError::new("ladder_decimals", e.to_string()))?;
         Ok(Job {
             options,
             target,
             noise: self.noise,
             chains: self.chains,
             ensembles: self.ensembles,
-            iterations: self.iterations,
+            iterations: self.iterations + u64::from(resolved.inclusive_iterations),
             record,
         })
     }
@@ -464,6 +527,42 @@ mod tests {
         assert!(RunConfig::from_toml("window = 0").is_err());
         let text = toml::to_string(&RunConfig::default()).unwrap();
         assert_eq!(RunConfig::from_toml(&text).unwrap(), RunConfig::default());
+    }
+
+    #[test]
+    fn the_authors_preset_and_rule_keys() {
+        let c = RunConfig::from_toml("preset = \"authors-code\"\niterations = 100").unwrap();
+        let job = c.job(Record::NOTHING).unwrap();
+        assert_eq!(job.options.rules, nrpt_core::Rules::AUTHORS_CODE);
+        assert_eq!(job.iterations, 101);
+        let c = RunConfig::from_toml(
+            "preset = \"authors-code\"\nladder_update = \"in-place\"\ninclusive_iterations = false",
+        )
+        .unwrap();
+        let job = c.job(Record::NOTHING).unwrap();
+        assert_eq!(
+            job.options.rules.ladder_update,
+            nrpt_core::rules::LadderUpdate::InPlace
+        );
+        assert_eq!(job.iterations, 20_000);
+        // Rounding that collapses the ladder is an error naming the key.
+        let c = RunConfig {
+            ladder_decimals: Some(1),
+            ..RunConfig::default()
+        };
+        assert_eq!(c.job(Record::NOTHING).unwrap_err().field, "ladder_decimals");
+        assert!(RunConfig::from_toml("preset = \"authors\"").is_err());
+        let text = toml::to_string(&RunConfig {
+            preset: Preset::AuthorsCode,
+            sweep_order: Some(SweepOrderKind::Simultaneous),
+            ..RunConfig::default()
+        })
+        .unwrap();
+        assert!(text.contains("preset = \"authors-code\""), "{text}");
+        assert_eq!(
+            RunConfig::from_toml(&text).unwrap().sweep_order,
+            Some(SweepOrderKind::Simultaneous)
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!   iterations, what to record) and the [`Backend`](engine::Backend) trait, with the
 //!   CPU engine ([`engine::cpu`]: SIMD lanes of ensembles, bit-identical to
 //!   nrpt-core's scalar driver) and the CUDA engine ([`engine::cuda`]);
-//! - [`config`]: the validated run configuration (TOML and flags);
+//! - [`config`]: the validated run configuration (TOML and flags); [`preset`]: the
+//!   paper's rules or the authors' code's, and one key per rule;
 //! - [`commands`]: `window`, `run`, `reproduce`, `bench`, `scale`, `devices`;
 //! - [`scale`]: round-trip time against P and W beside Lemma 1, with the Bernoulli
 //!   index-process simulator;
@@ -40,5 +41,6 @@ pub mod figures;
 pub mod interrupt;
 pub mod metrics;
 pub mod output;
+pub mod preset;
 pub mod progress;
 pub mod scale;

@@ -10,9 +10,7 @@
 //! for the stream ids). Uniforms and normals are derived from the 32-bit words by the
 //! fixed formulas documented in [`normal`], which GPU code reproduces.
 //!
-//! Embedded users who bring their own [`rand_core::Rng`] can use any generator; the small
-//! [`Xoshiro128PlusPlus`] (32-bit targets) and [`Xoshiro256PlusPlus`] (64-bit targets) are
-//! re-exported as defaults. [`Philox4x32`] is a general seedable Philox generator.
+//! [`Philox4x32`] is a general seedable Philox generator for other uses.
 
 pub mod normal;
 pub mod philox;
@@ -23,7 +21,6 @@ pub use normal::{
     uniform_f64,
 };
 pub use philox::{Philox4x32, philox4x32_10, philox4x32_10_keyed_lanes, philox4x32_10_lanes};
-pub use stream::{ENSEMBLE_WIDE, PhiloxStream, streams};
+pub use stream::{ENSEMBLE_WIDE, MAX_REPLICAS, PhiloxStream, counter, streams};
 
 pub use rand_core::{Rng, SeedableRng, TryRng};
-pub use rand_xoshiro::{Xoshiro128PlusPlus, Xoshiro256PlusPlus};

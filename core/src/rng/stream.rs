@@ -5,9 +5,15 @@
 //!
 //! ```text
 //! key     = [seed, ensemble]
-//! counter = [iteration, replica, block, stream]
+//! counter = [iteration mod 2^32, iteration div 2^32, stream · 2^24 + replica, block]
 //! word    = philox4x32_10(counter, key)[lane]
 //! ```
+//!
+//! The iteration takes two whole counter words, so no stream repeats however long a
+//! run is (2^64 iterations). Replica indices take the low 24 bits of the third word
+//! and the stream id its top 8 bits: an ensemble holds at most [`MAX_REPLICAS`]
+//! replicas (the driver checks it), and [`ENSEMBLE_WIDE`] (2^24 − 1) marks draws that
+//! concern the whole ensemble rather than one replica.
 //!
 //! A stream is the sequence of words for fixed `(seed, ensemble, iteration, replica,
 //! stream)`: word `i` of the stream has `block = (i / 4) as u32` (modulo 2^32) and
@@ -15,17 +21,41 @@
 //! lanes 0..3, and so on. A stream holds 2^32 blocks = 2^34 words = 16 GiB; after that the
 //! block counter wraps to 0 and the stream repeats.
 //!
-//! Draws that concern the whole ensemble rather than one replica use
-//! `replica = `[`ENSEMBLE_WIDE`] (`u32::MAX`). The stream ids are in [`streams`].
+//! The stream ids are in [`streams`]; [`counter`] builds a counter for engines that
+//! compute blocks directly (SIMD lanes, GPU threads).
 
 use super::philox::{impl_word_rng, philox4x32_10};
 
-/// The replica index of ensemble-wide draws (e.g. [`streams::SWAP`]): `u32::MAX`.
-pub const ENSEMBLE_WIDE: u32 = u32::MAX;
+/// Bits of the third counter word that hold the replica index.
+pub const REPLICA_BITS: u32 = 24;
+
+/// The replica index of ensemble-wide draws (e.g. [`streams::SWAP`]): 2^24 − 1, the
+/// largest value the replica field holds.
+pub const ENSEMBLE_WIDE: u32 = (1 << REPLICA_BITS) - 1;
+
+/// The most replicas one ensemble may hold (2^24 − 1): replica indices stay below
+/// [`ENSEMBLE_WIDE`].
+pub const MAX_REPLICAS: usize = ENSEMBLE_WIDE as usize;
+
+/// The Philox counter of `block` of the stream `(iteration, replica, stream)`:
+/// `[iteration mod 2^32, iteration div 2^32, stream · 2^24 + replica, block]`.
+///
+/// `replica` must be below 2^24 and `stream` below 2^8 (the driver guarantees both);
+/// higher bits are masked off so that a wrong value can never reach another field.
+#[inline(always)]
+pub const fn counter(iteration: u64, replica: u32, stream: u32, block: u32) -> [u32; 4] {
+    [
+        iteration as u32,
+        (iteration >> 32) as u32,
+        (stream << REPLICA_BITS) | (replica & ENSEMBLE_WIDE),
+        block,
+    ]
+}
 
 /// Stream ids: the fourth counter word, one per purpose, so that draws for different
 /// purposes never share bits.
 pub mod streams {
+    // Ids must stay below 2^8 (see [`counter`](super::counter)).
     /// Everything one replica draws in one iteration, in this order: the noise of its
     /// stochastic gradient (as many words as the oracle takes), the Langevin noise of
     /// its exploration step (`2·ceil(D/2)` words, only when its level's temperature is
@@ -37,6 +67,11 @@ pub mod streams {
     pub const SWAP: u32 = 1;
     /// Initial states of the replicas, per replica (with iteration 0).
     pub const INIT: u32 = 2;
+    /// The fresh energies of the pair tests of
+    /// [`PairEnergies::FreshPerTest`](crate::rules::PairEnergies::FreshPerTest): the
+    /// replica field holds the pair index l, and the stream gives the energy noise of
+    /// the upper (hotter) side of pair (l, l + 1), then of the lower.
+    pub const PAIR: u32 = 3;
 }
 
 /// One keyed Philox stream (see the [module docs](self) for the exact formula).
@@ -51,7 +86,7 @@ pub mod streams {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhiloxStream {
     key: [u32; 2],
-    iteration: u32,
+    iteration: u64,
     replica: u32,
     stream: u32,
     /// Index of the next word.
@@ -64,8 +99,8 @@ impl PhiloxStream {
     /// The stream of `(seed, ensemble, iteration, replica, stream)`, at word 0.
     ///
     /// Use [`ENSEMBLE_WIDE`] as `replica` for ensemble-wide draws and a constant of
-    /// [`streams`] as `stream`.
-    pub const fn new(seed: u32, ensemble: u32, iteration: u32, replica: u32, stream: u32) -> Self {
+    /// [`streams`] as `stream` (see [`counter`] for the ranges).
+    pub const fn new(seed: u32, ensemble: u32, iteration: u64, replica: u32, stream: u32) -> Self {
         Self {
             key: [seed, ensemble],
             iteration,
@@ -81,9 +116,9 @@ impl PhiloxStream {
         self.key
     }
 
-    /// The Philox counter of block `block`: `[iteration, replica, block, stream]`.
+    /// The Philox counter of block `block` (see [`counter`]).
     pub const fn counter(&self, block: u32) -> [u32; 4] {
-        [self.iteration, self.replica, block, self.stream]
+        counter(self.iteration, self.replica, self.stream, block)
     }
 
     /// Block `block` of the stream: `philox4x32_10(self.counter(block), self.key())`.
@@ -130,14 +165,14 @@ mod tests {
 
     const SEED: u32 = 0x1234_5678;
     const ENS: u32 = 7;
-    const IT: u32 = 42;
+    const IT: u64 = 42;
     const REP: u32 = 3;
 
     #[test]
     fn word_order_matches_counters() {
         let mut s = PhiloxStream::new(SEED, ENS, IT, REP, streams::STEP);
         for b in 0u32..5 {
-            let expected = philox4x32_10([IT, REP, b, streams::STEP], [SEED, ENS]);
+            let expected = philox4x32_10([IT as u32, 0, REP, b], [SEED, ENS]);
             for w in expected {
                 assert_eq!(s.next_u32(), w);
             }
@@ -181,8 +216,29 @@ mod tests {
         assert_ne!(a.block(0), b.block(0));
         assert_ne!(a.block(0), c.block(0));
         assert_ne!(a.block(0), d.block(0));
-        assert_eq!(a.counter(9), [IT, REP, 9, streams::STEP]);
+        assert_eq!(a.counter(9), [IT as u32, 0, REP, 9]);
+        assert_eq!(b.counter(9), [IT as u32, 0, (streams::SWAP << 24) | REP, 9]);
         assert_eq!(a.key(), [SEED, ENS]);
+    }
+
+    /// The iteration enters the counter with all 64 bits: the streams of iterations
+    /// 2³² − 1, 2³² and 2³² + 1 are all different from each other and from those of
+    /// iterations 0 and 1 (a 32-bit counter would repeat 0 and 1 at 2³² and 2³² + 1).
+    #[test]
+    fn iterations_past_2_pow_32_never_repeat() {
+        let ks = [0u64, 1, (1 << 32) - 1, 1 << 32, (1 << 32) + 1, u64::MAX];
+        for (i, &a) in ks.iter().enumerate() {
+            let sa = PhiloxStream::new(SEED, ENS, a, REP, streams::STEP);
+            assert_eq!(sa.counter(0)[0], a as u32);
+            assert_eq!(sa.counter(0)[1], (a >> 32) as u32);
+            for &b in &ks[i + 1..] {
+                let sb = PhiloxStream::new(SEED, ENS, b, REP, streams::STEP);
+                assert_ne!(sa.block(0), sb.block(0), "iterations {a} and {b}");
+            }
+        }
+        // Replica and stream fields never spill into each other.
+        assert_eq!(counter(5, ENSEMBLE_WIDE, streams::SWAP, 0)[2], 0x01FF_FFFF);
+        assert_eq!(counter(5, u32::MAX, 0, 0)[2], ENSEMBLE_WIDE);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub use sum_modes::SumModes;
 use core::convert::Infallible;
 use rand_core::Rng;
 
+use crate::error::{Error, check_non_negative};
 use crate::float::Float;
 use crate::rng::{UnitDraw, fill_normals, normal_pair};
 
@@ -24,11 +25,19 @@ use crate::rng::{UnitDraw, fill_normals, normal_pair};
 /// and purpose its own counter-based stream, so results do not depend on call order.
 pub trait EnergyOracle<F: Float> {
     /// Error of a failed evaluation (a data source that fails, say). Non-finite values
-    /// are not errors: the sampler counts them and they never win a swap.
-    type Error: core::fmt::Debug;
+    /// are not errors: the sampler counts them and they never win a swap. `Clone`,
+    /// because a sampler stopped by an error returns it again on every later call.
+    type Error: core::fmt::Debug + Clone;
 
     /// Dimension D of the state.
     fn dim(&self) -> usize;
+
+    /// Checks the oracle's own settings (noise scales, say) when a sampler is built:
+    /// an invalid setting is an [`Error`] rather than NaN in the results. The default
+    /// accepts everything.
+    fn validate(&self) -> Result<(), Error> {
+        Ok(())
+    }
 
     /// Writes a stochastic gradient ∇Ũ(x) into `grad` (length D).
     fn gradient<R: Rng + ?Sized>(
@@ -68,6 +77,22 @@ pub struct Noisy<P> {
 }
 
 impl<P> Noisy<P> {
+    /// A potential behind noise of the given scales, both finite and ≥ 0.
+    pub fn new(potential: P, gradient_noise: f64, energy_noise: f64) -> Result<Self, Error> {
+        let n = Noisy {
+            potential,
+            gradient_noise,
+            energy_noise,
+        };
+        n.check()?;
+        Ok(n)
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        check_non_negative("gradient_noise", self.gradient_noise)?;
+        check_non_negative("energy_noise", self.energy_noise)
+    }
+
     /// The paper's oracle: noise scale 2 on gradient and energy.
     pub fn paper(potential: P) -> Self {
         Noisy {
@@ -92,6 +117,10 @@ impl<F: Float + UnitDraw, P: Potential<F>> EnergyOracle<F> for Noisy<P> {
 
     fn dim(&self) -> usize {
         self.potential.dim()
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        self.check()
     }
 
     fn gradient<R: Rng + ?Sized>(

@@ -1,9 +1,10 @@
 //! What the CUDA test files share: owned buffers for a CPU run of nrpt-core's driver.
 
-use nrpt_core::driver::Storage;
+use nrpt_core::driver::Buffers;
 use nrpt_core::index::PairStats;
 
-/// Every buffer of one ensemble of P replicas in D dimensions, for `Storage`.
+/// Every buffer of one ensemble of P replicas in D dimensions, lent to the driver as
+/// `Buffers`.
 pub struct OwnedStorage {
     states: Vec<f32>,
     momenta: Vec<f32>,
@@ -39,8 +40,8 @@ impl OwnedStorage {
     }
 
     /// The slices nrpt-core's driver works on.
-    pub fn storage(&mut self) -> Storage<'_, f32> {
-        Storage {
+    pub fn buffers(&mut self) -> Buffers<'_, f32> {
+        Buffers {
             states: &mut self.states,
             momenta: &mut self.momenta,
             energies: &mut self.energies,

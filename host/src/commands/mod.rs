@@ -14,7 +14,8 @@ use crate::engine::{Backend, EngineError, Job, RunOutput};
 use crate::progress::Progress;
 
 /// The engine for `--backend`: `auto` opens GPU `device` when it can and falls back to
-/// `cpu` (saying so on stderr unless `silent`); `cuda` is an error without a GPU.
+/// `cpu` (saying so on stderr unless `silent`), also for every job whose rules the
+/// kernels do not implement; `cuda` is an error without a GPU.
 pub fn select_backend(
     kind: BackendKind,
     device: usize,
@@ -29,7 +30,7 @@ pub fn select_backend(
                 if !silent {
                     eprintln!("backend: cuda ({})", gpu.device().name);
                 }
-                Ok(Box::new(gpu))
+                Ok(Box::new(Auto { gpu, cpu, silent }))
             }
             Err(e) => {
                 if !silent {
@@ -38,6 +39,31 @@ pub fn select_backend(
                 Ok(Box::new(cpu))
             }
         },
+    }
+}
+
+/// `--backend auto` with a GPU: the GPU, or the CPU for the jobs it cannot run.
+struct Auto {
+    gpu: CudaBackend,
+    cpu: CpuBackend,
+    silent: bool,
+}
+
+impl Backend for Auto {
+    fn name(&self) -> String {
+        self.gpu.name()
+    }
+
+    fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError> {
+        match self.gpu.unsupported(job) {
+            None => self.gpu.run(job, progress),
+            Some(why) => {
+                if !self.silent {
+                    eprintln!("backend: cpu for this run ({why})");
+                }
+                self.cpu.run(job, progress)
+            }
+        }
     }
 }
 

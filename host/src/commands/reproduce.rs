@@ -14,6 +14,7 @@ use crate::engine::{Backend, EngineError, Job, Record, RunOutput};
 use crate::figures::{self, DensityPanel, LineChart, PathPanel, Series, Style};
 use crate::metrics::{Grid, Truth};
 use crate::output::{Csv, ensure_dir, write_json};
+use crate::preset::{Preset, RuleChoices, RulesSummary};
 use crate::progress::Progress;
 
 /// Sizes of a reproduction.
@@ -75,6 +76,33 @@ pub struct WindowPoint {
     pub tv_modes: f64,
 }
 
+/// One run of the comparison between the paper's rules and the authors' code.
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantResult {
+    /// `paper` or `authors-code`.
+    pub preset: Preset,
+    /// The rules in words.
+    pub rules: RulesSummary,
+    /// W.
+    pub window: u32,
+    /// Iterations run (N + 1 for the authors' 0 … N).
+    pub iterations_run: u64,
+    /// Standard round trips per 1000 of the N iterations asked, mean over seeds.
+    pub round_trips_per_1000: f64,
+    /// The authors' counting per 1000 of the N iterations asked (their notebook's
+    /// convention: 348 trips over 20,000 iterations is 17.4).
+    pub round_trips_per_1000_authors: f64,
+    /// What the authors' notebook printed for this window (one run, their counting,
+    /// per 1000 iterations), for the authors'-code rows.
+    pub notebook_round_trips_per_1000: Option<f64>,
+    /// TV distance on the 50×50 grid.
+    pub tv_distance: f64,
+    /// TV distance over the 25 mode cells.
+    pub tv_modes: f64,
+    /// Final buffer C, mean over seeds.
+    pub buffer: f64,
+}
+
 /// `results.json`.
 #[derive(Debug, Serialize)]
 pub struct Results {
@@ -88,18 +116,33 @@ pub struct Results {
     pub s_sweep: Vec<MethodResult>,
     /// DEO with W ∈ {1, 2, 4, 8, 16, 32} at S = 0.4.
     pub w_sweep: Vec<WindowPoint>,
+    /// The rules of `methods`, `s_sweep` and `w_sweep`: the paper's.
+    pub rules: RulesSummary,
+    /// W = 1 and the notebook's W = 8 under the paper's rules and under the authors'
+    /// code (`--preset authors-code`), beside what the authors' notebook printed.
+    pub variants: Vec<VariantResult>,
     /// Figures written (PNG and SVG, with a CSV of their data).
     pub figures: Vec<String>,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
 
+/// What the authors' notebook (NR-PT_v2.ipynb in WayneDW/Non-reversible-Parallel-
+/// Tempering-for-Deep-Posterior-Approximation) printed after 20,000 iterations, in its
+/// counting: 348 round trips for W = 1 and 875 for W = 8, per 1000 iterations.
+const NOTEBOOK: [(u32, f64); 2] = [(1, 17.4), (8, 43.75)];
 const S_SWEEP: [f64; 5] = [0.2, 0.3, 0.4, 0.5, 0.6];
 const W_SWEEP: [u32; 6] = [1, 2, 4, 8, 16, 32];
 /// Iterations of the index paths shown in Figure 6.
 const PATH_ITERATIONS: u64 = 2_000;
 
-fn tempering_job(s: &Settings, window: WindowSpec, swap_rate: f64, record: Record) -> Result<Job> {
+fn tempering_job(
+    s: &Settings,
+    preset: Preset,
+    window: WindowSpec,
+    swap_rate: f64,
+    record: Record,
+) -> Result<Job> {
     let config = RunConfig {
         chains: s.chains,
         ensembles: s.seeds,
@@ -107,9 +150,42 @@ fn tempering_job(s: &Settings, window: WindowSpec, swap_rate: f64, record: Recor
         window,
         swap_rate,
         seed: s.seed,
+        preset,
         ..RunConfig::default()
     };
     Ok(config.job(record)?)
+}
+
+fn variant_result(
+    preset: Preset,
+    s: &Settings,
+    job: &Job,
+    out: &RunOutput,
+    truth: &Truth,
+) -> VariantResult {
+    let stats = out.total_stats();
+    let runs = job.ensembles as f64 * s.iterations as f64;
+    let window = job.options.scheme.window_code();
+    let acc = truth.accuracy(&out.samples);
+    let resolved = RuleChoices {
+        preset,
+        ..RuleChoices::default()
+    }
+    .resolve();
+    VariantResult {
+        preset,
+        rules: resolved.into(),
+        window,
+        iterations_run: job.iterations,
+        round_trips_per_1000: stats.round_trips as f64 * 1000.0 / runs,
+        round_trips_per_1000_authors: stats.authors_round_trips as f64 * 1000.0 / runs,
+        notebook_round_trips_per_1000: (preset == Preset::AuthorsCode)
+            .then(|| NOTEBOOK.iter().find(|n| n.0 == window).map(|n| n.1))
+            .flatten(),
+        tv_distance: acc.tv_distance,
+        tv_modes: acc.tv_modes,
+        buffer: out.ensembles.iter().map(|e| e.buffer).sum::<f64>() / job.ensembles as f64,
+    }
 }
 
 fn tempering_result(name: &str, job: &Job, out: &RunOutput, truth: &Truth) -> MethodResult {
@@ -158,6 +234,8 @@ struct Runs {
     s_sweep: Vec<(Job, RunOutput)>,
     /// (job, output) of the W sweep; W = 1 is DEO.
     w_sweep: Vec<(Job, RunOutput)>,
+    /// (job, output) of the authors'-code preset at W = 1 and W = 8.
+    authors: Vec<(Job, RunOutput)>,
 }
 
 fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
@@ -167,12 +245,33 @@ fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
         trace_every: (s.iterations / 200).max(1),
         path_iterations: PATH_ITERATIONS.min(s.iterations),
     };
+    let samples = Record {
+        trace_every: 0,
+        path_iterations: 0,
+        ..full
+    };
     let mut jobs = Vec::new();
     for &rate in &S_SWEEP {
-        jobs.push(tempering_job(s, WindowSpec::Optimal, rate, full)?);
+        jobs.push(tempering_job(
+            s,
+            Preset::Paper,
+            WindowSpec::Optimal,
+            rate,
+            full,
+        )?);
     }
     for &w in &W_SWEEP {
-        jobs.push(tempering_job(s, WindowSpec::Fixed(w), 0.4, full)?);
+        jobs.push(tempering_job(
+            s,
+            Preset::Paper,
+            WindowSpec::Fixed(w),
+            0.4,
+            full,
+        )?);
+    }
+    for (w, _) in NOTEBOOK {
+        let window = WindowSpec::Fixed(w);
+        jobs.push(tempering_job(s, Preset::AuthorsCode, window, 0.4, samples)?);
     }
     let chain_steps = |j: &Job| j.iterations * j.ensembles as u64;
     let total: u64 = jobs.iter().map(chain_steps).sum::<u64>()
@@ -210,12 +309,19 @@ fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
             s_sweep.push((j, o));
         }
     }
-    let w_sweep = jobs.zip(outs).collect();
+    let mut w_sweep = Vec::new();
+    for _ in W_SWEEP {
+        if let (Some(j), Some(o)) = (jobs.next(), outs.next()) {
+            w_sweep.push((j, o));
+        }
+    }
+    let authors = jobs.zip(outs).collect();
     Ok(Runs {
         sgld: sgld?,
         cyc: cyc?,
         s_sweep,
         w_sweep,
+        authors,
     })
 }
 
@@ -533,12 +639,25 @@ pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) ->
         })
         .collect();
     let figures = write_figures(out, &runs, &truth, &w_sweep, &s)?;
+    let mut variants = Vec::new();
+    for ((w, _), (aj, ao)) in NOTEBOOK.iter().zip(&runs.authors) {
+        if let Some((pj, po)) = runs
+            .w_sweep
+            .iter()
+            .find(|(j, _)| j.options.scheme.window_code() == *w)
+        {
+            variants.push(variant_result(Preset::Paper, &s, pj, po, &truth));
+        }
+        variants.push(variant_result(Preset::AuthorsCode, &s, aj, ao, &truth));
+    }
     let results = Results {
         settings: s,
         backend: star.1.backend.clone(),
         methods,
         s_sweep,
         w_sweep,
+        rules: RuleChoices::default().resolve().into(),
+        variants,
         figures,
         seconds: started.elapsed().as_secs_f64(),
     };
@@ -619,6 +738,32 @@ pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool)
             p.model_round_trips_per_1000
         );
     }
+    println!(
+        "\nThe paper's rules (the runs above) against the authors' code (--preset authors-code):"
+    );
+    println!(
+        "  {:<13} {:>3} {:>10} {:>10} {:>10} {:>8} {:>9}",
+        "rules", "W", "standard", "authors'", "notebook", "TV grid", "TV modes"
+    );
+    for v in &r.variants {
+        println!(
+            "  {:<13} {:>3} {:>10.1} {:>10.1} {:>10} {:>8.3} {:>9.3}",
+            match v.preset {
+                Preset::Paper => "paper",
+                Preset::AuthorsCode => "authors-code",
+            },
+            v.window,
+            v.round_trips_per_1000,
+            v.round_trips_per_1000_authors,
+            fmt_opt(v.notebook_round_trips_per_1000, 2),
+            v.tv_distance,
+            v.tv_modes
+        );
+    }
+    println!(
+        "  (round trips per 1000 iterations; the notebook column is one run of the authors' \
+         code, their counting)"
+    );
     println!("\nfigures and data in {}", args.out.display());
     Ok(())
 }

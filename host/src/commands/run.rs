@@ -21,6 +21,10 @@ pub struct Summary {
     pub backend: String,
     /// Window used (0 for SEO).
     pub window: u32,
+    /// The rules that ran (the preset with the rule keys applied).
+    pub rules: crate::preset::RulesSummary,
+    /// Iterations run (one more than `config.iterations` with inclusive iterations).
+    pub iterations_run: u64,
     /// Standard round trips per 1000 iterations, mean over ensembles.
     pub round_trips_per_1000: f64,
     /// Round trips per 1000 iterations in the counting of the paper's code.
@@ -201,6 +205,8 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
         config: config.clone(),
         backend: out.backend.clone(),
         window,
+        rules: config.rule_choices().resolve().into(),
+        iterations_run: job.iterations,
         round_trips_per_1000: per1000(stats.round_trips),
         round_trips_per_1000_authors: per1000(stats.authors_round_trips),
         restarts_per_1000: per1000(stats.restarts),

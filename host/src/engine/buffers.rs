@@ -1,7 +1,7 @@
 //! Owned buffers of one ensemble, lent to nrpt-core's driver as slices.
 
 use nrpt_core::Float;
-use nrpt_core::driver::Storage;
+use nrpt_core::driver::Buffers;
 use nrpt_core::index::{PairStats, TripState};
 
 /// Every buffer of one ensemble of P replicas in D dimensions, allocated once.
@@ -46,8 +46,8 @@ impl<F: Float> EnsembleBuffers<F> {
     }
 
     /// The slices nrpt-core's driver works on.
-    pub fn storage(&mut self) -> Storage<'_, F> {
-        Storage {
+    pub fn lend(&mut self) -> Buffers<'_, F> {
+        Buffers {
             states: &mut self.states,
             momenta: &mut self.momenta,
             energies: &mut self.energies,

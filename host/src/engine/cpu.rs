@@ -93,7 +93,7 @@ fn run_chunk(
                 ensemble: (first + i) as u32,
                 ..job.options
             };
-            Tempering::new(options, oracle, b.storage())
+            Tempering::new(options, oracle, b.lend())
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut records: Vec<Recorder> = (0..count).map(|i| Recorder::new(job, first + i)).collect();
@@ -103,14 +103,14 @@ fn run_chunk(
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
     for k in 0..job.iterations {
-        let gamma = schedule.gamma(k);
+        let gamma = schedule.step_size(k)?;
         for (t, r) in runs.iter_mut().zip(records.iter_mut()) {
             if vectorized {
                 super::toy2d::explore(t, simd);
             } else {
                 let Ok(()) = t.explore();
             }
-            t.exchange_with_gamma(gamma);
+            let Ok(_) = t.exchange_with_gamma(gamma);
             observe(r, rec, k, t);
         }
         unreported += count as u64;
@@ -126,10 +126,10 @@ fn run_chunk(
     for (t, r) in runs.iter().zip(records.iter_mut()) {
         let s = t.storage();
         r.finish(
-            s.ladder.to_vec(),
+            s.ladder().to_vec(),
             t.buffer(),
             t.stats(),
-            s.pair_stats.to_vec(),
+            s.pair_stats().to_vec(),
         );
     }
     Ok(records)
@@ -139,13 +139,13 @@ fn run_chunk(
 fn observe(r: &mut Recorder, rec: Record, k: u64, t: &Tempering<'_, f32, Noisy<super::Target>>) {
     let s = t.storage();
     if rec.traces_at(k) {
-        let ladder = r.is_first().then(|| s.ladder.to_vec());
+        let ladder = r.is_first().then(|| s.ladder().to_vec());
         r.trace(k, rec.trace_every, ladder, t.buffer(), t.stats(), |l| {
-            s.pair_stats[l].indicators
+            s.pair_stats()[l].indicators
         });
     }
     if r.is_first() && rec.paths_at(k) {
-        r.path(s.level_of.iter().copied());
+        r.path(s.level_of().iter().copied());
     }
     if rec.samples_at(k) {
         r.sample(k, t.target_state());

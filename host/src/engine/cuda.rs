@@ -312,7 +312,22 @@ impl Backend for CudaBackend {
         NAME.to_string()
     }
 
+    fn unsupported(&self, job: &Job) -> Option<String> {
+        match job.options.params(job.chains, job.target.dim()) {
+            Err(nrpt_core::Error::Unsupported { what }) => {
+                Some(format!("the kernels do not implement {what}"))
+            }
+            _ => None,
+        }
+    }
+
     fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError> {
+        if let Some(why) = self.unsupported(job) {
+            return Err(EngineError::Backend {
+                backend: NAME,
+                message: format!("{why}: run it with --backend cpu"),
+            });
+        }
         if job.ensembles == 0 {
             return Err(EngineError::Backend {
                 backend: NAME,

@@ -13,20 +13,25 @@
 //! bit for bit.
 //!
 //! Applies to: the 25-mode target with noise, SGD explorers (SGLD at the target level,
-//! SGD above), the buffered rule, DEO windows (see [`applies`]).
+//! SGD above), the buffered rule, DEO windows, energies per level tested
+//! simultaneously (the paper's rules; see [`applies`]).
 
 // Lane loops index several arrays with one lane index on purpose: that is the shape the
 // vectorizer turns into SIMD.
 #![allow(clippy::needless_range_loop)]
 
-use nrpt_core::adapt::{geometric_ladder, growth_factors};
+use nrpt_core::adapt::{JACOBI_GUARD, growth_factors, initial_ladder};
 use nrpt_core::driver::{InitialStates, Temperatures};
 use nrpt_core::explore::Explorer;
 use nrpt_core::fastmath::{ln, sin_cos_2pi};
-use nrpt_core::index::{IndexStats, PairStats, TripState, initial_trip_state, observe_arrival};
-use nrpt_core::rng::{
-    PhiloxStream, Rng, philox4x32_10_keyed_lanes, streams, uniform_f32, uniform_f64,
+use nrpt_core::index::{
+    IndexStats, PHASE_MASK, PairStats, SEEN_BOTTOM, SEEN_TOP, TripState, initial_trip_state,
+    observe_arrival,
 };
+use nrpt_core::rng::{
+    PhiloxStream, Rng, counter, philox4x32_10_keyed_lanes, streams, uniform_f32, uniform_f64,
+};
+use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies, SweepOrder};
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::{Scheme, is_window_start, pair_eligible, window_parity};
 
@@ -53,6 +58,8 @@ pub fn applies(job: &Job) -> bool {
         && o.rule == SwapRule::Buffered
         && matches!(o.scheme, Scheme::Deo { .. })
         && matches!(o.init, InitialStates::Uniform { .. })
+        && o.rules.pair_energies == PairEnergies::PerLevel
+        && o.rules.sweep_order == SweepOrder::Simultaneous
 }
 
 /// Per-pair counters of every lane.
@@ -75,6 +82,8 @@ pub struct Lanes {
     schedule_scale: f64,
     adapt_ladder: bool,
     adapt_buffer: bool,
+    ladder_update: LadderUpdate,
+    projection: BufferProjection,
     hot: Vec<f64>,
     xa: Vec<F32s>,
     xb: Vec<F32s>,
@@ -99,6 +108,21 @@ pub struct Lanes {
 #[inline(always)]
 fn philox(c: [U32s; 4], seed: u32, ensemble: &U32s) -> [U32s; 4] {
     philox4x32_10_keyed_lanes(c, seed, ensemble)
+}
+
+/// The counters of block `block` of the STEP streams of iteration `k` of the replicas
+/// in `replica` (nrpt-core's `rng::counter`, lane by lane).
+#[inline(always)]
+fn step_counter(k: u64, replica: &U32s, block: u32) -> [U32s; 4] {
+    let mut c = [[0u32; LANES]; 4];
+    for i in 0..LANES {
+        let w = counter(k, replica[i], streams::STEP, block);
+        c[0][i] = w[0];
+        c[1][i] = w[1];
+        c[2][i] = w[2];
+        c[3][i] = w[3];
+    }
+    c
 }
 
 /// Box–Muller of nrpt-core (`box_muller_f32`) with a correctly rounded square root.
@@ -148,7 +172,12 @@ impl Lanes {
             unreachable!("applies() admits uniform starts only");
         };
         let mut ladder = vec![0.0; p];
-        geometric_ladder(o.ladder_min, o.ladder_max, &mut ladder)?;
+        initial_ladder(
+            o.rules.initial_ladder,
+            o.ladder_min,
+            o.ladder_max,
+            &mut ladder,
+        )?;
         let mut hot = vec![0.0; p];
         o.temperatures.fill(&ladder, &mut hot);
         let mut ensemble = [0u32; LANES];
@@ -179,6 +208,8 @@ impl Lanes {
             schedule_scale: o.adapt.buffer_scale,
             adapt_ladder: o.adapt.adapt_ladder,
             adapt_buffer: o.adapt.adapt_buffer,
+            ladder_update: o.rules.ladder_update,
+            projection: o.rules.buffer_projection,
             hot,
             xa,
             xb,
@@ -211,20 +242,18 @@ impl Lanes {
     /// Exploration step and energy of every level.
     #[inline(always)]
     fn explore(&mut self) {
-        let k = self.iteration as u32;
+        let k = self.iteration;
         let noise = self.noise;
         for l in 0..self.p {
             let mut eta = [0.0f32; LANES];
             for i in 0..LANES {
                 eta[i] = self.ladder[l][i] as f32;
             }
-            let ctr = [
-                [k; LANES],
-                self.replica[l],
-                [0; LANES],
-                [streams::STEP; LANES],
-            ];
-            let w = philox(ctr, self.seed, &self.ensemble);
+            let w = philox(
+                step_counter(k, &self.replica[l], 0),
+                self.seed,
+                &self.ensemble,
+            );
             let x = Level {
                 xa: &mut self.xa[l],
                 xb: &mut self.xb[l],
@@ -235,12 +264,7 @@ impl Lanes {
             if self.hot[l] > 0.0 {
                 // SGLD: Langevin noise from words 2 and 3, the energy's from block 1.
                 let w1 = philox(
-                    [
-                        [k; LANES],
-                        self.replica[l],
-                        [1; LANES],
-                        [streams::STEP; LANES],
-                    ],
+                    step_counter(k, &self.replica[l], 1),
                     self.seed,
                     &self.ensemble,
                 );
@@ -308,15 +332,40 @@ impl Lanes {
                 if m[i] {
                     self.gates[l][i] = false;
                     for level in [l, l + 1] {
-                        let r = self.replica[level][i] as usize;
-                        let ev = observe_arrival(&mut self.trips[level][i], level, r, top);
+                        let ev = observe_arrival(&mut self.trips[level][i], level, top);
                         self.stats[i].record(ev);
                     }
                 }
             }
         }
+        self.authors_pass(parity);
         let s = self.target_rate;
-        if self.adapt_ladder && p >= 3 {
+        if self.adapt_ladder && p >= 3 && self.ladder_update == LadderUpdate::Jacobi {
+            let (up, down) = growth_factors(s, gamma);
+            let (floor, ceiling) = (
+                self.ladder[0][0] * JACOBI_GUARD,
+                self.ladder[p - 1][0] / JACOBI_GUARD,
+            );
+            let mut below = self.ladder[0];
+            let mut grow_below = [0.0f64; LANES];
+            for i in 0..LANES {
+                grow_below[i] = if self.indicator[0][i] { up } else { down };
+            }
+            for l in 1..p - 1 {
+                let (here, rest) = self.ladder[l..].split_at_mut(1);
+                let old = here[0];
+                ladder_level_jacobi(
+                    &below,
+                    &mut here[0],
+                    &rest[0],
+                    &self.indicator[l],
+                    &mut grow_below,
+                    (up, down),
+                    (floor, ceiling),
+                );
+                below = old;
+            }
+        } else if self.adapt_ladder && p >= 3 {
             let (up, down) = growth_factors(s, gamma);
             let mut grow_below = [0.0f64; LANES];
             for i in 0..LANES {
@@ -337,13 +386,57 @@ impl Lanes {
             }
         }
         if self.adapt_buffer {
+            let floor = match self.projection {
+                BufferProjection::NonNegative => 0.0,
+                BufferProjection::Unprojected => f64::NEG_INFINITY,
+            };
             for i in 0..LANES {
                 let mean = f64::from(count[i]) / (p - 1) as f64;
                 self.buffer[i] =
-                    (self.buffer[i] + (mean - s) * gamma / self.schedule_scale).max(0.0);
+                    (self.buffer[i] + (mean - s) * gamma / self.schedule_scale).max(floor);
             }
         }
         self.iteration += 1;
+    }
+
+    /// The authors' round-trip counting of this iteration, lane by lane: nrpt-core's
+    /// `index::authors_pass` on trip states stored by level. At step idx of their walk
+    /// level idx holds the replica now at idx + 1 if pair idx swapped, else the one now
+    /// at idx; both candidates are read and blended, so the lane loops vectorize.
+    #[inline(always)]
+    fn authors_pass(&mut self, parity: u32) {
+        let top = self.p - 1;
+        let mut count = [0u32; LANES];
+        for idx in 0..=top {
+            if idx == 1 {
+                mark(&mut self.trips[0], SEEN_BOTTOM);
+            }
+            if idx == top {
+                mark(&mut self.trips[top], SEEN_TOP);
+            }
+            let keep = if idx == top { SEEN_TOP } else { 0 };
+            if idx < top && pair_eligible(idx, parity) {
+                let (lo, hi) = self.trips.split_at_mut(idx + 1);
+                authors_check_pair(
+                    idx as u32,
+                    &self.swap[idx],
+                    (&mut lo[idx], &mut hi[0]),
+                    (&self.replica[idx], &self.replica[idx + 1]),
+                    &mut count,
+                );
+            } else {
+                authors_check(
+                    idx as u32,
+                    keep,
+                    &mut self.trips[idx],
+                    &self.replica[idx],
+                    &mut count,
+                );
+            }
+        }
+        for (s, &c) in self.stats.iter_mut().zip(&count) {
+            s.authors_round_trips += u64::from(c);
+        }
     }
 
     /// One iteration with the adaptation step size `gamma` of this iteration, with the
@@ -496,6 +589,80 @@ fn ladder_level(
     }
 }
 
+/// Sets `bit` in every lane's trip state.
+#[inline(always)]
+fn mark(trips: &mut [TripState; LANES], bit: TripState) {
+    for t in trips.iter_mut() {
+        *t |= bit;
+    }
+}
+
+const BOTH_ENDS: TripState = SEEN_BOTTOM | SEEN_TOP;
+
+/// The authors' check of replica `idx` where level idx holds it (no swap of pair idx
+/// this iteration): a trip if it is home with both ends seen, then its marks cleared
+/// (down to `keep`).
+#[inline(always)]
+fn authors_check(
+    idx: u32,
+    keep: TripState,
+    trips: &mut [TripState; LANES],
+    replica: &U32s,
+    count: &mut [u32; LANES],
+) {
+    for i in 0..LANES {
+        let t = trips[i];
+        let hit = replica[i] == idx && t & BOTH_ENDS == BOTH_ENDS;
+        count[i] += u32::from(hit);
+        trips[i] = if hit { (t & PHASE_MASK) | keep } else { t };
+    }
+}
+
+/// The same where pair (idx, idx + 1) may have swapped: the replica checked is the one
+/// now at idx + 1 in the lanes that swapped, the one at idx in the others. `idx` is
+/// below the top, so the marks clear to nothing.
+#[inline(always)]
+fn authors_check_pair(
+    idx: u32,
+    swapped: &[bool; LANES],
+    (t_lo, t_hi): (&mut [TripState; LANES], &mut [TripState; LANES]),
+    (r_lo, r_hi): (&U32s, &U32s),
+    count: &mut [u32; LANES],
+) {
+    for i in 0..LANES {
+        let sw = swapped[i];
+        let t = if sw { t_hi[i] } else { t_lo[i] };
+        let r = if sw { r_hi[i] } else { r_lo[i] };
+        let hit = r == idx && t & BOTH_ENDS == BOTH_ENDS;
+        count[i] += u32::from(hit);
+        let cleared = t & PHASE_MASK;
+        t_lo[i] = if hit && !sw { cleared } else { t_lo[i] };
+        t_hi[i] = if hit && sw { cleared } else { t_hi[i] };
+    }
+}
+
+/// nrpt-core's Jacobi ladder update of one inner level in every lane: `below` holds
+/// the previous iteration's rate of the level below.
+#[inline(always)]
+fn ladder_level_jacobi(
+    below: &F64s,
+    here: &mut F64s,
+    above: &F64s,
+    indicator: &[bool; LANES],
+    grow_below: &mut F64s,
+    (up, down): (f64, f64),
+    (floor, ceiling): (f64, f64),
+) {
+    for i in 0..LANES {
+        let grow_above = if indicator[i] { up } else { down };
+        let (b, h, a) = (below[i], here[i], above[i]);
+        let from_below = b + (h - b).max(0.0) * grow_below[i];
+        let from_above = a - (a - h).max(0.0) * grow_above;
+        here[i] = (0.5 * (from_below + from_above)).max(floor).min(ceiling);
+        grow_below[i] = grow_above;
+    }
+}
+
 /// Exchanges `a[i]` and `b[i]` where `mask[i]`.
 #[inline(always)]
 fn blend<T: Copy>(mask: &[bool; LANES], a: &mut [T; LANES], b: &mut [T; LANES]) {
@@ -553,7 +720,7 @@ pub fn run_group(
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
     for k in 0..job.iterations {
-        lanes.step(schedule.gamma(k), simd);
+        lanes.step(schedule.step_size(k)?.get(), simd);
         for (i, r) in records.iter_mut().enumerate() {
             if rec.traces_at(k) {
                 let ladder = r.is_first().then(|| lanes.ladder(i));

@@ -194,6 +194,11 @@ pub trait Backend: Sync {
     /// Short name for reports ("cpu", "cuda").
     fn name(&self) -> String;
 
+    /// Why this backend cannot run `job` (rules it does not implement), or `None`.
+    fn unsupported(&self, _job: &Job) -> Option<String> {
+        None
+    }
+
     /// Runs the job; `progress(n)` is called now and then with the number of
     /// ensemble-iterations done since the previous call (total E × iterations).
     fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError>;

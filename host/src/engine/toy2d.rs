@@ -15,7 +15,9 @@
 use nrpt_core::driver::Tempering;
 use nrpt_core::explore::{Explorer, langevin_step, noise_scale};
 use nrpt_core::fastmath::{ln, sin_cos_2pi};
-use nrpt_core::rng::{PhiloxStream, fill_normals, philox4x32_10_lanes, streams, uniform_f32};
+use nrpt_core::rng::{
+    PhiloxStream, counter, fill_normals, philox4x32_10_lanes, streams, uniform_f32,
+};
 use nrpt_core::target::{EnergyOracle, Noisy};
 
 use super::Target;
@@ -43,12 +45,15 @@ struct Group {
 /// several arrays, which is the shape the vectorizer wants.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-fn group_step(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32) {
-    let mut rep = [0u32; LANES];
-    for (i, r) in rep.iter_mut().enumerate() {
-        *r = r0.wrapping_add(i as u32);
+fn group_step(g: &mut Group, k: u64, r0: u32, key: [u32; 2], noise: f32) {
+    let mut ctr = [[0u32; LANES]; 4];
+    for i in 0..LANES {
+        let c = counter(k, r0.wrapping_add(i as u32), streams::STEP, 0);
+        for (w, &cw) in ctr.iter_mut().zip(&c) {
+            w[i] = cw;
+        }
     }
-    let w = philox4x32_10_lanes([[k; LANES], rep, [0; LANES], [streams::STEP; LANES]], key);
+    let w = philox4x32_10_lanes(ctr, key);
     let (wall, slope_in, slope_out) = (20.0f32, 0.4f32, 2.4f32);
     let four_pi = (4.0 * std::f64::consts::PI) as f32;
     let (q, two) = (0.2f32, 2.0f32);
@@ -84,11 +89,11 @@ fn group_step(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn group_step_avx2(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32) {
+fn group_step_avx2(g: &mut Group, k: u64, r0: u32, key: [u32; 2], noise: f32) {
     group_step(g, k, r0, key, noise);
 }
 
-fn group_step_dispatch(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32, simd: Simd) {
+fn group_step_dispatch(g: &mut Group, k: u64, r0: u32, key: [u32; 2], noise: f32, simd: Simd) {
     match simd {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Simd::resolve` returns Auto or Avx2 only where AVX2 is present.
@@ -102,12 +107,13 @@ fn group_step_dispatch(g: &mut Group, k: u32, r0: u32, key: [u32; 2], noise: f32
 /// follow with `t.exchange()`. Only for runs where [`applies`] holds.
 pub fn explore(t: &mut Tempering<'_, f32, Noisy<Target>>, simd: Simd) {
     let opts = *t.options();
-    let k = t.iteration() as u32;
+    let k = t.iteration();
     let key = [opts.seed, opts.ensemble];
     let oracle = *t.oracle();
     let noise = oracle.gradient_noise as f32;
-    let s = t.storage_mut();
+    let s = t.explore_view();
     let p = s.energies.len();
+    let mut scratch = [0.0f32; 4];
     let mut group = Group {
         a: [0.0; LANES],
         b: [0.0; LANES],
@@ -134,7 +140,7 @@ pub fn explore(t: &mut Tempering<'_, f32, Noisy<Target>>, simd: Simd) {
                 let mut rng =
                     PhiloxStream::new(opts.seed, opts.ensemble, k, r as u32, streams::STEP);
                 let mut o = oracle;
-                let (grad, noise_buf) = s.scratch.split_at_mut(2);
+                let (grad, noise_buf) = scratch.split_at_mut(2);
                 let Ok(()) = o.gradient(x, grad, &mut rng);
                 fill_normals(&mut rng, noise_buf);
                 langevin_step(x, grad, noise_buf, s.ladder[level] as f32, sigma as f32);
@@ -181,17 +187,17 @@ mod tests {
                 EnsembleBuffers::<f32>::new(chains, 2, false),
                 EnsembleBuffers::<f32>::new(chains, 2, false),
             );
-            let mut fast = Tempering::new(options, oracle, b1.storage()).unwrap();
-            let mut core = Tempering::new(options, oracle, b2.storage()).unwrap();
+            let mut fast = Tempering::new(options, oracle, b1.lend()).unwrap();
+            let mut core = Tempering::new(options, oracle, b2.lend()).unwrap();
             for k in 0..400 {
                 explore(&mut fast, Simd::Auto.resolve());
                 let Ok(()) = core.explore();
                 let (f, c) = (fast.storage(), core.storage());
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(f.states), bits(c.states), "states, iteration {k}");
+                assert_eq!(bits(f.states()), bits(c.states()), "states, iteration {k}");
                 assert_eq!(
-                    bits(f.energies),
-                    bits(c.energies),
+                    bits(f.energies()),
+                    bits(c.energies()),
                     "energies, iteration {k}"
                 );
                 assert_eq!(fast.exchange(), core.exchange());

@@ -277,7 +277,7 @@ fn bernoulli_point<const N: usize>(
         groups
             .iter()
             .enumerate()
-            .flat_map(|(gi, g)| (0..lanes_used(gi)).map(move |i| g.stats(i).round_trips))
+            .flat_map(|(gi, g)| (0..lanes_used(gi)).map(move |i| g.trips(i).round_trips))
             .collect()
     };
     let warm: u64 = totals(&groups).iter().sum();
@@ -458,7 +458,7 @@ pub fn fits(points: &[Point]) -> Vec<Fit> {
     };
     keys.into_iter()
         .filter_map(|(rule, bits)| {
-            let sel: Vec<&Point> = points
+            let mut sel: Vec<&Point> = points
                 .iter()
                 .filter(|p| {
                     p.window_rule == rule
@@ -467,6 +467,9 @@ pub fn fits(points: &[Point]) -> Vec<Fit> {
                         && p.expected_round_trip > 0.0
                 })
                 .collect();
+            // Sums in the order of the sweep's points, whatever order the shards were
+            // merged in: the same fit to the last bit.
+            sel.sort_by_key(|p| p.index);
             let mut ps: Vec<usize> = sel.iter().map(|p| p.chains).collect();
             ps.sort_unstable();
             ps.dedup();

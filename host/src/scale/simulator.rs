@@ -5,15 +5,17 @@
 //! [`IndexProcess`](nrpt_core::bernoulli::IndexProcess) (the tests compare them run
 //! for run): word l of the SWAP stream of (seed, ensemble, iteration) decides pair l,
 //! eligible pairs with an open gate swap when the word is below the pair's
-//! [`indicator_threshold`], and arrivals update the same round-trip states. Levels hold
-//! the replica index and travel state of the replica there, so a swap is a masked
-//! exchange per lane. DEO windows only (SEO uses nrpt-core's `IndexProcess`).
+//! [`indicator_threshold`], and arrivals update the same standard round-trip states.
+//! Levels hold the replica index and travel state of the replica there, so a swap is a
+//! masked exchange per lane. DEO windows only (SEO uses nrpt-core's `IndexProcess`).
+//! Scaling studies measure the standard round trips, so the authors' counting (a pass
+//! over every level each iteration) is left out here.
 
 #![allow(clippy::needless_range_loop)]
 
 use nrpt_core::bernoulli::indicator_threshold;
-use nrpt_core::index::{IndexStats, initial_trip_state};
-use nrpt_core::rng::{ENSEMBLE_WIDE, philox4x32_10_keyed_lanes, streams};
+use nrpt_core::index::{IndexStats, PHASE_MASK, initial_trip_state};
+use nrpt_core::rng::{ENSEMBLE_WIDE, counter, philox4x32_10_keyed_lanes, streams};
 use nrpt_core::window::{is_window_start, pair_eligible, window_parity};
 
 use crate::engine::cpu::Simd;
@@ -27,8 +29,25 @@ pub const LANES: usize = 32;
 struct Counts<const N: usize> {
     round_trips: [u64; N],
     restarts: [u64; N],
-    authors: [u64; N],
     swaps: [u64; N],
+}
+
+/// The standard round trips and restarts of one lane.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaneTrips {
+    /// Round trips 0 → P − 1 → 0.
+    pub round_trips: u64,
+    /// Arrivals at level 0 from the top.
+    pub restarts: u64,
+}
+
+impl From<IndexStats> for LaneTrips {
+    fn from(s: IndexStats) -> Self {
+        LaneTrips {
+            round_trips: s.round_trips,
+            restarts: s.restarts,
+        }
+    }
 }
 
 /// [`N`] ensembles of the index process.
@@ -39,8 +58,8 @@ pub struct Group<const N: usize> {
     ensemble: [u32; N],
     threshold: Vec<u64>,
     replica: Vec<[u32; N]>,
-    /// Travel state of the replica at each level (nrpt-core's `TripState`, widened to
-    /// 32 bits for the lanes).
+    /// Standard round-trip phase of the replica at each level (the phase bits of
+    /// nrpt-core's `TripState`, widened to 32 bits for the lanes).
     trips: Vec<[u32; N]>,
     gates: Vec<[bool; N]>,
     counts: Counts<N>,
@@ -64,13 +83,12 @@ impl<const N: usize> Group<N> {
             threshold: rates.iter().map(|&r| indicator_threshold(r)).collect(),
             replica: (0..p).map(|l| [l as u32; N]).collect(),
             trips: (0..p)
-                .map(|l| [u32::from(initial_trip_state(l, p - 1)); N])
+                .map(|l| [u32::from(initial_trip_state(l, p - 1) & PHASE_MASK); N])
                 .collect(),
             gates: vec![[true; N]; p - 1],
             counts: Counts {
                 round_trips: [0; N],
                 restarts: [0; N],
-                authors: [0; N],
                 swaps: [0; N],
             },
             iteration: 0,
@@ -103,12 +121,8 @@ impl<const N: usize> Group<N> {
         let top = self.p - 1;
         let pairs = self.p - 1;
         for b in 0..pairs.div_ceil(4) {
-            let ctr = [
-                [k as u32; N],
-                [ENSEMBLE_WIDE; N],
-                [b as u32; N],
-                [streams::SWAP; N],
-            ];
+            let c = counter(k, ENSEMBLE_WIDE, streams::SWAP, b as u32);
+            let ctr = [[c[0]; N], [c[1]; N], [c[2]; N], [c[3]; N]];
             let w = philox4x32_10_keyed_lanes(ctr, self.seed, &self.ensemble);
             for (j, words) in w.iter().enumerate() {
                 let l = 4 * b + j;
@@ -128,8 +142,8 @@ impl<const N: usize> Group<N> {
                 );
                 exchange(&mask, &mut lo[l], &mut hi[0]);
                 exchange(&mask, &mut tlo[l], &mut thi[0]);
-                arrive(&mut tlo[l], &lo[l], &mask, l, top, &mut self.counts);
-                arrive(&mut thi[0], &hi[0], &mask, l + 1, top, &mut self.counts);
+                arrive(&mut tlo[l], &mask, l, top, &mut self.counts);
+                arrive(&mut thi[0], &mask, l + 1, top, &mut self.counts);
             }
         }
         self.iteration += 1;
@@ -140,13 +154,11 @@ impl<const N: usize> Group<N> {
         self.iteration
     }
 
-    /// Round trips, restarts and the authors' count of lane `i`.
-    pub fn stats(&self, i: usize) -> IndexStats {
-        IndexStats {
+    /// Round trips and restarts of lane `i`.
+    pub fn trips(&self, i: usize) -> LaneTrips {
+        LaneTrips {
             round_trips: self.counts.round_trips[i],
             restarts: self.counts.restarts[i],
-            authors_round_trips: self.counts.authors[i],
-            nonfinite_energies: 0,
         }
     }
 
@@ -196,94 +208,50 @@ fn exchange<T: Copy, const N: usize>(mask: &[bool; N], a: &mut [T; N], b: &mut [
 }
 
 /// nrpt-core's `observe_arrival` for the replicas that just arrived at `level` (where
-/// `mask`), lane by lane without branches. States: bits 0–1 the phase (0 none,
-/// 1 bottom, 2 top after bottom, 3 top fresh), bit 2 seen level 0, bit 3 seen the top
-/// (see `nrpt_core::index`).
+/// `mask`), lane by lane without branches. Phases: 0 no end yet, 1 last end 0, 2 top
+/// after 0, 3 top fresh (see `nrpt_core::index`); inner levels change nothing.
 #[inline(always)]
 fn arrive<const N: usize>(
     trips: &mut [u32; N],
-    replica: &[u32; N],
     mask: &[bool; N],
     level: usize,
     top: usize,
     c: &mut Counts<N>,
 ) {
     if level == 0 {
-        arrive_bottom(trips, replica, mask, c);
+        arrive_bottom(trips, mask, c);
     } else if level == top {
-        arrive_top(trips, replica, mask, top as u32, c);
-    } else {
-        arrive_middle(trips, replica, mask, level as u32, c);
+        arrive_top(trips, mask);
     }
 }
 
 /// Arrivals at level 0: a restart from any top phase, a round trip from phase 2.
 #[inline(always)]
-fn arrive_bottom<const N: usize>(
-    trips: &mut [u32; N],
-    replica: &[u32; N],
-    mask: &[bool; N],
-    c: &mut Counts<N>,
-) {
+fn arrive_bottom<const N: usize>(trips: &mut [u32; N], mask: &[bool; N], c: &mut Counts<N>) {
     for i in 0..N {
-        let st = trips[i];
-        let phase = st & 3;
-        let seen = (st & 0b1100) | 0b0100;
+        let phase = trips[i];
         let restart = u64::from(phase >> 1); // phases 2 and 3
         let trip = u64::from(phase == 2);
-        let authors = u64::from((replica[i] == 0) & (seen == 0b1100));
-        // A fresh start at level 0 has seen level 0 only.
-        let seen = if authors == 1 { 0b0100 } else { seen };
         let m = u64::from(mask[i]);
-        trips[i] = if mask[i] { 1 | seen } else { st };
+        trips[i] = if mask[i] { 1 } else { phase };
         c.round_trips[i] += m * trip;
         c.restarts[i] += m * restart;
-        c.authors[i] += m * authors;
     }
 }
 
 /// Arrivals at the top: phase 1 becomes 2, phase 0 becomes 3.
 #[inline(always)]
-fn arrive_top<const N: usize>(
-    trips: &mut [u32; N],
-    replica: &[u32; N],
-    mask: &[bool; N],
-    top: u32,
-    c: &mut Counts<N>,
-) {
+fn arrive_top<const N: usize>(trips: &mut [u32; N], mask: &[bool; N]) {
     for i in 0..N {
-        let st = trips[i];
-        let phase = st & 3;
-        let seen = (st & 0b1100) | 0b1000;
-        let phase = if phase == 1 {
+        let phase = trips[i];
+        let next = if phase == 1 {
             2
         } else if phase == 0 {
             3
         } else {
             phase
         };
-        let authors = u64::from((replica[i] == top) & (seen == 0b1100));
-        let seen = if authors == 1 { 0b1000 } else { seen };
-        trips[i] = if mask[i] { phase | seen } else { st };
-        c.authors[i] += u64::from(mask[i]) * authors;
-    }
-}
-
-/// Arrivals at an inner level: only the authors' count can move.
-#[inline(always)]
-fn arrive_middle<const N: usize>(
-    trips: &mut [u32; N],
-    replica: &[u32; N],
-    mask: &[bool; N],
-    level: u32,
-    c: &mut Counts<N>,
-) {
-    for i in 0..N {
-        let st = trips[i];
-        let authors = (replica[i] == level) & (st & 0b1100 == 0b1100);
-        let done = mask[i] & authors;
-        trips[i] = if done { st & 3 } else { st };
-        c.authors[i] += u64::from(done);
+        trips[i] = if mask[i] { next } else { phase };
     }
 }
 
@@ -381,7 +349,8 @@ mod tests {
             for i in [0usize, 1, 17, LANES - 1] {
                 let (stats, levels) = reference(&rates, window, 11, 100 + i as u32, iters);
                 for (g, simd) in groups.iter().zip(["auto", "avx2", "portable"]) {
-                    assert_eq!(g.stats(i), stats, "{simd}: P {p} W {window} lane {i}");
+                    let want = LaneTrips::from(stats);
+                    assert_eq!(g.trips(i), want, "{simd}: P {p} W {window} lane {i}");
                     assert_eq!(g.level_of(i), levels, "{simd}: P {p} W {window} lane {i}");
                 }
             }

@@ -1,0 +1,346 @@
+//! The one implementation of an iteration, shared by [`crate::Tempering`] (slices)
+//! and [`crate::FixedTempering`] (arrays).
+
+use rand_core::Rng;
+
+use super::IterationReport;
+use super::options::{InitialStates, Temperatures, TemperingOptions};
+use super::storage::Storage;
+use crate::adapt::{StepSize, adapt_buffer, adapt_ladder_indicators, initial_ladder};
+use crate::error::Error;
+use crate::explore::{Explorer, langevin_step, momentum_step, noise_scale};
+use crate::index::{IndexStats, PairStats, authors_pass, init_identity, observe_arrival};
+use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, UnitDraw, fill_normals, streams};
+use crate::rules::{MomentumOnSwap, PairEnergies, SweepOrder};
+use crate::swap::{
+    PairTest, RuleInputs, SwapBuffers, SwapRule, SweepBuffers, flags, rule_indicator, sweep_levels,
+    sweep_unchecked,
+};
+use crate::target::EnergyOracle;
+
+/// The scalar state of a run: options, oracle, iteration counter, buffer, totals, and
+/// the error that stopped it, if one did.
+#[derive(Clone, Debug)]
+pub(crate) struct Engine<O, E> {
+    pub(crate) options: TemperingOptions,
+    pub(crate) oracle: O,
+    pub(crate) iteration: u64,
+    pub(crate) buffer: f64,
+    pub(crate) stats: IndexStats,
+    /// Set when the oracle failed in the middle of an iteration: the states may be
+    /// half-stepped, so every later call returns this error.
+    pub(crate) failure: Option<E>,
+}
+
+impl<O, E: Clone> Engine<O, E> {
+    /// Validates the options and the oracle, and initializes the (already checked)
+    /// storage: ladder, temperatures, permutation, gates, counts, momenta and (unless
+    /// kept) the states.
+    pub(crate) fn start<F: UnitDraw>(
+        options: TemperingOptions,
+        oracle: O,
+        s: &mut Storage<'_, F>,
+    ) -> Result<Self, Error>
+    where
+        O: EnergyOracle<F, Error = E>,
+    {
+        let options = options.validate()?;
+        oracle.validate()?;
+        initial_ladder(
+            options.rules.initial_ladder,
+            options.ladder_min,
+            options.ladder_max,
+            s.ladder,
+        )?;
+        init_identity(s.replica_at, s.level_of, s.trips);
+        s.gates.fill(true);
+        s.flags.fill(0);
+        s.pair_stats.fill(PairStats::default());
+        s.energies.fill(F::ZERO);
+        s.momenta.fill(F::ZERO);
+        if let InitialStates::Uniform { low, high } = options.init {
+            for (r, x) in s.states.chunks_mut(s.dim).enumerate() {
+                let mut rng =
+                    PhiloxStream::new(options.seed, options.ensemble, 0, r as u32, streams::INIT);
+                for xi in x.iter_mut() {
+                    let u = f64::uniform(rng.next_u32());
+                    *xi = F::from_f64(low + (high - low) * u);
+                }
+            }
+        }
+        options.temperatures.fill(s.ladder, s.temperatures);
+        Ok(Engine {
+            options,
+            oracle,
+            iteration: 0,
+            buffer: options.initial_buffer,
+            stats: IndexStats::default(),
+            failure: None,
+        })
+    }
+
+    /// Runs `f` unless an earlier failure stopped the run; remembers a new failure.
+    pub(crate) fn guarded<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, E>) -> Result<T, E> {
+        if let Some(e) = &self.failure {
+            return Err(e.clone());
+        }
+        let out = f(self);
+        if let Err(e) = &out {
+            self.failure = Some(e.clone());
+        }
+        out
+    }
+
+    /// The step size γ_k of the current iteration (the schedule was validated, so the
+    /// fallback never acts).
+    pub(crate) fn step_size(&self) -> StepSize {
+        let gamma = self.options.adapt.schedule.gamma(self.iteration);
+        StepSize::new(gamma).unwrap_or(StepSize::ZERO)
+    }
+
+    /// One whole iteration, unless an earlier failure stopped the run.
+    pub(crate) fn iterate<F: UnitDraw>(
+        &mut self,
+        s: &mut Storage<'_, F>,
+    ) -> Result<IterationReport, E>
+    where
+        O: EnergyOracle<F, Error = E>,
+    {
+        let gamma = self.step_size();
+        self.guarded(|e| {
+            e.explore(s)?;
+            e.exchange(s, gamma)
+        })
+    }
+
+    /// Phases 1–2: every replica's step and, with energies per level, its energy at
+    /// the new state.
+    pub(crate) fn explore<F: UnitDraw>(&mut self, s: &mut Storage<'_, F>) -> Result<(), E>
+    where
+        O: EnergyOracle<F, Error = E>,
+    {
+        let o = self.options;
+        let p = s.energies.len();
+        let dim = s.dim;
+        let k = self.iteration;
+        let per_level = o.rules.pair_energies == PairEnergies::PerLevel;
+        let (grad, noise) = s.scratch.split_at_mut(dim);
+
+        // Explore, then the stochastic energy at the new state, replica by replica from
+        // one Philox stream each (gradient noise, Langevin noise, energy noise).
+        for r in 0..p {
+            let level = s.level_of[r] as usize;
+            let eta = s.ladder[level];
+            let x = &mut s.states[r * dim..(r + 1) * dim];
+            let mut rng = PhiloxStream::new(o.seed, o.ensemble, k, r as u32, streams::STEP);
+            self.oracle.gradient(x, grad, &mut rng)?;
+            let sigma = noise_scale(o.explorer, eta, s.temperatures[level]);
+            if sigma > 0.0 {
+                fill_normals(&mut rng, noise);
+            }
+            let (eta, sigma) = (F::from_f64(eta), F::from_f64(sigma));
+            match o.explorer {
+                Explorer::Langevin => langevin_step(x, grad, noise, eta, sigma),
+                Explorer::Momentum { momentum } => {
+                    let v = &mut s.momenta[r * dim..(r + 1) * dim];
+                    momentum_step(x, v, grad, noise, eta, F::from_f64(momentum), sigma);
+                }
+            }
+            if per_level {
+                s.energies[level] = self.oracle.energy(x, &mut rng)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Phases 3–6: swaps, adaptation with step size `gamma`, book-keeping; then the
+    /// iteration counter moves on. Calls the oracle only with fresh energies per pair
+    /// test.
+    pub(crate) fn exchange<F: UnitDraw>(
+        &mut self,
+        s: &mut Storage<'_, F>,
+        gamma: StepSize,
+    ) -> Result<IterationReport, E>
+    where
+        O: EnergyOracle<F, Error = E>,
+    {
+        let o = self.options;
+        let p = s.energies.len();
+        let k = self.iteration;
+
+        // 3–4. Indicators and windowed swaps.
+        let rule = match o.rule {
+            SwapRule::Buffered => RuleInputs::Buffered {
+                buffer: F::from_f64(self.buffer),
+            },
+            SwapRule::Metropolis => RuleInputs::Metropolis {
+                temperatures: s.temperatures,
+            },
+        };
+        let mut rng = PhiloxStream::new(o.seed, o.ensemble, k, ENSEMBLE_WIDE, streams::SWAP);
+        let swap = SwapBuffers {
+            replica_at: s.replica_at,
+            level_of: s.level_of,
+            gates: s.gates,
+            flags: s.flags,
+        };
+        let summary = match o.rules.pair_energies {
+            PairEnergies::PerLevel => {
+                self.stats.nonfinite_energies +=
+                    s.energies.iter().filter(|e| !e.is_finite()).count() as u64;
+                let buffers = SweepBuffers {
+                    energies: s.energies,
+                    swap,
+                };
+                sweep_levels(k, o.scheme, o.rules.sweep_order, rule, buffers, &mut rng)
+            }
+            PairEnergies::FreshPerTest => {
+                let mut test = FreshEnergies {
+                    oracle: &mut self.oracle,
+                    states: s.states,
+                    energies: s.energies,
+                    dim: s.dim,
+                    rule,
+                    order: o.rules.sweep_order,
+                    key: (o.seed, o.ensemble),
+                    iteration: k,
+                    swapped_below: None,
+                    nonfinite: 0,
+                };
+                let summary = sweep_unchecked(k, o.scheme, swap, &mut rng, &mut test)?;
+                self.stats.nonfinite_energies += test.nonfinite;
+                summary
+            }
+        };
+
+        // A momentum explorer arriving at a level starts with zero velocity.
+        if o.explorer.has_momentum() && o.rules.momentum_on_swap == MomentumOnSwap::Reset {
+            let dim = s.dim;
+            for (pair, &f) in s.flags.iter().enumerate() {
+                if f & flags::SWAPPED != 0 {
+                    for level in [pair, pair + 1] {
+                        let r = s.replica_at[level] as usize;
+                        s.momenta[r * dim..(r + 1) * dim].fill(F::ZERO);
+                    }
+                }
+            }
+        }
+
+        // 5. Adaptation, from this iteration's indicators.
+        let gamma = gamma.get();
+        let target = o.adapt.target_swap_rate;
+        let flags_now: &[u8] = s.flags;
+        if o.adapt.adapt_ladder {
+            adapt_ladder_indicators(s.ladder, o.rules.ladder_update, target, gamma, |l| {
+                flags_now[l] & flags::INDICATOR != 0
+            });
+            if o.temperatures == Temperatures::FollowLadder {
+                o.temperatures.fill(s.ladder, s.temperatures);
+            }
+        }
+        if o.adapt.adapt_buffer && o.rule == SwapRule::Buffered {
+            let mean = f64::from(summary.indicators) / (p - 1) as f64;
+            self.buffer = adapt_buffer(
+                self.buffer,
+                mean,
+                target,
+                gamma,
+                o.adapt.buffer_scale,
+                o.rules.buffer_projection,
+            );
+        }
+
+        // 6. Book-keeping.
+        let before = self.stats.round_trips;
+        let top = p - 1;
+        for (pair, (&f, st)) in s.flags.iter().zip(s.pair_stats.iter_mut()).enumerate() {
+            st.indicators += u64::from(f & flags::INDICATOR != 0);
+            st.attempts += u64::from(f & flags::ATTEMPT != 0);
+            st.nonfinite += u64::from(f & flags::NONFINITE != 0);
+            if f & flags::SWAPPED != 0 {
+                st.swaps += 1;
+                for level in [pair, pair + 1] {
+                    let r = s.replica_at[level] as usize;
+                    let ev = observe_arrival(&mut s.trips[r], level, top);
+                    self.stats.record(ev);
+                }
+            }
+        }
+        self.stats.authors_round_trips += u64::from(authors_pass(s.trips, s.replica_at, s.flags));
+        self.iteration += 1;
+        Ok(IterationReport {
+            indicators: summary.indicators,
+            swaps: summary.swaps,
+            nonfinite_pairs: summary.nonfinite,
+            round_trips: (self.stats.round_trips - before) as u32,
+        })
+    }
+}
+
+/// Indicators from a fresh stochastic energy for each side of each pair test (the
+/// authors' code). The energies by level end up holding the last value drawn for the
+/// replica now at each level.
+struct FreshEnergies<'o, 's, 'r, O, F> {
+    oracle: &'o mut O,
+    states: &'s [F],
+    energies: &'s mut [F],
+    dim: usize,
+    rule: RuleInputs<'r, F>,
+    order: SweepOrder,
+    key: (u32, u32),
+    iteration: u64,
+    /// The pair that swapped last in this pass.
+    swapped_below: Option<usize>,
+    nonfinite: u64,
+}
+
+impl<O, F, R> PairTest<R> for FreshEnergies<'_, '_, '_, O, F>
+where
+    F: UnitDraw,
+    O: EnergyOracle<F>,
+    R: Rng + ?Sized,
+{
+    type Error = O::Error;
+
+    fn indicator(
+        &mut self,
+        pair: usize,
+        replica_at: &[u32],
+        rng: &mut R,
+    ) -> Result<Option<bool>, O::Error> {
+        // The lower state: the one at level `pair` now (sequential), or the one that was
+        // there before this pass (simultaneous), which a swap of the pair below has
+        // moved down to `pair − 1`.
+        let moved_down = self.order == SweepOrder::Simultaneous
+            && pair > 0
+            && self.swapped_below == Some(pair - 1);
+        let cold_level = if moved_down { pair - 1 } else { pair };
+        let (cold, hot) = (
+            replica_at[cold_level] as usize,
+            replica_at[pair + 1] as usize,
+        );
+        let d = self.dim;
+        let mut draws = PhiloxStream::new(
+            self.key.0,
+            self.key.1,
+            self.iteration,
+            pair as u32,
+            streams::PAIR,
+        );
+        let e_hot = self
+            .oracle
+            .energy(&self.states[hot * d..(hot + 1) * d], &mut draws)?;
+        let e_cold = self
+            .oracle
+            .energy(&self.states[cold * d..(cold + 1) * d], &mut draws)?;
+        self.nonfinite += u64::from(!e_hot.is_finite()) + u64::from(!e_cold.is_finite());
+        self.energies[cold_level] = e_cold;
+        self.energies[pair + 1] = e_hot;
+        Ok(rule_indicator(self.rule, pair, e_cold, e_hot, rng))
+    }
+
+    fn swapped(&mut self, pair: usize) {
+        self.energies.swap(pair, pair + 1);
+        self.swapped_below = Some(pair);
+    }
+}

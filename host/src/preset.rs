@@ -1,0 +1,242 @@
+//! The variants of the paper's rules as configuration: a preset (`paper`, the default,
+//! or `authors-code`) and one key per rule that overrides it. See `nrpt_core::rules`
+//! for what each rule means and the README's table of deviations.
+
+use nrpt_core::rules::{
+    BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, PairEnergies, Rules, SweepOrder,
+};
+use serde::{Deserialize, Serialize};
+
+/// A named set of rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// The paper's rules (Deng et al., AAAI 2023, Eq. 7–11).
+    #[default]
+    Paper,
+    /// The rules of the authors' 2D notebook: a fresh noisy energy for each side of each
+    /// pair test, the pairs tested in one sequential pass, the initial learning rates
+    /// rounded to 3 decimals, the buffer unprojected, iterations 0 … N inclusive.
+    AuthorsCode,
+}
+
+/// Where the two energies of a pair test come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PairEnergiesKind {
+    /// One energy per level and iteration (the paper).
+    PerLevel,
+    /// A fresh noisy energy for each side of each test (the authors' code).
+    FreshPerTest,
+}
+
+/// The order of the pair tests within an iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepOrderKind {
+    /// Every indicator from the states before the swaps (the paper).
+    Simultaneous,
+    /// One pass; each test sees the swaps below it (the authors' code).
+    Sequential,
+}
+
+/// The ladder update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LadderUpdateKind {
+    /// Every rate from the previous ladder (the paper, the authors' code).
+    Jacobi,
+    /// In place from the bottom, clamped between neighbours (nrpt 0.1).
+    InPlace,
+}
+
+/// The projection of the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProjectionKind {
+    /// C ≥ 0.
+    NonNegative,
+    /// No projection (the authors' code).
+    Unprojected,
+}
+
+/// Momentum of swapped replicas (momentum explorers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum MomentumKind {
+    /// Zero velocity after a swap (the authors' code re-creates the optimizers).
+    Reset,
+    /// The velocity travels with the replica.
+    Carry,
+}
+
+/// The preset and the rule keys of a configuration (each `None` takes the preset's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuleChoices {
+    /// The preset.
+    pub preset: Preset,
+    /// Pair energies.
+    pub pair_energies: Option<PairEnergiesKind>,
+    /// Order of the pair tests.
+    pub sweep_order: Option<SweepOrderKind>,
+    /// Ladder update.
+    pub ladder_update: Option<LadderUpdateKind>,
+    /// Buffer projection.
+    pub buffer_projection: Option<ProjectionKind>,
+    /// Momentum on swap.
+    pub momentum_on_swap: Option<MomentumKind>,
+    /// Decimals of the rounded initial ladder (0: not rounded).
+    pub ladder_decimals: Option<u8>,
+    /// Iterations 0 … N inclusive.
+    pub inclusive_iterations: Option<bool>,
+}
+
+/// The resolved rules of a run: what nrpt-core runs, and the one rule about the
+/// iteration range that belongs to whoever drives the iterations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// nrpt-core's rules.
+    pub rules: Rules,
+    /// Run N + 1 iterations (0 … N) for N asked.
+    pub inclusive_iterations: bool,
+}
+
+impl RuleChoices {
+    /// The preset's rules with the given keys on top.
+    pub fn resolve(&self) -> Resolved {
+        let (mut rules, mut inclusive) = match self.preset {
+            Preset::Paper => (Rules::PAPER, false),
+            Preset::AuthorsCode => (Rules::AUTHORS_CODE, true),
+        };
+        if let Some(k) = self.pair_energies {
+            rules.pair_energies = match k {
+                PairEnergiesKind::PerLevel => PairEnergies::PerLevel,
+                PairEnergiesKind::FreshPerTest => PairEnergies::FreshPerTest,
+            };
+        }
+        if let Some(k) = self.sweep_order {
+            rules.sweep_order = match k {
+                SweepOrderKind::Simultaneous => SweepOrder::Simultaneous,
+                SweepOrderKind::Sequential => SweepOrder::Sequential,
+            };
+        }
+        if let Some(k) = self.ladder_update {
+            rules.ladder_update = match k {
+                LadderUpdateKind::Jacobi => LadderUpdate::Jacobi,
+                LadderUpdateKind::InPlace => LadderUpdate::InPlace,
+            };
+        }
+        if let Some(k) = self.buffer_projection {
+            rules.buffer_projection = match k {
+                ProjectionKind::NonNegative => BufferProjection::NonNegative,
+                ProjectionKind::Unprojected => BufferProjection::Unprojected,
+            };
+        }
+        if let Some(k) = self.momentum_on_swap {
+            rules.momentum_on_swap = match k {
+                MomentumKind::Reset => MomentumOnSwap::Reset,
+                MomentumKind::Carry => MomentumOnSwap::Carry,
+            };
+        }
+        if let Some(d) = self.ladder_decimals {
+            rules.initial_ladder = if d == 0 {
+                InitialLadder::Geometric
+            } else {
+                InitialLadder::RoundedGeometric { decimals: d }
+            };
+        }
+        if let Some(i) = self.inclusive_iterations {
+            inclusive = i;
+        }
+        Resolved {
+            rules,
+            inclusive_iterations: inclusive,
+        }
+    }
+}
+
+/// The rules of a run in words, for summaries and `results.json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RulesSummary {
+    /// `per-level` or `fresh-per-test`.
+    pub pair_energies: &'static str,
+    /// `simultaneous` or `sequential`.
+    pub sweep_order: &'static str,
+    /// `jacobi` or `in-place`.
+    pub ladder_update: &'static str,
+    /// `non-negative` or `unprojected`.
+    pub buffer_projection: &'static str,
+    /// `reset` or `carry`.
+    pub momentum_on_swap: &'static str,
+    /// Decimals of the rounded initial ladder, null when not rounded.
+    pub ladder_decimals: Option<u8>,
+    /// Iterations 0 … N inclusive.
+    pub inclusive_iterations: bool,
+}
+
+impl From<Resolved> for RulesSummary {
+    fn from(r: Resolved) -> Self {
+        let rules = r.rules;
+        RulesSummary {
+            pair_energies: match rules.pair_energies {
+                PairEnergies::PerLevel => "per-level",
+                PairEnergies::FreshPerTest => "fresh-per-test",
+            },
+            sweep_order: match rules.sweep_order {
+                SweepOrder::Simultaneous => "simultaneous",
+                SweepOrder::Sequential => "sequential",
+            },
+            ladder_update: match rules.ladder_update {
+                LadderUpdate::Jacobi => "jacobi",
+                LadderUpdate::InPlace => "in-place",
+            },
+            buffer_projection: match rules.buffer_projection {
+                BufferProjection::NonNegative => "non-negative",
+                BufferProjection::Unprojected => "unprojected",
+            },
+            momentum_on_swap: match rules.momentum_on_swap {
+                MomentumOnSwap::Reset => "reset",
+                MomentumOnSwap::Carry => "carry",
+            },
+            ladder_decimals: match rules.initial_ladder {
+                InitialLadder::Geometric => None,
+                InitialLadder::RoundedGeometric { decimals } => Some(decimals),
+            },
+            inclusive_iterations: r.inclusive_iterations,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_resolve_to_the_core_rules_and_keys_override() {
+        let paper = RuleChoices::default().resolve();
+        assert_eq!(paper.rules, Rules::PAPER);
+        assert!(!paper.inclusive_iterations);
+        let authors = RuleChoices {
+            preset: Preset::AuthorsCode,
+            ..RuleChoices::default()
+        }
+        .resolve();
+        assert_eq!(authors.rules, Rules::AUTHORS_CODE);
+        assert!(authors.inclusive_iterations);
+        let mixed = RuleChoices {
+            preset: Preset::AuthorsCode,
+            ladder_update: Some(LadderUpdateKind::InPlace),
+            ladder_decimals: Some(0),
+            inclusive_iterations: Some(false),
+            ..RuleChoices::default()
+        }
+        .resolve();
+        assert_eq!(mixed.rules.ladder_update, LadderUpdate::InPlace);
+        assert_eq!(mixed.rules.initial_ladder, InitialLadder::Geometric);
+        assert_eq!(mixed.rules.pair_energies, PairEnergies::FreshPerTest);
+        assert!(!mixed.inclusive_iterations);
+        let s = RulesSummary::from(authors);
+        assert_eq!(s.ladder_decimals, Some(3));
+        assert_eq!(s.pair_energies, "fresh-per-test");
+    }
+}
