@@ -488,18 +488,7 @@ pub fn zero_swapped_momenta(
     flags: &mut [u8],
     momenta: &mut [f32],
 ) {
-    assert_eq!(params.coord_bytes, 4);
-    check_reset_args(params, replica_at, flags, momenta.len());
-    // SAFETY: P·D f32 momenta (4-byte coordinates), P replicas below P, P − 1 flags,
-    // checked above.
-    unsafe {
-        ffi::nrpt_host_zero_swapped_momenta(
-            params,
-            replica_at.as_mut_ptr(),
-            flags.as_mut_ptr(),
-            momenta.as_mut_ptr().cast(),
-        )
-    }
+    zero_swapped(params, replica_at, flags, momenta);
 }
 
 /// As [`zero_swapped_momenta`] for half-precision momenta (bf16 or f16 bits).
@@ -511,9 +500,21 @@ pub fn zero_swapped_momenta_half(
     flags: &mut [u8],
     momenta: &mut [u16],
 ) {
-    assert_eq!(params.coord_bytes, 2);
+    zero_swapped(params, replica_at, flags, momenta);
+}
+
+/// The kernels' reset for momenta of `size_of::<T>()` bytes per coordinate, which must
+/// be `params.coord_bytes`.
+fn zero_swapped<T>(
+    params: &GpuParams,
+    replica_at: &mut [u32],
+    flags: &mut [u8],
+    momenta: &mut [T],
+) {
+    assert_eq!(params.coord_bytes as usize, core::mem::size_of::<T>());
     check_reset_args(params, replica_at, flags, momenta.len());
-    // SAFETY: P·D 2-byte momenta, P replicas below P, P − 1 flags, checked above.
+    // SAFETY: P·D momenta of coord_bytes bytes each, P replicas below P, P − 1 flags,
+    // checked above.
     unsafe {
         ffi::nrpt_host_zero_swapped_momenta(
             params,
