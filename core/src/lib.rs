@@ -59,7 +59,8 @@
 //! - [`index`]: the replica/level permutation, round trips and per-pair counts;
 //!   [`bernoulli`]: the index process alone, with Bernoulli indicators;
 //! - [`explore`]: SGLD, SGD and momentum-SGD steps; [`target`]: the energy-oracle trait
-//!   and the paper's toy targets;
+//!   and the paper's toy targets; [`model`]: classifiers on data (softmax regression,
+//!   MLPs) whose mini-batch energies and gradients the sampler explores;
 //! - [`rules`]: the paper's rules by default, and the named variants of the authors'
 //!   code ([`Rules::AUTHORS_CODE`]) and of earlier nrpt;
 //! - [`rng`]: Philox4x32-10, counter-based, so CPU and GPU draw the same numbers;
@@ -86,6 +87,7 @@ pub mod fastmath;
 pub mod fixed;
 pub mod float;
 pub mod index;
+pub mod model;
 pub mod optimal;
 #[cfg(feature = "gpu")]
 pub mod params;
