@@ -47,6 +47,7 @@ cargo test --release -p nrpt-host --test engine
 step "embedded and WASM: firmware under QEMU, Node test of the .wasm, size limits"
 embedded/ci.sh
 
-step "NumPy speed reference: its own checks"
+step "NumPy speed references: their own checks"
 python3 -c "import numpy" 2>/dev/null || python3 -m pip install --quiet numpy
 python3 benches/numpy/test_nrpt_numpy.py
+python3 benches/numpy/test_mlp_numpy.py

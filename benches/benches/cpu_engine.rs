@@ -16,6 +16,7 @@ fn job() -> Job {
         ensembles: 256,
         iterations: 200,
         record: Record::NOTHING,
+        initial_states: None,
     }
 }
 

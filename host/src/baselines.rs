@@ -11,7 +11,7 @@ use nrpt_core::rng::{PhiloxStream, Rng, fill_normals, streams, uniform_f64};
 use nrpt_core::target::{EnergyOracle, Noisy};
 use rayon::prelude::*;
 
-use crate::engine::{EngineError, Target};
+use crate::engine::{EngineError, Toy};
 
 /// Settings shared by the baselines.
 #[derive(Clone, Copy, Debug)]
@@ -28,9 +28,9 @@ pub struct Baseline {
     pub warmup: u64,
 }
 
-fn oracle(noise: f64) -> Noisy<Target> {
+fn oracle(noise: f64) -> Noisy<Toy> {
     Noisy {
-        potential: Target::Modes2d,
+        potential: Toy::Modes2d,
         gradient_noise: noise,
         energy_noise: noise,
     }
@@ -49,7 +49,7 @@ fn start(seed: u32, e: u32, chain: u32) -> [f32; 2] {
 /// One SGLD step at learning rate `eta` and temperature `t` of chain `chain`.
 fn sgld_step(
     x: &mut [f32; 2],
-    o: &mut Noisy<Target>,
+    o: &mut Noisy<Toy>,
     key: (u32, u32),
     k: u64,
     chain: u32,

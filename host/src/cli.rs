@@ -78,6 +78,18 @@ pub enum Command {
     /// Prints a table, writes figures (PNG and SVG, each with its data as CSV) and
     /// results.json to the output folder.
     Reproduce(ReproduceArgs),
+    /// The paper's deep-learning comparison at toy scale (its Table 2 and Figure 7): a
+    /// Bayesian classifier on a real dataset (the UCI handwritten digits by default),
+    /// sampled by tempered momentum-SGD chains with the optimal window (DEO⋆) and with
+    /// W = 1 (DEO), against an mSGD ensemble, cyclical SGHMC and SWAG on equal gradient
+    /// budgets, all started from pre-trained networks.
+    ///
+    /// Prints the test accuracy, negative log-likelihood and calibration error of each
+    /// method's Bayesian model average (mean ± sd over seeds), round trips per 100
+    /// epochs and swap rates; writes results.json and figures (round trips against
+    /// epochs, accuracy by level, learning rates, swap rates; PNG and SVG with CSV) to
+    /// the output folder.
+    Deep(Box<DeepArgs>),
     /// Measure the engine's speed in chain-steps per second.
     ///
     /// One chain-step is one exploration step of one chain with its share of the
@@ -110,7 +122,8 @@ pub struct WindowArgs {
 /// The run configuration as flags; each overrides the same key of `--config`.
 #[derive(Debug, Args, Default)]
 pub struct RunFlags {
-    /// Target: `modes2d` (the paper's 25-mode 2D target) or `sum-modes` (D dims).
+    /// Target: `modes2d` (the paper's 25-mode 2D target), `sum-modes` (D dims) or
+    /// `classifier` (a Bayesian MLP on data; its own defaults, rates per example).
     #[arg(long, value_enum)]
     pub target: Option<TargetKind>,
     /// Dimension D of `sum-modes`.
@@ -204,6 +217,28 @@ pub struct RunFlags {
     /// Run iterations 0…N inclusive (N + 1 of them), as the authors' loops do.
     #[arg(long, value_name = "BOOL")]
     pub inclusive_iterations: Option<bool>,
+    /// Classifier: training data, CSV (label last; `.gz` accepted) or `.npy` features
+    /// (default: the bundled UCI digits).
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// Classifier: labels of a `.npy` --data file.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// Classifier: test data (default: every 4th example of --data).
+    #[arg(long, value_name = "FILE")]
+    pub test_data: Option<PathBuf>,
+    /// Classifier: labels of a `.npy` --test-data file.
+    #[arg(long, value_name = "FILE")]
+    pub test_labels: Option<PathBuf>,
+    /// Classifier: hidden widths, comma-separated (`0`: softmax regression).
+    #[arg(long, value_name = "H1,H2,…")]
+    pub hidden: Option<String>,
+    /// Classifier: examples per mini-batch.
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Classifier: standard deviation of the Gaussian prior on every weight.
+    #[arg(long)]
+    pub prior_sigma: Option<f64>,
     /// Keep a target-level sample every `thin` iterations (0: none).
     #[arg(long)]
     pub thin: Option<u64>,
@@ -216,8 +251,9 @@ pub struct RunFlags {
 }
 
 impl RunFlags {
-    /// Applies every given flag on top of `c`.
-    pub fn apply(&self, c: &mut RunConfig) {
+    /// Applies every given flag on top of `c` (an error names a flag whose text does
+    /// not parse).
+    pub fn apply(&self, c: &mut RunConfig) -> Result<(), crate::config::ConfigError> {
         macro_rules! set {
             ($($f:ident),*) => { $( if let Some(v) = self.$f.clone() { c.$f = v; } )* };
         }
@@ -251,6 +287,22 @@ impl RunFlags {
         macro_rules! set_some {
             ($($f:ident),*) => { $( if self.$f.is_some() { c.$f = self.$f; } )* };
         }
+        if self.data.is_some() {
+            c.data.clone_from(&self.data);
+        }
+        if self.labels.is_some() {
+            c.labels.clone_from(&self.labels);
+        }
+        if self.test_data.is_some() {
+            c.test_data.clone_from(&self.test_data);
+        }
+        if self.test_labels.is_some() {
+            c.test_labels.clone_from(&self.test_labels);
+        }
+        set!(batch, prior_sigma);
+        if let Some(h) = &self.hidden {
+            c.hidden = crate::commands::bench::parse_hidden(h)?;
+        }
         set_some!(
             pair_energies,
             sweep_order,
@@ -260,6 +312,7 @@ impl RunFlags {
             ladder_decimals,
             inclusive_iterations
         );
+        Ok(())
     }
 }
 
@@ -301,6 +354,67 @@ pub struct ReproduceArgs {
     pub seed: u32,
 }
 
+/// `nrpt deep`.
+#[derive(Debug, Args)]
+pub struct DeepArgs {
+    /// A short version (3 seeds, 60 sampling epochs) that runs in under a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seeds (independent repetitions of every method; default 5, 3 with --quick).
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<usize>,
+    /// Sampling epochs per chain (the single-chain methods run P times as many;
+    /// default 200, 60 with --quick).
+    #[arg(long, value_name = "E")]
+    pub epochs: Option<f64>,
+    /// Epochs of pre-training before sampling.
+    #[arg(long, default_value_t = 20.0, value_name = "E")]
+    pub pretrain_epochs: f64,
+    /// Chains P of the tempering runs (and members of the ensemble).
+    #[arg(long, short = 'p', default_value_t = 10, value_name = "P")]
+    pub chains: usize,
+    /// Target swap rate S of every adjacent pair (the window comes from the solver).
+    #[arg(long, short = 's', default_value_t = 0.1, value_name = "S")]
+    pub swap_rate: f64,
+    /// Also run DEO⋆ at these target swap rates (comma-separated), for a sweep.
+    #[arg(long, value_name = "S1,S2,…")]
+    pub swap_sweep: Option<String>,
+    /// Smallest learning rate, for the mean loss per example (the paper's units).
+    #[arg(long, default_value_t = 0.005)]
+    pub eta_min: f64,
+    /// Largest learning rate, for the mean loss per example.
+    #[arg(long, default_value_t = 0.02)]
+    pub eta_max: f64,
+    /// Hidden widths of the MLP, comma-separated (`0`: softmax regression).
+    #[arg(long, default_value = "64", value_name = "H1,H2,…")]
+    pub hidden: String,
+    /// Examples per mini-batch.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Standard deviation of the Gaussian prior on every weight.
+    #[arg(long, default_value_t = 1.0)]
+    pub prior_sigma: f64,
+    /// Training data: a CSV file (label in the last column; `.gz` accepted) or a
+    /// `.npy` features file (with --labels). Default: the bundled UCI digits.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+    /// Labels of a `.npy` --data file (a 1-D integer array).
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// Test data in the same format (default: every 4th example of --data).
+    #[arg(long, value_name = "FILE")]
+    pub test_data: Option<PathBuf>,
+    /// Labels of a `.npy` --test-data file.
+    #[arg(long, value_name = "FILE")]
+    pub test_labels: Option<PathBuf>,
+    /// Output folder for results.json and the figures.
+    #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-deep")]
+    pub out: PathBuf,
+    /// Base random seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
+}
+
 /// `nrpt bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -319,10 +433,23 @@ pub struct BenchArgs {
     /// Use nrpt-core's scalar code only (no vectorized path), for comparison.
     #[arg(long)]
     pub scalar: bool,
-    /// `sampler` (the 2D toy) or `bernoulli` (the index process alone: reports
-    /// pair-updates per second, one adjacent pair of one ensemble in one iteration).
+    /// `sampler` (the 2D toy), `bernoulli` (the index process alone: reports
+    /// pair-updates per second, one adjacent pair of one ensemble in one iteration) or
+    /// `mlp` (the data target: momentum-SGD chains on an MLP over the UCI digits;
+    /// reports chain-steps, examples and GFLOP/s beside the machine's large-matrix
+    /// GFLOP/s). For `mlp` the defaults are 8 ensembles × 8 chains × 200 iterations.
     #[arg(long, value_enum, default_value_t = BenchModel::Sampler)]
     pub model: BenchModel,
+    /// `mlp`: hidden widths, comma-separated (`0` or empty: softmax regression).
+    #[arg(long, default_value = "128", value_name = "H1,H2,…")]
+    pub hidden: String,
+    /// `mlp`: examples per mini-batch.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// `mlp`: the size n of the n × n × n product that measures the machine's
+    /// large-matrix GFLOP/s.
+    #[arg(long, default_value_t = 2048, value_name = "N")]
+    pub machine_size: usize,
 }
 
 /// What `nrpt bench` measures.
@@ -332,6 +459,8 @@ pub enum BenchModel {
     Sampler,
     /// The Bernoulli index process of `nrpt scale`.
     Bernoulli,
+    /// A classifier (MLP) on the UCI digits: the data target.
+    Mlp,
 }
 
 /// `nrpt scale`.

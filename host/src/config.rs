@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use nrpt_core::adapt::{AdaptOptions, StepSchedule};
 use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
@@ -168,6 +169,10 @@ pub enum TargetKind {
     Modes2d,
     /// A D-dimensional sum of 5-mode profiles (`dim` sets D).
     SumModes,
+    /// A Bayesian classifier (softmax regression or MLP) on data: the bundled UCI
+    /// digits or `data` (see `hidden`, `batch`, `prior_sigma`). Learning rates, buffer
+    /// and buffer scale are then per example, for the mean loss.
+    Classifier,
 }
 
 /// Every field of a run. Field names are the TOML keys; each has a flag with dashes.
@@ -239,6 +244,25 @@ pub struct RunConfig {
     /// Run iterations 0 … N inclusive (N + 1 of them), as the authors' loops do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inclusive_iterations: Option<bool>,
+    /// Classifier: training data, a CSV file (label last) or a `.npy` features file
+    /// (default: the bundled UCI digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<PathBuf>,
+    /// Classifier: labels of a `.npy` `data` file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<PathBuf>,
+    /// Classifier: test data (default: every 4th example of `data`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_data: Option<PathBuf>,
+    /// Classifier: labels of a `.npy` `test_data` file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_labels: Option<PathBuf>,
+    /// Classifier: hidden widths (empty: softmax regression).
+    pub hidden: Vec<usize>,
+    /// Classifier: examples per mini-batch.
+    pub batch: usize,
+    /// Classifier: standard deviation of the Gaussian prior on every weight.
+    pub prior_sigma: f64,
     /// Keep a target-level sample every `thin` iterations.
     pub thin: u64,
     /// Iterations before the first kept sample.
@@ -280,6 +304,13 @@ impl Default for RunConfig {
             momentum_on_swap: None,
             ladder_decimals: None,
             inclusive_iterations: None,
+            data: None,
+            labels: None,
+            test_data: None,
+            test_labels: None,
+            hidden: vec![64],
+            batch: 64,
+            prior_sigma: 1.0,
             thin: 10,
             warmup: 100,
             out: PathBuf::from("nrpt-out"),
@@ -331,17 +362,75 @@ pub const MAX_CHAINS: usize = 65_536;
 pub const MAX_DIM: usize = 1 << 20;
 
 impl RunConfig {
-    /// Reads a TOML file (every key optional; unknown keys are errors).
+    /// The defaults for a target: the paper's 2D settings for the toys; for a
+    /// classifier, the deep experiment's (momentum SGD, rates 0.005 to 0.02 per
+    /// example, S = 0.1, buffer 0.1 per example with scale 10, γ_k = 50/(k^0.8 + 1000),
+    /// 4,000 iterations, 3 ensembles, a sample every 20 iterations after 400).
+    pub fn defaults_for(target: TargetKind) -> Self {
+        let toy = RunConfig::default();
+        match target {
+            TargetKind::Modes2d | TargetKind::SumModes => RunConfig { target, ..toy },
+            TargetKind::Classifier => RunConfig {
+                target,
+                chains: 10,
+                ensembles: 3,
+                iterations: 4_000,
+                swap_rate: 0.1,
+                eta_min: 0.005,
+                eta_max: 0.02,
+                explorer: ExplorerKind::Msgd,
+                buffer: 0.1,
+                buffer_scale: 10.0,
+                gamma_b: 1000.0,
+                thin: 20,
+                warmup: 400,
+                ..toy
+            },
+        }
+    }
+
+    /// Reads a TOML file (every key optional; unknown keys are errors). Keys absent
+    /// take the defaults of the file's `target` ([`RunConfig::defaults_for`]), or of
+    /// `target` when given (a flag wins over the file).
+    pub fn from_toml_for(text: &str, target: Option<TargetKind>) -> Result<Self, ConfigError> {
+        let error = |message: String| ConfigError {
+            field: "config file".to_string(),
+            flag: "config".to_string(),
+            message,
+        };
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| error(e.message().to_string()))?;
+        let kind = match (target, table.get("target")) {
+            (Some(t), _) => t,
+            (None, Some(v)) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| error(format!("target: {}", e.message())))?,
+            (None, None) => TargetKind::Modes2d,
+        };
+        let mut base = toml::Table::try_from(RunConfig::defaults_for(kind))
+            .map_err(|e| error(e.to_string()))?;
+        base.extend(table);
+        // toml names the key in its message when it can; keep the whole text.
+        RunConfig::deserialize(base).map_err(|e| error(e.message().to_string()))
+    }
+
+    /// [`RunConfig::from_toml_for`] with the file's own target.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| {
-            let message = e.message().to_string();
-            // toml names the key in its message when it can; keep the whole text.
-            ConfigError {
-                field: "config file".to_string(),
-                flag: "config".to_string(),
-                message,
-            }
-        })
+        RunConfig::from_toml_for(text, None)
+    }
+
+    /// The classifier of a `classifier` target: its data loaded and checked.
+    pub fn model(&self) -> Result<crate::deep::Model, ConfigError> {
+        let spec = crate::data::DataSpec::from_paths(
+            self.data.as_deref(),
+            self.labels.as_deref(),
+            self.test_data.as_deref(),
+            self.test_labels.as_deref(),
+        )
+        .map_err(|e| ConfigError::new("data", e.to_string()))?;
+        let data = crate::data::load(&spec).map_err(|e| ConfigError::new("data", e.to_string()))?;
+        crate::deep::Model::new(Arc::new(data), &self.hidden, self.batch, self.prior_sigma)
     }
 
     /// The preset and rule keys of this configuration.
@@ -392,11 +481,17 @@ impl RunConfig {
         positive("gamma_alpha", self.gamma_alpha)?;
         positive("gamma_b", self.gamma_b)?;
         positive("buffer_scale", self.buffer_scale)?;
-        let target = match self.target {
-            TargetKind::Modes2d => Target::Modes2d,
+        let (target, scale) = match self.target {
+            TargetKind::Modes2d => (Target::Modes2d, 1.0),
             TargetKind::SumModes => {
                 in_range("dim", self.dim, 1, MAX_DIM)?;
-                Target::SumModes { dim: self.dim }
+                (Target::SumModes { dim: self.dim }, 1.0)
+            }
+            TargetKind::Classifier => {
+                let model = self.model()?;
+                // Rates and buffer are per example; the energy sums over N examples.
+                let n = model.examples() as f64;
+                (Target::Classifier(Arc::clone(model.target())), n)
             }
         };
         if self.rule == RuleKind::Metropolis && self.explorer != ExplorerKind::Sgld {
@@ -428,9 +523,9 @@ impl RunConfig {
             },
             explorer,
             temperatures,
-            ladder_min: self.eta_min,
-            ladder_max: self.eta_max,
-            initial_buffer: self.buffer,
+            ladder_min: self.eta_min / scale,
+            ladder_max: self.eta_max / scale,
+            initial_buffer: self.buffer * scale,
             adapt: AdaptOptions {
                 target_swap_rate: self.swap_rate,
                 schedule: StepSchedule {
@@ -440,7 +535,7 @@ impl RunConfig {
                 },
                 adapt_ladder: self.adapt_ladder,
                 adapt_buffer: self.adapt_buffer,
-                buffer_scale: self.buffer_scale,
+                buffer_scale: self.buffer_scale / scale,
             },
             rules: resolved.rules,
             init: InitialStates::Uniform {
@@ -458,19 +553,24 @@ impl RunConfig {
         let mut ladder = vec![0.0; self.chains];
         nrpt_core::adapt::initial_ladder(
             options.rules.initial_ladder,
-            self.eta_min,
-            self.eta_max,
+            self.eta_min / scale,
+            self.eta_max / scale,
             &mut ladder,
         )
         .map_err(|e| ConfigError::new("ladder_decimals", e.to_string()))?;
         Ok(Job {
             options,
+            noise: if matches!(target, Target::Classifier(_)) {
+                0.0
+            } else {
+                self.noise
+            },
             target,
-            noise: self.noise,
             chains: self.chains,
             ensembles: self.ensembles,
             iterations: self.iterations + u64::from(resolved.inclusive_iterations),
             record,
+            initial_states: None,
         })
     }
 }
@@ -563,6 +663,34 @@ mod tests {
             RunConfig::from_toml(&text).unwrap().sweep_order,
             Some(SweepOrderKind::Simultaneous)
         );
+    }
+
+    /// A classifier target takes its own defaults for the keys a file leaves out, and
+    /// its rates per example become the energy's units.
+    #[test]
+    fn classifier_defaults_and_units() {
+        let c = RunConfig::from_toml("target = \"classifier\"\nhidden = [16]\nchains = 4").unwrap();
+        assert_eq!((c.eta_min, c.eta_max, c.swap_rate), (0.005, 0.02, 0.1));
+        assert_eq!(
+            (c.hidden.clone(), c.chains, c.explorer),
+            (vec![16], 4, ExplorerKind::Msgd)
+        );
+        let job = c.job(Record::NOTHING).unwrap();
+        let n = 1348.0;
+        assert!((job.options.ladder_min - 0.005 / n).abs() < 1e-15);
+        assert!((job.options.initial_buffer - 0.1 * n).abs() < 1e-9);
+        assert_eq!(job.target.dim(), 65 * 16 + 17 * 10);
+        assert_eq!(job.noise, 0.0);
+        // A flag's target wins over the file's, and the toy keeps its defaults.
+        let t = RunConfig::from_toml_for("chains = 4", Some(TargetKind::Classifier)).unwrap();
+        assert_eq!(t.eta_max, 0.02);
+        assert_eq!(RunConfig::from_toml("chains = 4").unwrap().eta_max, 0.6);
+        let e = RunConfig {
+            target: TargetKind::Classifier,
+            batch: 0,
+            ..RunConfig::defaults_for(TargetKind::Classifier)
+        };
+        assert_eq!(e.job(Record::NOTHING).unwrap_err().field, "batch");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - [`config`]: the validated run configuration (TOML and flags); [`preset`]: the
 //!   paper's rules or the authors' code's, and one key per rule;
 //! - [`commands`]: `window`, `run`, `reproduce`, `bench`, `scale`, `devices`;
+//! - [`data`]: the classification data of the data targets: the bundled UCI digits,
+//!   users' CSV and `.npy` files, the fixed train/test split;
 //! - [`scale`]: round-trip time against P and W beside Lemma 1, with the Bernoulli
 //!   index-process simulator;
 //! - [`metrics`], [`baselines`], [`figures`], [`output`]: accuracy against the true
@@ -27,6 +29,7 @@
 //!     ensembles: 4,
 //!     iterations: 2_000,
 //!     record: Record::NOTHING,
+//!     initial_states: None,
 //! };
 //! let out = CpuBackend::default().run(&job, &|_| {})?;
 //! println!("{} round trips", out.total_stats().round_trips);
@@ -36,6 +39,8 @@ pub mod baselines;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod data;
+pub mod deep;
 pub mod engine;
 pub mod figures;
 pub mod interrupt;

@@ -35,6 +35,11 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 commands::select_backend(cli.backend, cli.device, cpu(), cli.quiet || cli.json)?;
             commands::reproduce::run(a, backend.as_ref(), cli.json, cli.quiet)
         }
+        Command::Deep(a) => {
+            let backend =
+                commands::select_backend(cli.backend, cli.device, cpu(), cli.quiet || cli.json)?;
+            commands::deep::run(a, backend.as_ref(), cli.json, cli.quiet)
+        }
         Command::Scale(a) => match &a.action {
             Some(nrpt::cli::ScaleAction::Merge(m)) => commands::scale::merge(m, cli.json),
             None => {
@@ -44,6 +49,9 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         },
         Command::Bench(a) if a.model == nrpt::cli::BenchModel::Bernoulli => {
             commands::bench::bernoulli(a, cli.json)
+        }
+        Command::Bench(a) if a.model == nrpt::cli::BenchModel::Mlp => {
+            commands::bench::mlp(a, &cpu(), cli.json, cli.quiet)
         }
         Command::Bench(a) => {
             let backend: Box<dyn nrpt::engine::Backend> = if a.scalar {
@@ -74,7 +82,10 @@ fn main() -> ExitCode {
                 return ExitCode::from(130);
             }
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<ConfigError>().is_some() {
+            // Bad input (flags, configuration, data files) exits with 2.
+            if e.downcast_ref::<ConfigError>().is_some()
+                || e.downcast_ref::<nrpt::data::DataError>().is_some()
+            {
                 ExitCode::from(2)
             } else {
                 ExitCode::FAILURE

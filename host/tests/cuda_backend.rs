@@ -64,6 +64,7 @@ fn job(options: TemperingOptions, target: Target) -> Job {
             trace_every: 25,
             path_iterations: 120,
         },
+        initial_states: None,
     }
 }
 

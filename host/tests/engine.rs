@@ -24,6 +24,7 @@ fn job(window: u32, ensembles: usize, chains: usize) -> Job {
             trace_every: 100,
             path_iterations: 300,
         },
+        initial_states: None,
     }
 }
 

@@ -154,3 +154,166 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
     }
     Ok(())
 }
+
+/// The answer of `nrpt bench --model mlp`.
+#[derive(Debug, Serialize)]
+pub struct MlpReport {
+    /// Backend measured.
+    pub backend: String,
+    /// E.
+    pub ensembles: usize,
+    /// P.
+    pub chains: usize,
+    /// Iterations.
+    pub iters: u64,
+    /// Layer sizes [F, hidden…, C].
+    pub layers: Vec<usize>,
+    /// Parameters per chain.
+    pub parameters: usize,
+    /// Examples per mini-batch.
+    pub batch: usize,
+    /// Seconds.
+    pub seconds: f64,
+    /// E · P · iterations / seconds.
+    pub chain_steps_per_sec: f64,
+    /// Examples evaluated per second: 2 mini-batches (gradient, energy) per chain-step.
+    pub examples_per_sec: f64,
+    /// Floating-point operations per chain-step (matrix products only; see
+    /// `ClassifierTarget::flops_per_chain_step`).
+    pub flops_per_chain_step: f64,
+    /// GFLOP/s of the run.
+    pub gflops: f64,
+    /// GFLOP/s of an n × n × n f32 product (n = --machine-size, 2048 by default) with
+    /// the same library on every thread: the machine's own large-matrix rate.
+    pub machine_gflops: f64,
+    /// gflops / machine_gflops.
+    pub efficiency: f64,
+}
+
+/// Parses `128`, `128,64`, `0` or an empty string (softmax regression).
+pub fn parse_hidden(text: &str) -> Result<Vec<usize>, crate::config::ConfigError> {
+    let bad = |t: &str| {
+        crate::config::ConfigError::new(
+            "hidden",
+            format!("`{t}` is not a list of hidden widths such as 128 or 64,32 (0: none)"),
+        )
+    };
+    let t = text.trim();
+    if t.is_empty() || t == "0" {
+        return Ok(Vec::new());
+    }
+    t.split(',')
+        .map(|w| match w.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(bad(text)),
+        })
+        .collect()
+}
+
+/// The large-matrix rate of the matrix library on every thread of the pool: the best
+/// of five n³ f32 products (n ≥ 16).
+pub fn machine_gflops(n: usize) -> f64 {
+    use crate::engine::matmul::{Operand, product};
+    let n = n.max(16);
+    let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.125).collect();
+    let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 * 0.25).collect();
+    let mut c = vec![0.0f32; n * n];
+    let threads = rayon::current_num_threads();
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t = Instant::now();
+        product(
+            &mut c,
+            Operand::new(&a, n, n),
+            Operand::new(&b, n, n),
+            false,
+            threads,
+        );
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(&c);
+    2.0 * (n as f64).powi(3) / best / 1e9
+}
+
+/// Chain-steps, examples and GFLOP/s of the CPU engine on the MLP data target.
+pub fn mlp(
+    args: &BenchArgs,
+    cpu: &crate::engine::cpu::CpuBackend,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
+    use crate::deep::{Model, Rates};
+    // The toy's defaults (256 × 16 × 2000) would take minutes here.
+    let (ensembles, chains, iters) = (
+        if args.ensembles == 256 {
+            8
+        } else {
+            args.ensembles
+        },
+        if args.chains == 16 { 8 } else { args.chains },
+        if args.iters == 2000 { 200 } else { args.iters },
+    );
+    let model = Model::new(
+        std::sync::Arc::new(crate::data::digits()),
+        &parse_hidden(&args.hidden)?,
+        args.batch,
+        1.0,
+    )?;
+    let window = args.window.scheme(chains, 0.05)?;
+    let job = model.tempering_job(&crate::deep::Sampling {
+        chains,
+        seeds: ensembles,
+        iterations: iters,
+        scheme: window,
+        rates: Rates::default(),
+        ..crate::deep::Sampling::default()
+    })?;
+    let warm = crate::engine::Job {
+        iterations: iters.min(10),
+        ..job.clone()
+    };
+    cpu.run(&warm, &|_| {})?;
+    let started = Instant::now();
+    super::run_job(cpu, &job, "bench mlp", quiet)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let steps = (chains * ensembles) as f64 * iters as f64;
+    let target = model.target();
+    let flops = target.flops_per_chain_step();
+    let machine = machine_gflops(args.machine_size);
+    let gflops = steps * flops / seconds / 1e9;
+    let r = MlpReport {
+        backend: cpu.name(),
+        ensembles,
+        chains,
+        iters,
+        layers: target.arch.sizes().collect(),
+        parameters: target.dim(),
+        batch: target.batch,
+        seconds,
+        chain_steps_per_sec: steps / seconds,
+        examples_per_sec: steps * 2.0 * target.batch as f64 / seconds,
+        flops_per_chain_step: flops,
+        gflops,
+        machine_gflops: machine,
+        efficiency: gflops / machine,
+    };
+    if json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        println!(
+            "mlp {:?} (batch {}): {} ensembles × {} chains × {} iterations in {:.2} s: {:.3e} chain-steps/s, {:.3e} examples/s, {:.1} GFLOP/s = {:.0}% of the machine's {:.1} GFLOP/s",
+            r.layers,
+            r.batch,
+            ensembles,
+            chains,
+            iters,
+            seconds,
+            r.chain_steps_per_sec,
+            r.examples_per_sec,
+            gflops,
+            100.0 * r.efficiency,
+            machine
+        );
+    }
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! The `nrpt` commands.
 
 pub mod bench;
+pub mod deep;
 pub mod devices;
 pub mod reproduce;
 pub mod run;

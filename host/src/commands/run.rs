@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::config::{ConfigError, RunConfig};
+use crate::config::{ConfigError, RunConfig, TargetKind};
 use crate::engine::{Backend, Record, RunOutput, Target};
 use crate::metrics::{Accuracy, Truth};
 use crate::output::{Csv, ensure_dir, npy_f32, write_atomic, write_json};
@@ -45,6 +45,9 @@ pub struct Summary {
     pub swap_rate: Vec<f64>,
     /// Accuracy of the target-level samples (2D toy only).
     pub accuracy: Option<Accuracy>,
+    /// Classifier targets: the test-set scores of the Bayesian model average of every
+    /// kept target-level sample, all ensembles pooled.
+    pub classifier: Option<crate::deep::metrics::Scores>,
 }
 
 /// What `--json` prints: the summary (which is the same for the same seed, whatever
@@ -84,11 +87,11 @@ pub fn load_config(args: &RunArgs) -> Result<RunConfig> {
                 flag: "config".into(),
                 message: format!("cannot read {}: {e}", path.display()),
             })?;
-            RunConfig::from_toml(&text)?
+            RunConfig::from_toml_for(&text, args.flags.target)?
         }
-        None => RunConfig::default(),
+        None => RunConfig::defaults_for(args.flags.target.unwrap_or(TargetKind::Modes2d)),
     };
-    args.flags.apply(&mut c);
+    args.flags.apply(&mut c)?;
     Ok(c)
 }
 
@@ -96,6 +99,7 @@ pub fn load_config(args: &RunArgs) -> Result<RunConfig> {
 pub fn write_outputs(
     dir: &Path,
     config: &RunConfig,
+    dim: usize,
     out: &RunOutput,
     summary: &Summary,
 ) -> Result<()> {
@@ -154,21 +158,22 @@ pub fn write_outputs(
     }
     ladder.write(&dir.join("ladder.csv"))?;
 
-    let dim = config_dim(config);
     let e = out.ensembles.len();
-    let mut header = vec!["sample".to_string(), "iteration".into(), "ensemble".into()];
-    header.extend((0..dim).map(|j| format!("x{j}")));
-    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut samples = Csv::new(&refs);
-    for (i, &k) in out.sample_iterations.iter().enumerate() {
-        for ens in 0..e {
-            let base = (i * e + ens) * dim;
-            let mut cells = vec![i.to_string(), k.to_string(), ens.to_string()];
-            cells.extend(out.samples[base..base + dim].iter().map(|v| format!("{v}")));
-            samples.row(cells);
+    if dim <= MAX_CSV_DIM {
+        let mut header = vec!["sample".to_string(), "iteration".into(), "ensemble".into()];
+        header.extend((0..dim).map(|j| format!("x{j}")));
+        let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut samples = Csv::new(&refs);
+        for (i, &k) in out.sample_iterations.iter().enumerate() {
+            for ens in 0..e {
+                let base = (i * e + ens) * dim;
+                let mut cells = vec![i.to_string(), k.to_string(), ens.to_string()];
+                cells.extend(out.samples[base..base + dim].iter().map(|v| format!("{v}")));
+                samples.row(cells);
+            }
         }
+        samples.write(&dir.join("samples.csv"))?;
     }
-    samples.write(&dir.join("samples.csv"))?;
     write_atomic(
         &dir.join("samples.npy"),
         &npy_f32(&[out.sample_iterations.len(), e, dim], &out.samples),
@@ -176,12 +181,9 @@ pub fn write_outputs(
     write_json(&dir.join("summary.json"), summary)
 }
 
-fn config_dim(c: &RunConfig) -> usize {
-    match c.target {
-        crate::config::TargetKind::Modes2d => 2,
-        crate::config::TargetKind::SumModes => c.dim,
-    }
-}
+/// States of more coordinates than this (a classifier's parameters) are written to
+/// samples.npy only.
+pub const MAX_CSV_DIM: usize = 64;
 
 /// Runs the command.
 pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
@@ -227,8 +229,19 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
         swap_rate,
         accuracy: (job.target == Target::Modes2d && !out.samples.is_empty())
             .then(|| Truth::new().accuracy(&out.samples)),
+        classifier: match &job.target {
+            Target::Classifier(t) => {
+                let data = &t.data;
+                let mut bma = crate::deep::metrics::Bma::new(data.test.len(), data.classes);
+                for theta in out.samples.chunks_exact(t.dim()) {
+                    bma.add(t, theta, &data.test.x);
+                }
+                Some(bma.scores(&data.test.y))
+            }
+            _ => None,
+        },
     };
-    write_outputs(&config.out, &config, &out, &summary)?;
+    write_outputs(&config.out, &config, job.target.dim(), &out, &summary)?;
     if json {
         let report = RunReport {
             summary: &summary,
@@ -256,6 +269,15 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
                 .map(|m| format!("; Lemma 1 predicts {m:.1}"))
                 .unwrap_or_default()
         );
+        if let Some(s) = summary.classifier {
+            println!(
+                "test set: accuracy {:.2}%, NLL {:.4} per example, ECE {:.2}% (Bayesian model average of {} samples)",
+                100.0 * s.accuracy,
+                s.nll,
+                100.0 * s.ece,
+                s.samples
+            );
+        }
         if let Some(a) = summary.accuracy {
             println!(
                 "accuracy: TV {:.3} on the 50×50 grid, {:.3} over the 25 modes, {:.1}% of samples outside",

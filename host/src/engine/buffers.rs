@@ -45,6 +45,11 @@ impl<F: Float> EnsembleBuffers<F> {
         }
     }
 
+    /// The states (P·D), to set before lending them with `InitialStates::Keep`.
+    pub fn states_mut(&mut self) -> &mut [F] {
+        &mut self.states
+    }
+
     /// The slices nrpt-core's driver works on.
     pub fn lend(&mut self) -> Buffers<'_, F> {
         Buffers {

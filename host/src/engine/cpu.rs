@@ -2,13 +2,15 @@
 //! `f32` over buffers allocated once. Results depend on the seed only, not on the
 //! number of threads: ensemble e always draws from Philox key (seed, e).
 
+use std::convert::Infallible;
+
 use nrpt_core::driver::{Tempering, TemperingOptions};
-use nrpt_core::target::Noisy;
+use nrpt_core::target::{EnergyOracle, Noisy};
 use rayon::prelude::*;
 
 use super::lockstep::LANES;
 use super::record::{Recorder, merge};
-use super::{Backend, EngineError, EnsembleBuffers, Job, Record, RunOutput};
+use super::{Backend, EngineError, EnsembleBuffers, Job, Record, RunOutput, Target};
 
 /// The CPU engine.
 #[derive(Clone, Debug, Default)]
@@ -67,7 +69,8 @@ const PROGRESS_EVERY: u64 = 256;
 /// iteration, sharing the step size of the adaptation.
 const CHUNK: usize = 8;
 
-/// Runs ensembles `first .. first + count` in lockstep.
+/// Runs ensembles `first .. first + count` in lockstep, with the oracle and the
+/// exploration path of the job's target.
 fn run_chunk(
     job: &Job,
     first: usize,
@@ -75,16 +78,94 @@ fn run_chunk(
     simd: Simd,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<Recorder>, EngineError> {
+    match (&job.target, job.target.toy()) {
+        (Target::Classifier(c), _) => {
+            // Matrix products over each mini-batch (nrpt-core's scalar oracle with
+            // --scalar, for comparison).
+            if simd == Simd::Scalar {
+                return Err(EngineError::Backend {
+                    backend: "cpu",
+                    message: "data targets have no scalar path in the engine; nrpt-core's \
+                              `model::Classifier` is the per-example reference"
+                        .to_string(),
+                });
+            }
+            run_chunk_with(
+                job,
+                first,
+                count,
+                progress,
+                |_| c.oracle(),
+                |t| {
+                    let Ok(()) = t.explore();
+                },
+            )
+        }
+        (_, Some(toy)) => {
+            let oracle = Noisy {
+                potential: toy,
+                gradient_noise: job.noise,
+                energy_noise: job.noise,
+            };
+            let vectorized =
+                simd != Simd::Scalar && super::toy2d::applies(toy, job.options.explorer, job.noise);
+            run_chunk_with(
+                job,
+                first,
+                count,
+                progress,
+                |_| oracle,
+                |t| {
+                    if vectorized {
+                        super::toy2d::explore(t, simd);
+                    } else {
+                        let Ok(()) = t.explore();
+                    }
+                },
+            )
+        }
+        (_, None) => Err(EngineError::Backend {
+            backend: "cpu",
+            message: "unknown target".to_string(),
+        }),
+    }
+}
+
+/// The one iteration loop of the CPU engine: explore (by `explore`), exchange,
+/// record, for every ensemble of the chunk, iteration by iteration.
+fn run_chunk_with<O>(
+    job: &Job,
+    first: usize,
+    count: usize,
+    progress: &(dyn Fn(u64) + Sync),
+    oracle: impl Fn(usize) -> O,
+    explore: impl Fn(&mut Tempering<'_, f32, O>),
+) -> Result<Vec<Recorder>, EngineError>
+where
+    O: EnergyOracle<f32, Error = Infallible>,
+{
     let (p, dim) = (job.chains, job.target.dim());
     let momentum = job.options.explorer.has_momentum();
-    let oracle = Noisy {
-        potential: job.target,
-        gradient_noise: job.noise,
-        energy_noise: job.noise,
-    };
     let mut buffers: Vec<EnsembleBuffers<f32>> = (0..count)
         .map(|_| EnsembleBuffers::new(p, dim, momentum))
         .collect();
+    if let Some(states) = &job.initial_states {
+        let per = p * dim;
+        for (i, b) in buffers.iter_mut().enumerate() {
+            let e = first + i;
+            let Some(src) = states.get(e * per..(e + 1) * per) else {
+                return Err(EngineError::Backend {
+                    backend: "cpu",
+                    message: format!(
+                        "initial states for {} ensembles of {p} × {dim} values, got {} values",
+                        job.ensembles,
+                        states.len()
+                    ),
+                });
+            };
+            b.states_mut().copy_from_slice(src);
+        }
+    }
     let mut runs = buffers
         .iter_mut()
         .enumerate()
@@ -93,23 +174,17 @@ fn run_chunk(
                 ensemble: (first + i) as u32,
                 ..job.options
             };
-            Tempering::new(options, oracle, b.lend())
+            Tempering::new(options, oracle(first + i), b.lend())
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut records: Vec<Recorder> = (0..count).map(|i| Recorder::new(job, first + i)).collect();
     let rec = job.record;
-    let vectorized =
-        simd != Simd::Scalar && super::toy2d::applies(job.target, job.options.explorer, job.noise);
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
     for k in 0..job.iterations {
         let gamma = schedule.step_size(k)?;
         for (t, r) in runs.iter_mut().zip(records.iter_mut()) {
-            if vectorized {
-                super::toy2d::explore(t, simd);
-            } else {
-                let Ok(()) = t.explore();
-            }
+            explore(t);
             let Ok(_) = t.exchange_with_gamma(gamma);
             observe(r, rec, k, t);
         }
@@ -125,18 +200,22 @@ fn run_chunk(
     progress(unreported);
     for (t, r) in runs.iter().zip(records.iter_mut()) {
         let s = t.storage();
+        let levels: Vec<f32> = (0..p)
+            .flat_map(|l| s.state_at_level(l).unwrap_or(&[]).iter().copied())
+            .collect();
         r.finish(
             s.ladder().to_vec(),
             t.buffer(),
             t.stats(),
             s.pair_stats().to_vec(),
+            levels,
         );
     }
     Ok(records)
 }
 
 /// Records what the job asks for after iteration `k` of one ensemble.
-fn observe(r: &mut Recorder, rec: Record, k: u64, t: &Tempering<'_, f32, Noisy<super::Target>>) {
+fn observe<O: EnergyOracle<f32>>(r: &mut Recorder, rec: Record, k: u64, t: &Tempering<'_, f32, O>) {
     let s = t.storage();
     if rec.traces_at(k) {
         let ladder = r.is_first().then(|| s.ladder().to_vec());

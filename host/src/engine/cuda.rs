@@ -133,8 +133,9 @@ impl CudaBackend {
     /// of the launch, with Philox key (seed, e) as on the CPU.
     pub fn config(&self, job: &Job) -> EnsembleConfig {
         let target = match job.target {
-            Target::Modes2d => GpuTarget::Modes2d,
             Target::SumModes { dim } => GpuTarget::SumModes { dim },
+            // Classifiers never reach here (`unsupported`); the toy is the fallback.
+            Target::Modes2d | Target::Classifier(_) => GpuTarget::Modes2d,
         };
         EnsembleConfig {
             noise: Noise {
@@ -287,16 +288,31 @@ impl CudaBackend {
             }
         }
         let snapshot = run.snapshot().map_err(engine_error)?;
+        let states = run.states().map_err(engine_error)?;
+        let (p, d) = (job.chains, job.target.dim());
         Ok(RunOutput {
             backend: self.name(),
             ensembles: snapshot
                 .ensembles
                 .into_iter()
-                .map(|s| EnsembleResult {
-                    ladder: s.ladder,
-                    buffer: s.buffer,
-                    stats: s.stats,
-                    pairs: s.pair_stats,
+                .enumerate()
+                .map(|(e, s)| {
+                    // The state at each level: replica replica_at[l] of ensemble e.
+                    let levels = s
+                        .replica_at
+                        .iter()
+                        .flat_map(|&r| {
+                            let c = e * p + r as usize;
+                            states[c * d..(c + 1) * d].iter().copied()
+                        })
+                        .collect();
+                    EnsembleResult {
+                        ladder: s.ladder,
+                        buffer: s.buffer,
+                        stats: s.stats,
+                        pairs: s.pair_stats,
+                        levels,
+                    }
                 })
                 .collect(),
             samples: recorder.samples,
@@ -313,6 +329,12 @@ impl Backend for CudaBackend {
     }
 
     fn unsupported(&self, job: &Job) -> Option<String> {
+        if matches!(job.target, Target::Classifier(_)) {
+            return Some("data targets (classifiers) run on the CPU only".to_string());
+        }
+        if job.initial_states.is_some() {
+            return Some("given initial states are not uploaded by the CUDA engine".to_string());
+        }
         match job.options.params(job.chains, job.target.dim()) {
             Err(nrpt_core::Error::Unsupported { what }) => {
                 Some(format!("the kernels do not implement {what}"))
@@ -380,6 +402,7 @@ mod tests {
                     ensembles: 2,
                     iterations,
                     record,
+                    initial_states: None,
                 };
                 let recorder = Recorder::new(&job);
                 let mut stops = Vec::new();

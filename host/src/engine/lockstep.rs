@@ -52,6 +52,7 @@ type U64s = [u64; LANES];
 pub fn applies(job: &Job) -> bool {
     let o = &job.options;
     job.target == Target::Modes2d
+        && job.initial_states.is_none()
         && job.noise > 0.0
         && o.explorer == Explorer::Langevin
         && o.temperatures == Temperatures::SgdExplorers
@@ -450,6 +451,15 @@ impl Lanes {
         [self.xa[0][i], self.xb[0][i]]
     }
 
+    /// The state at every level of lane `i`, level by level.
+    pub fn levels(&self, i: usize) -> Vec<f32> {
+        self.xa
+            .iter()
+            .zip(&self.xb)
+            .flat_map(|(a, b)| [a[i], b[i]])
+            .collect()
+    }
+
     /// Ladder of lane `i`.
     pub fn ladder(&self, i: usize) -> Vec<f64> {
         self.ladder.iter().map(|l| l[i]).collect()
@@ -756,6 +766,7 @@ pub fn run_group(
             lanes.buffer(i),
             lanes.stats(i),
             lanes.pair_stats(i),
+            lanes.levels(i),
         );
     }
     Ok(records)

@@ -2,13 +2,18 @@
 //! [`Backend`] trait that the CPU engine (and the CUDA engine) implement.
 
 mod buffers;
+pub mod classifier;
 pub mod cpu;
 pub mod cuda;
 mod lockstep;
+pub(crate) mod matmul;
 mod record;
 mod toy2d;
 
 pub use buffers::EnsembleBuffers;
+pub use classifier::ClassifierTarget;
+
+use std::sync::Arc;
 
 use nrpt_core::driver::TemperingOptions;
 use nrpt_core::index::{IndexStats, PairStats};
@@ -16,7 +21,7 @@ use nrpt_core::target::{Modes2d, Potential, SumModes};
 use serde::Serialize;
 
 /// The energy landscapes the engines know.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "name")]
 pub enum Target {
     /// The paper's 25-mode 2D target (with the authors' wall at |x|² = 20).
@@ -26,36 +31,65 @@ pub enum Target {
         /// Dimension D.
         dim: usize,
     },
+    /// The posterior of a classifier's parameters on a training set, through
+    /// mini-batches (see [`classifier`]).
+    Classifier(Arc<ClassifierTarget>),
 }
 
 impl Target {
     /// Dimension D.
     pub fn dim(&self) -> usize {
-        match *self {
+        match self {
             Target::Modes2d => 2,
-            Target::SumModes { dim } => dim,
+            Target::SumModes { dim } => *dim,
+            Target::Classifier(c) => c.dim(),
+        }
+    }
+
+    /// The synthetic potential behind the toy targets (seen through added noise), or
+    /// `None` for data targets.
+    pub fn toy(&self) -> Option<Toy> {
+        match self {
+            Target::Modes2d => Some(Toy::Modes2d),
+            Target::SumModes { dim } => Some(Toy::SumModes { dim: *dim }),
+            Target::Classifier(_) => None,
         }
     }
 }
 
-impl<F: nrpt_core::Float> Potential<F> for Target {
+/// The synthetic potentials of the toy targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Toy {
+    /// The paper's 25-mode 2D target.
+    Modes2d,
+    /// The D-dimensional sum of 5-mode profiles.
+    SumModes {
+        /// Dimension D.
+        dim: usize,
+    },
+}
+
+impl<F: nrpt_core::Float> Potential<F> for Toy {
     fn dim(&self) -> usize {
-        Target::dim(self)
+        match *self {
+            Toy::Modes2d => 2,
+            Toy::SumModes { dim } => dim,
+        }
     }
 
     #[inline]
     fn energy(&self, x: &[F]) -> F {
         match *self {
-            Target::Modes2d => Potential::<F>::energy(&Modes2d, x),
-            Target::SumModes { dim } => Potential::<F>::energy(&SumModes { dim }, x),
+            Toy::Modes2d => Potential::<F>::energy(&Modes2d, x),
+            Toy::SumModes { dim } => Potential::<F>::energy(&SumModes { dim }, x),
         }
     }
 
     #[inline]
     fn gradient(&self, x: &[F], grad: &mut [F]) {
         match *self {
-            Target::Modes2d => Potential::<F>::gradient(&Modes2d, x, grad),
-            Target::SumModes { dim } => Potential::<F>::gradient(&SumModes { dim }, x, grad),
+            Toy::Modes2d => Potential::<F>::gradient(&Modes2d, x, grad),
+            Toy::SumModes { dim } => Potential::<F>::gradient(&SumModes { dim }, x, grad),
         }
     }
 }
@@ -103,6 +137,9 @@ pub struct Job {
     pub iterations: u64,
     /// What to record.
     pub record: Record,
+    /// States to start from with `InitialStates::Keep`, ensemble by ensemble and
+    /// replica by replica (E·P·D values); `None` for the options' own start.
+    pub initial_states: Option<Arc<Vec<f32>>>,
 }
 
 /// Final state of one ensemble.
@@ -118,6 +155,9 @@ pub struct EnsembleResult {
     /// Per-pair counts.
     #[serde(skip)]
     pub pairs: Vec<PairStats>,
+    /// The final state of every level, level by level (P·D values).
+    #[serde(skip)]
+    pub levels: Vec<f32>,
 }
 
 /// Traces over the run, one entry every `trace_every` iterations.

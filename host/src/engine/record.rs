@@ -58,6 +58,7 @@ impl Recorder {
                 buffer: 0.0,
                 stats: IndexStats::default(),
                 pairs: Vec::new(),
+                levels: Vec::new(),
             },
             samples: Vec::with_capacity(n_samples * job.target.dim()),
             sample_iterations: Vec::with_capacity(n_samples),
@@ -125,19 +126,22 @@ impl Recorder {
         }
     }
 
-    /// The final state of the ensemble.
+    /// The final state of the ensemble; `levels` holds the state at every level
+    /// (P·D values, level by level).
     pub fn finish(
         &mut self,
         ladder: Vec<f64>,
         buffer: f64,
         stats: IndexStats,
         pairs: Vec<PairStats>,
+        levels: Vec<f32>,
     ) {
         self.result = EnsembleResult {
             ladder,
             buffer,
             stats,
             pairs,
+            levels,
         };
     }
 }

@@ -20,7 +20,7 @@ use nrpt_core::rng::{
 };
 use nrpt_core::target::{EnergyOracle, Noisy};
 
-use super::Target;
+use super::Toy;
 use super::cpu::Simd;
 
 /// Replicas per vector pass.
@@ -28,8 +28,8 @@ const LANES: usize = 16;
 
 /// `true` when [`explore`] applies to a run of `target` with `explorer` and noise
 /// scale `noise` (the noise must be drawn, i.e. above 0).
-pub fn applies(target: Target, explorer: Explorer, noise: f64) -> bool {
-    target == Target::Modes2d && explorer == Explorer::Langevin && noise > 0.0
+pub fn applies(target: Toy, explorer: Explorer, noise: f64) -> bool {
+    target == Toy::Modes2d && explorer == Explorer::Langevin && noise > 0.0
 }
 
 /// One lane group: states in, states out, energies out.
@@ -105,7 +105,7 @@ fn group_step_dispatch(g: &mut Group, k: u64, r0: u32, key: [u32; 2], noise: f32
 /// Phases 1–2 of the current iteration of `t` (the exploration step of every replica
 /// and its energy), written into `t`'s storage exactly as nrpt-core's `step` would;
 /// follow with `t.exchange()`. Only for runs where [`applies`] holds.
-pub fn explore(t: &mut Tempering<'_, f32, Noisy<Target>>, simd: Simd) {
+pub fn explore(t: &mut Tempering<'_, f32, Noisy<Toy>>, simd: Simd) {
     let opts = *t.options();
     let k = t.iteration();
     let key = [opts.seed, opts.ensemble];
@@ -179,7 +179,7 @@ mod tests {
                 ..TemperingOptions::default()
             };
             let oracle = Noisy {
-                potential: Target::Modes2d,
+                potential: Toy::Modes2d,
                 gradient_noise: 2.0,
                 energy_noise: 2.0,
             };

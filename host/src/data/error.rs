@@ -1,0 +1,322 @@
+//! What can go wrong loading a data set. Every message names the file, and for CSV the
+//! line and field (both counted from 1, as editors do), so that a user can go straight
+//! to the problem.
+
+use std::fmt;
+use std::io;
+
+use super::MAX_LABEL;
+
+/// Why a data set could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    /// The flags do not describe a data set.
+    #[error("{flag}: {reason}")]
+    Flag {
+        /// The offending flag, with its dashes (`--labels`).
+        flag: &'static str,
+        /// What is wrong and what would be right.
+        reason: String,
+    },
+    /// A file could not be opened or read, or its gzip stream is corrupt.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file, as the user named it.
+        file: String,
+        /// What the operating system (or the gzip decoder) said.
+        #[source]
+        source: io::Error,
+    },
+    /// A CSV line is wrong as a whole.
+    #[error("{file} line {line}: {problem}")]
+    CsvLine {
+        /// The file, as the user named it.
+        file: String,
+        /// The line, counted from 1.
+        line: usize,
+        /// What is wrong.
+        problem: LineProblem,
+    },
+    /// One field of a CSV line is wrong.
+    #[error("{file} line {line}, field {field}: {problem}")]
+    CsvField {
+        /// The file, as the user named it.
+        file: String,
+        /// The line, counted from 1.
+        line: usize,
+        /// The field (column), counted from 1.
+        field: usize,
+        /// What is wrong.
+        problem: FieldProblem,
+    },
+    /// An `.npy` file's header or contents are wrong.
+    #[error("{file}: {problem}")]
+    Npy {
+        /// The file, as the user named it.
+        file: String,
+        /// What is wrong.
+        problem: NpyProblem,
+    },
+    /// A file holds no examples.
+    #[error("{file}: no examples")]
+    NoExamples {
+        /// The file, as the user named it.
+        file: String,
+    },
+    /// A labels file does not have one label per row of its features file.
+    #[error("{labels} holds {labels_len} labels but {features} holds {rows} rows")]
+    LabelCount {
+        /// The features file.
+        features: String,
+        /// Its number of rows.
+        rows: usize,
+        /// The labels file.
+        labels: String,
+        /// Its number of labels.
+        labels_len: usize,
+    },
+    /// The test file has a different number of features from the training file.
+    #[error("{test} has {test_features} features but {train} has {train_features}")]
+    FeatureCount {
+        /// The training (features) file.
+        train: String,
+        /// Its number of features.
+        train_features: usize,
+        /// The test (features) file.
+        test: String,
+        /// Its number of features.
+        test_features: usize,
+    },
+    /// Every label is 0: there is one class, and a classifier needs two.
+    #[error("{files}: every label is 0, so there is one class; a classifier needs at least 2")]
+    OneClass {
+        /// The files whose labels were read.
+        files: String,
+    },
+    /// The default split left no test example (fewer than 4 examples).
+    #[error(
+        "{file}: {examples} examples leave the test split empty (example i, counted from 0, \
+         is a test example when i % 4 == 3); give at least 4, or a separate test file"
+    )]
+    EmptyTestSplit {
+        /// The training file.
+        file: String,
+        /// Its number of examples.
+        examples: usize,
+    },
+    /// A test value lies so far from the training data that, standardized, it does not
+    /// fit in an `f32`.
+    #[error(
+        "{file} {location}: feature {value:e} lies too many training standard deviations \
+         from the training mean to be represented"
+    )]
+    OutOfRange {
+        /// The file.
+        file: String,
+        /// `line L, field F` for CSV, `[row, column]` (from 0, as NumPy counts) for `.npy`.
+        location: String,
+        /// The value as read.
+        value: f64,
+    },
+    /// The bundled digits file is not what the tests say it is: a broken build.
+    #[error("the bundled digits file: {0}")]
+    Bundled(String),
+}
+
+/// What is wrong with a CSV line as a whole.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineProblem {
+    /// The bytes are not UTF-8.
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    /// A line has one field: it has no features, or no label.
+    #[error("{found} field; a row needs at least one feature and then the label")]
+    TooFewFields {
+        /// The number of fields found.
+        found: usize,
+    },
+    /// The number of fields differs from the first data line's.
+    #[error("{found} fields, but line {first_line} has {expected}")]
+    FieldCount {
+        /// The number of fields on this line.
+        found: usize,
+        /// The number on the first data line.
+        expected: usize,
+        /// The first data line (from 1).
+        first_line: usize,
+    },
+}
+
+/// What is wrong with one CSV field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldProblem {
+    /// Nothing between two commas.
+    #[error("empty")]
+    Empty,
+    /// A feature that does not parse as a number.
+    #[error("feature {0:?} is not a number")]
+    NotANumber(String),
+    /// A feature that is infinite or NaN.
+    #[error("feature {0:?} is not finite")]
+    NotFinite(String),
+    /// A label that is not a non-negative integer (`3` and `3.0` are).
+    #[error("label {0:?} is not a non-negative integer")]
+    BadLabel(String),
+    /// A label above [`MAX_LABEL`].
+    #[error("label {0:?} is above {MAX_LABEL}, the largest label nrpt takes")]
+    LabelTooLarge(String),
+}
+
+/// What is wrong with an `.npy` file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NpyProblem {
+    /// The file does not start with `\x93NUMPY`.
+    #[error("not a .npy file (it does not start with \\x93NUMPY)")]
+    BadMagic,
+    /// A format version other than 1.0, 2.0 or 3.0.
+    #[error("unsupported .npy format version {major}.{minor} (1.0, 2.0 and 3.0 are read)")]
+    Version {
+        /// The major version byte.
+        major: u8,
+        /// The minor version byte.
+        minor: u8,
+    },
+    /// The file ends inside its preamble or header.
+    #[error(
+        "file shorter than its header says: the header ends at byte {needed}, the file has {found}"
+    )]
+    HeaderTruncated {
+        /// Where the header says it ends.
+        needed: u64,
+        /// The file's length.
+        found: u64,
+    },
+    /// The file ends before the data the header announces.
+    #[error(
+        "file shorter than its header says: the shape and dtype need {needed} data bytes, the file has {found}"
+    )]
+    DataTruncated {
+        /// The bytes of data the header announces.
+        needed: u64,
+        /// The bytes after the header.
+        found: u64,
+    },
+    /// The file goes on after the data the header announces.
+    #[error(
+        "file longer than its header says: the shape and dtype need {needed} data bytes, the file has {found}"
+    )]
+    TrailingBytes {
+        /// The bytes of data the header announces.
+        needed: u64,
+        /// The bytes after the header.
+        found: u64,
+    },
+    /// The header is not the Python dict literal the format prescribes.
+    #[error("malformed header: {0}")]
+    Header(String),
+    /// A required key is missing.
+    #[error("the header has no {0:?} key")]
+    MissingKey(&'static str),
+    /// A key other than `descr`, `fortran_order` and `shape`.
+    #[error("the header has an unexpected key {0:?}")]
+    UnknownKey(String),
+    /// A dtype other than f4, f8, i1, i2, i4, i8, u1, u2, u4, u8.
+    #[error(
+        "unsupported dtype {0} (nrpt reads f4, f8, i1, i2, i4, i8, u1, u2, u4 and u8, \
+         little- or big-endian)"
+    )]
+    Dtype(String),
+    /// The wrong number of dimensions: features are 2-D, labels 1-D.
+    #[error("expected a {expected}-D array, found shape {shape}")]
+    Dimensions {
+        /// The dimensions wanted.
+        expected: usize,
+        /// The shape found.
+        shape: Shape,
+    },
+    /// The shape's element or byte count overflows 64 bits or the address space.
+    #[error("shape {0} is too large")]
+    TooLarge(Shape),
+    /// A features array with no columns.
+    #[error("shape {0} has no feature columns")]
+    NoFeatures(Shape),
+    /// A feature that is infinite or NaN (indices from 0, as NumPy counts).
+    #[error("[{row}, {column}] is {value}, not finite")]
+    NotFinite {
+        /// Row, from 0.
+        row: usize,
+        /// Column, from 0.
+        column: usize,
+        /// The value, as text.
+        value: String,
+    },
+    /// A label that is not a non-negative integer (index from 0).
+    #[error("[{index}] is {value}, not a non-negative integer label")]
+    BadLabel {
+        /// Index, from 0.
+        index: usize,
+        /// The value, as text.
+        value: String,
+    },
+    /// A label above [`MAX_LABEL`] (index from 0).
+    #[error("[{index}] is {value}, above {MAX_LABEL}, the largest label nrpt takes")]
+    LabelTooLarge {
+        /// Index, from 0.
+        index: usize,
+        /// The value, as text.
+        value: String,
+    },
+}
+
+/// An array shape, shown as NumPy shows it: `(3,)`, `(2, 3)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<u64>);
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_slice() {
+            [one] => write!(f, "({one},)"),
+            dims => {
+                f.write_str("(")?;
+                for (i, d) in dims.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{d}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_print_as_numpy_prints_them() {
+        assert_eq!(Shape(vec![]).to_string(), "()");
+        assert_eq!(Shape(vec![3]).to_string(), "(3,)");
+        assert_eq!(Shape(vec![2, 3]).to_string(), "(2, 3)");
+        assert_eq!(Shape(vec![1, 2, 3]).to_string(), "(1, 2, 3)");
+    }
+
+    #[test]
+    fn csv_messages_name_file_line_and_field() {
+        let e = DataError::CsvField {
+            file: "train.csv".into(),
+            line: 17,
+            field: 65,
+            problem: FieldProblem::BadLabel("3.5".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "train.csv line 17, field 65: label \"3.5\" is not a non-negative integer"
+        );
+    }
+}

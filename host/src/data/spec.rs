@@ -1,0 +1,294 @@
+//! Which data to load, and how the flags `--data`, `--labels`, `--test-data` and
+//! `--test-labels` name it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::display;
+use super::error::DataError;
+
+/// Which data to load.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DataSpec {
+    /// The bundled UCI optical digits (default).
+    #[default]
+    Digits,
+    /// CSV files: training file, optional test file. Labels are in the last column.
+    Csv {
+        /// The training examples (`.csv`, or gzip-compressed `.csv.gz`).
+        train: PathBuf,
+        /// The test examples; without it, every fourth training example is one.
+        test: Option<PathBuf>,
+    },
+    /// `.npy` files: training features and labels, optional test features and labels.
+    Npy {
+        /// Training features, a 2-D array.
+        train_x: PathBuf,
+        /// Training labels, a 1-D array.
+        train_y: PathBuf,
+        /// Test features and labels; without them, every fourth training example is one.
+        test: Option<(PathBuf, PathBuf)>,
+    },
+}
+
+/// The formats a file name can announce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Csv,
+    Npy,
+}
+
+/// The format of `path` from its name: `.csv` or `.csv.gz` (any case), or `.npy`.
+fn format_of(path: &Path, flag: &'static str) -> Result<Format, DataError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if name.ends_with(".csv") || name.ends_with(".csv.gz") {
+        Ok(Format::Csv)
+    } else if name.ends_with(".npy") {
+        Ok(Format::Npy)
+    } else {
+        Err(DataError::Flag {
+            flag,
+            reason: format!(
+                "cannot tell the format of {}: name a .csv, .csv.gz or .npy file",
+                display(path)
+            ),
+        })
+    }
+}
+
+impl DataSpec {
+    /// The data the four flags name: none of them is the bundled digits; a `.csv` or
+    /// `.csv.gz` `--data` file is CSV (labels in its last column, so no `--labels`); a
+    /// `.npy` `--data` file is NumPy, and needs `--labels`. A test file is optional, and
+    /// for `.npy` comes as `--test-data` with `--test-labels`. The error names the flag.
+    pub fn from_paths(
+        data: Option<&Path>,
+        labels: Option<&Path>,
+        test_data: Option<&Path>,
+        test_labels: Option<&Path>,
+    ) -> Result<DataSpec, DataError> {
+        let flag = |flag, reason: &str| DataError::Flag {
+            flag,
+            reason: reason.to_string(),
+        };
+        let Some(data) = data else {
+            let needs_data = "needs --data (without it, nrpt uses the bundled digits)";
+            return match (labels, test_data, test_labels) {
+                (None, None, None) => Ok(DataSpec::Digits),
+                (Some(_), _, _) => Err(flag("--labels", needs_data)),
+                (_, Some(_), _) => Err(flag("--test-data", needs_data)),
+                (_, _, Some(_)) => Err(flag("--test-labels", needs_data)),
+            };
+        };
+        match format_of(data, "--data")? {
+            Format::Csv => {
+                if labels.is_some() {
+                    return Err(flag(
+                        "--labels",
+                        "is for .npy data; a CSV file has its labels in its last column",
+                    ));
+                }
+                if test_labels.is_some() {
+                    return Err(flag(
+                        "--test-labels",
+                        "is for .npy data; a CSV file has its labels in its last column",
+                    ));
+                }
+                if let Some(t) = test_data
+                    && format_of(t, "--test-data")? != Format::Csv
+                {
+                    return Err(flag("--test-data", "must be CSV, like --data"));
+                }
+                Ok(DataSpec::Csv {
+                    train: data.to_path_buf(),
+                    test: test_data.map(Path::to_path_buf),
+                })
+            }
+            Format::Npy => {
+                let Some(labels) = labels else {
+                    return Err(flag(
+                        "--labels",
+                        "is needed with .npy --data: a labels .npy file",
+                    ));
+                };
+                if format_of(labels, "--labels")? != Format::Npy {
+                    return Err(flag("--labels", "must be a .npy file, like --data"));
+                }
+                let test = match (test_data, test_labels) {
+                    (None, None) => None,
+                    (Some(_), None) => {
+                        return Err(flag("--test-labels", "is needed with .npy --test-data"));
+                    }
+                    (None, Some(_)) => {
+                        return Err(flag("--test-data", "is needed with --test-labels"));
+                    }
+                    (Some(x), Some(y)) => {
+                        for (path, name) in [(x, "--test-data"), (y, "--test-labels")] {
+                            if format_of(path, name)? != Format::Npy {
+                                return Err(flag(name, "must be a .npy file, like --data"));
+                            }
+                        }
+                        Some((x.to_path_buf(), y.to_path_buf()))
+                    }
+                };
+                Ok(DataSpec::Npy {
+                    train_x: data.to_path_buf(),
+                    train_y: labels.to_path_buf(),
+                    test,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(flags: [Option<&str>; 4]) -> Result<DataSpec, DataError> {
+        let [a, b, c, d] = flags.map(|f| f.map(Path::new));
+        DataSpec::from_paths(a, b, c, d)
+    }
+
+    fn error(flags: [Option<&str>; 4]) -> String {
+        spec(flags).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn no_flags_is_the_digits() {
+        assert_eq!(spec([None; 4]).unwrap(), DataSpec::Digits);
+        assert_eq!(DataSpec::default(), DataSpec::Digits);
+    }
+
+    #[test]
+    fn csv_by_name() {
+        let s = spec([Some("a/Train.CSV"), None, Some("t.csv.gz"), None]).unwrap();
+        assert_eq!(
+            s,
+            DataSpec::Csv {
+                train: "a/Train.CSV".into(),
+                test: Some("t.csv.gz".into())
+            }
+        );
+        let s = spec([Some("train.csv.gz"), None, None, None]).unwrap();
+        assert_eq!(
+            s,
+            DataSpec::Csv {
+                train: "train.csv.gz".into(),
+                test: None
+            }
+        );
+    }
+
+    #[test]
+    fn npy_by_name() {
+        let s = spec([Some("x.npy"), Some("y.npy"), Some("tx.npy"), Some("ty.npy")]).unwrap();
+        assert_eq!(
+            s,
+            DataSpec::Npy {
+                train_x: "x.npy".into(),
+                train_y: "y.npy".into(),
+                test: Some(("tx.npy".into(), "ty.npy".into()))
+            }
+        );
+        let s = spec([Some("x.npy"), Some("y.npy"), None, None]).unwrap();
+        assert!(matches!(s, DataSpec::Npy { test: None, .. }));
+    }
+
+    #[test]
+    fn inconsistent_flags_name_the_flag() {
+        for (flags, start) in [
+            ([None, Some("y.npy"), None, None], "--labels: needs --data"),
+            (
+                [None, None, Some("t.csv"), None],
+                "--test-data: needs --data",
+            ),
+            (
+                [None, None, None, Some("t.npy")],
+                "--test-labels: needs --data",
+            ),
+            (
+                [Some("d.txt"), None, None, None],
+                "--data: cannot tell the format of d.txt",
+            ),
+            (
+                [Some("d.csv"), Some("y.npy"), None, None],
+                "--labels: is for .npy data",
+            ),
+            (
+                [Some("d.csv"), None, None, Some("y.npy")],
+                "--test-labels: is for .npy data",
+            ),
+            (
+                [Some("d.csv"), None, Some("t.npy"), None],
+                "--test-data: must be CSV",
+            ),
+            (
+                [Some("d.csv"), None, Some("t.tsv"), None],
+                "--test-data: cannot tell",
+            ),
+            (
+                [Some("x.npy"), None, None, None],
+                "--labels: is needed with .npy --data",
+            ),
+            (
+                [Some("x.npy"), Some("y.csv"), None, None],
+                "--labels: must be a .npy file",
+            ),
+            (
+                [Some("x.npy"), Some("y"), None, None],
+                "--labels: cannot tell",
+            ),
+            (
+                [Some("x.npy"), Some("y.npy"), Some("t.npy"), None],
+                "--test-labels: is needed",
+            ),
+            (
+                [Some("x.npy"), Some("y.npy"), None, Some("t.npy")],
+                "--test-data: is needed",
+            ),
+            (
+                [Some("x.npy"), Some("y.npy"), Some("t.csv"), Some("u.npy")],
+                "--test-data: must be a .npy file",
+            ),
+            (
+                [Some("x.npy"), Some("y.npy"), Some("t.npy"), Some("u.csv")],
+                "--test-labels: must be a .npy file",
+            ),
+        ] {
+            let e = error(flags);
+            assert!(e.starts_with(start), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn serializes_with_a_kind_and_paths_as_strings() {
+        let s = DataSpec::Npy {
+            train_x: "x.npy".into(),
+            train_y: "y.npy".into(),
+            test: None,
+        };
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"npy","train_x":"x.npy","train_y":"y.npy","test":null}"#
+        );
+        assert_eq!(serde_json::from_str::<DataSpec>(&json).unwrap(), s);
+        let digits = serde_json::to_string(&DataSpec::Digits).unwrap();
+        assert_eq!(digits, r#"{"kind":"digits"}"#);
+        let csv: DataSpec =
+            serde_json::from_str(r#"{"kind":"csv","train":"a.csv","test":"b.csv"}"#).unwrap();
+        assert_eq!(
+            csv,
+            DataSpec::Csv {
+                train: "a.csv".into(),
+                test: Some("b.csv".into())
+            }
+        );
+    }
+}
