@@ -64,6 +64,7 @@
 //! - [`rules`]: the paper's rules by default, and the named variants of the authors'
 //!   code ([`Rules::AUTHORS_CODE`]) and of earlier nrpt;
 //! - [`rng`]: Philox4x32-10, counter-based, so CPU and GPU draw the same numbers;
+//! - [`exact`]: exact tempering on a path π₀^(1−β) π₁^β: MALA, barrier, schedule, log Z;
 //! - [`driver`]: one full iteration over buffers the caller owns ([`Tempering`]), and
 //!   [`fixed`]: the same over arrays of compile-time size ([`FixedTempering`]).
 //!
@@ -82,6 +83,7 @@ pub mod adapt;
 pub mod bernoulli;
 pub mod driver;
 pub mod error;
+pub mod exact;
 pub mod explore;
 pub mod fastmath;
 pub mod fixed;

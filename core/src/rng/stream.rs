@@ -72,6 +72,22 @@ pub mod streams {
     /// replica field holds the pair index l, and the stream gives the energy noise of
     /// the upper (hotter) side of pair (l, l + 1), then of the lower.
     pub const PAIR: u32 = 3;
+    /// Exact tempering ([`crate::exact`]): everything one replica draws to explore at
+    /// one iteration, per replica. At a level with β > 0, each MALA step takes the
+    /// normals of its proposal ([`fill_normals`](crate::rng::fill_normals) over D
+    /// values, `2·ceil(D/2)` words), then one word for its accept/reject uniform; at the
+    /// reference level (β = 0), whatever
+    /// [`AnnealingPath::sample_reference`](crate::exact::AnnealingPath::sample_reference)
+    /// takes for one exact draw.
+    pub const EXACT_EXPLORE: u32 = 4;
+    /// Exact tempering: ensemble-wide (replica [`ENSEMBLE_WIDE`](super::ENSEMBLE_WIDE)),
+    /// per iteration: for SEO first one word whose top bit is the parity, then one
+    /// word per pair l = 0 … P − 2, in order, whose uniform decides the Metropolis swap
+    /// of that pair (drawn for every pair, eligible or not).
+    pub const EXACT_SWAP: u32 = 5;
+    /// Exact tempering: the initial state of each replica, one exact draw from the
+    /// reference, per replica with iteration 0.
+    pub const EXACT_INIT: u32 = 6;
 }
 
 /// One keyed Philox stream (see the [module docs](self) for the exact formula).

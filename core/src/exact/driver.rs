@@ -1,0 +1,462 @@
+//! The exact tempering run: explore, swap, record, and close rounds.
+
+use crate::error::Error;
+use crate::index::{IndexStats, authors_pass, init_identity, observe_arrival};
+use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, streams};
+use crate::swap::{SwapBuffers, flags, sweep_unchecked};
+
+use super::barrier::Barrier;
+use super::buffers::{ExactBuffers, LevelRecord, PairRecord};
+use super::chains::rate_of;
+use super::evidence::{BatchMeans, Estimate, batch_of};
+use super::mala::{adapt_step, mala_explore, reference_draw};
+use super::options::{ExactOptions, StartStates};
+use super::path::AnnealingPath;
+use super::report::{ExactReport, RoundReport};
+use super::schedule::{InitialGrid, check_grid, uniform_grid};
+use super::swap::TemperedSwaps;
+
+/// Exact non-reversible parallel tempering of one ensemble over buffers the caller owns:
+/// MALA explorers (exact draws at β = 0), Metropolis swaps by windowed DEO or SEO,
+/// rounds of doubling length that re-place the β grid at equal barrier, and the
+/// barrier and stepping-stone estimates of every round (see [`crate::exact`]).
+#[derive(Debug)]
+pub struct ExactTempering<'a, P: AnnealingPath> {
+    path: P,
+    options: ExactOptions,
+    b: ExactBuffers<'a>,
+    dim: usize,
+    iteration: u64,
+    round: u32,
+    round_iteration: u64,
+    started: bool,
+    /// A round has just ended: its records are cleared before the next iteration.
+    closed: bool,
+    stats: IndexStats,
+    round_base: IndexStats,
+    forward_batches: BatchMeans,
+    reverse_batches: BatchMeans,
+    adapt_grid: bool,
+    adapt_steps: bool,
+    last_round: Option<RoundReport>,
+    failure: Option<P::Error>,
+}
+
+impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
+    /// Checks the options, the path and every buffer length (P from `buffers.betas`, D
+    /// from the path), then sets the grid, the step sizes, the permutation and the
+    /// records. The path is not called until the first iteration.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid option ([`ExactOptions::validate`]), path setting, buffer length
+    /// ([`ExactBuffers::check`]) or, with [`InitialGrid::Keep`], grid point
+    /// ([`check_grid`]).
+    pub fn new(
+        options: ExactOptions,
+        path: P,
+        mut buffers: ExactBuffers<'a>,
+    ) -> Result<Self, Error> {
+        let options = options.validate()?;
+        path.validate()?;
+        let dim = path.dim();
+        buffers.check(dim)?;
+        match options.schedule.initial_grid {
+            InitialGrid::Uniform => uniform_grid(buffers.betas)?,
+            InitialGrid::Keep => {
+                check_grid(buffers.betas)?;
+            }
+        }
+        let b = &mut buffers;
+        init_identity(b.replica_at, b.level_of, b.trips);
+        b.gates.fill(true);
+        b.flags.fill(0);
+        b.pairs.fill(PairRecord::default());
+        b.levels.fill(LevelRecord {
+            step: options.mala.initial_step,
+            ..LevelRecord::default()
+        });
+        b.log_likelihoods.fill(f64::NAN);
+        b.barrier_betas.copy_from_slice(b.betas);
+        b.barrier_values.fill(0.0);
+        b.scratch.fill(0.0);
+        Ok(ExactTempering {
+            path,
+            options,
+            b: buffers,
+            dim,
+            iteration: 0,
+            round: 0,
+            round_iteration: 0,
+            started: false,
+            closed: false,
+            stats: IndexStats::default(),
+            round_base: IndexStats::default(),
+            forward_batches: BatchMeans::default(),
+            reverse_batches: BatchMeans::default(),
+            adapt_grid: options.schedule.adapt_grid,
+            adapt_steps: options.mala.adapt,
+            last_round: None,
+            failure: None,
+        })
+    }
+
+    /// Runs one iteration: every level explores, the windowed sweep swaps, the records
+    /// are updated; if the iteration completes a round, the round is closed (report in
+    /// [`ExactReport::round_end`], grid re-placed for the next one).
+    ///
+    /// # Errors
+    ///
+    /// The path's error; the replicas may then be half-explored, so every later call
+    /// returns the same error.
+    pub fn step(&mut self) -> Result<ExactReport, P::Error> {
+        if let Some(e) = &self.failure {
+            return Err(e.clone());
+        }
+        let out = self.iterate();
+        if let Err(e) = &out {
+            self.failure = Some(e.clone());
+        }
+        out
+    }
+
+    /// Runs the iterations left in the current round and returns its report.
+    pub fn run_round(&mut self) -> Result<RoundReport, P::Error> {
+        loop {
+            if let Some(r) = self.step()?.round_end {
+                return Ok(r);
+            }
+        }
+    }
+
+    fn iterate(&mut self) -> Result<ExactReport, P::Error> {
+        if !self.started {
+            self.start()?;
+        }
+        if self.closed {
+            self.b.pairs.fill(PairRecord::default());
+            self.b.levels.iter_mut().for_each(LevelRecord::clear_round);
+            self.closed = false;
+        }
+        self.explore()?;
+        self.record_stepping_stones();
+        let report = self.exchange();
+        self.iteration += 1;
+        self.round_iteration += 1;
+        let n = self.round_length();
+        if batch_of(self.round_iteration - 1, n).1 {
+            self.close_batch();
+        }
+        let round_end = (self.round_iteration >= n).then(|| self.close_round());
+        Ok(ExactReport {
+            round_end,
+            ..report
+        })
+    }
+
+    /// Initial states (unless kept) and their ℓ.
+    fn start(&mut self) -> Result<(), P::Error> {
+        let o = self.options;
+        let d = self.dim;
+        for (r, x) in self.b.states.chunks_mut(d).enumerate() {
+            if o.start == StartStates::Reference {
+                let mut rng =
+                    PhiloxStream::new(o.seed, o.ensemble, 0, r as u32, streams::EXACT_INIT);
+                self.path.sample_reference(x, &mut rng)?;
+            }
+            self.b.log_likelihoods[r] = self.path.log_likelihood(x)?;
+        }
+        self.started = true;
+        Ok(())
+    }
+
+    /// Every level moves its replica: MALA at β > 0, an exact draw at β = 0.
+    fn explore(&mut self) -> Result<(), P::Error> {
+        let o = self.options;
+        let (d, k) = (self.dim, self.iteration);
+        let b = &mut self.b;
+        for (level, (&beta, rec)) in b.betas.iter().zip(b.levels.iter_mut()).enumerate() {
+            let r = b.replica_at[level] as usize;
+            let x = &mut b.states[r * d..(r + 1) * d];
+            let mut rng =
+                PhiloxStream::new(o.seed, o.ensemble, k, r as u32, streams::EXACT_EXPLORE);
+            let out = if beta == 0.0 {
+                reference_draw(&mut self.path, x, &mut rng)?
+            } else {
+                let steps = o.mala.steps_per_iteration;
+                mala_explore(
+                    &mut self.path,
+                    beta,
+                    rec.step,
+                    steps,
+                    x,
+                    b.scratch,
+                    &mut rng,
+                )?
+            };
+            b.log_likelihoods[r] = out.log_likelihood;
+            if out.proposals > 0 {
+                rec.acceptance_sum += out.acceptance_sum;
+                rec.proposals += u64::from(out.proposals);
+                rec.accepted += u64::from(out.accepted);
+                if self.adapt_steps {
+                    let mean = out.acceptance_sum / f64::from(out.proposals);
+                    rec.step = adapt_step(
+                        rec.step,
+                        rec.updates,
+                        mean,
+                        o.mala.target_acceptance,
+                        o.mala.decay,
+                    );
+                    rec.updates += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The forward and reverse stepping-stone terms of every pair, from the explored
+    /// states before the swaps.
+    fn record_stepping_stones(&mut self) {
+        let b = &mut self.b;
+        for (l, rec) in b.pairs.iter_mut().enumerate() {
+            let gap = b.betas[l] - b.betas[l + 1];
+            let ell_cold = b.log_likelihoods[b.replica_at[l] as usize];
+            let ell_hot = b.log_likelihoods[b.replica_at[l + 1] as usize];
+            let (fwd, rev) = (gap * ell_hot, -gap * ell_cold);
+            rec.forward.push(fwd);
+            rec.forward_batch.push(fwd);
+            rec.reverse.push(rev);
+            rec.reverse_batch.push(rev);
+        }
+    }
+
+    /// The windowed sweep and the swap and round-trip book-keeping.
+    fn exchange(&mut self) -> ExactReport {
+        let o = self.options;
+        let k = self.iteration;
+        let b = &mut self.b;
+        let pairs = &mut *b.pairs;
+        let mut test =
+            TemperedSwaps::new(b.betas, b.log_likelihoods, o.swap_test, |pair, alpha| {
+                let rec = &mut pairs[pair];
+                rec.tests += 1;
+                rec.rejection_sum += 1.0 - alpha;
+            });
+        let mut rng = PhiloxStream::new(o.seed, o.ensemble, k, ENSEMBLE_WIDE, streams::EXACT_SWAP);
+        let swap = SwapBuffers {
+            replica_at: b.replica_at,
+            level_of: b.level_of,
+            gates: b.gates,
+            flags: b.flags,
+        };
+        let Ok(summary) = sweep_unchecked(k, o.scheme, swap, &mut rng, &mut test);
+
+        let before = self.stats.round_trips;
+        let top = b.betas.len() - 1;
+        for (pair, (&f, rec)) in b.flags.iter().zip(b.pairs.iter_mut()).enumerate() {
+            rec.attempts += u64::from(f & flags::ATTEMPT != 0);
+            rec.nonfinite += u64::from(f & flags::NONFINITE != 0);
+            if f & flags::SWAPPED != 0 {
+                rec.swaps += 1;
+                for level in [pair, pair + 1] {
+                    let r = b.replica_at[level] as usize;
+                    self.stats
+                        .record(observe_arrival(&mut b.trips[r], level, top));
+                }
+            }
+        }
+        self.stats.nonfinite_energies += u64::from(summary.nonfinite);
+        self.stats.authors_round_trips += u64::from(authors_pass(b.trips, b.replica_at, b.flags));
+        ExactReport {
+            swaps: summary.swaps,
+            round_trips: (self.stats.round_trips - before) as u32,
+            nonfinite_pairs: summary.nonfinite,
+            round_end: None,
+        }
+    }
+
+    /// One batch of the round is complete: its stepping-stone estimates.
+    fn close_batch(&mut self) {
+        let (mut fwd, mut rev) = (0.0, 0.0);
+        for rec in self.b.pairs.iter_mut() {
+            fwd += rec.forward_batch.log_mean();
+            rev -= rec.reverse_batch.log_mean();
+            rec.clear_batch();
+        }
+        self.forward_batches.push(fwd);
+        self.reverse_batches.push(rev);
+    }
+
+    /// The round's report; the barrier snapshot; the next grid; the next round.
+    fn close_round(&mut self) -> RoundReport {
+        let b = &mut self.b;
+        let p = b.betas.len();
+        // Λ̂ at the knots of this round's grid.
+        b.barrier_betas.copy_from_slice(b.betas);
+        let mut acc = 0.0;
+        b.barrier_values[p - 1] = 0.0;
+        for l in (0..p - 1).rev() {
+            // NaN cannot occur (α is 0 for a non-finite ℓ); were it to, it counts as 1.
+            let r = b.pairs[l].rejection_rate();
+            acc += if r.is_nan() { 1.0 } else { r.clamp(0.0, 1.0) };
+            b.barrier_values[l] = acc;
+        }
+        let rates = || b.pairs.iter().map(PairRecord::rejection_rate);
+        let rejection_range = rates().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+            (lo.min(r), hi.max(r))
+        });
+        let forward: f64 = b.pairs.iter().map(|r| r.forward.log_mean()).sum();
+        let reverse: f64 = b.pairs.iter().map(|r| -r.reverse.log_mean()).sum();
+        let (acc_sum, proposals) = b.levels.iter().fold((0.0, 0u64), |(a, n), l| {
+            (a + l.acceptance_sum, n + l.proposals)
+        });
+        let mut report = RoundReport {
+            round: self.round,
+            iterations: self.round_iteration,
+            global_barrier: acc,
+            log_normalizer: Estimate {
+                value: forward,
+                standard_error: self.forward_batches.standard_error(),
+            },
+            log_normalizer_reverse: Estimate {
+                value: reverse,
+                standard_error: self.reverse_batches.standard_error(),
+            },
+            round_trips: self.stats.round_trips - self.round_base.round_trips,
+            restarts: self.stats.restarts - self.round_base.restarts,
+            predicted_round_trip_rate: rate_of(rates()),
+            rejection_range,
+            mala_acceptance: acc_sum / proposals as f64,
+            grid_adapted: false,
+        };
+        if self.adapt_grid && acc > 0.0 {
+            let placed = Barrier::new(b.barrier_betas, b.barrier_values)
+                .and_then(|barrier| barrier.equal_barrier_grid(b.betas));
+            match placed {
+                Ok(()) => report.grid_adapted = true,
+                // A degenerate barrier: keep this round's grid.
+                Err(_) => b.betas.copy_from_slice(b.barrier_betas),
+            }
+        }
+        self.forward_batches.clear();
+        self.reverse_batches.clear();
+        self.round += 1;
+        self.round_iteration = 0;
+        self.round_base = self.stats;
+        self.closed = true;
+        self.last_round = Some(report);
+        report
+    }
+
+    /// Iterations of the current round ([`ScheduleOptions::round_length`](super::ScheduleOptions::round_length)).
+    pub fn round_length(&self) -> u64 {
+        self.options.schedule.round_length(self.round)
+    }
+
+    /// The current round (from 0): rounds completed so far.
+    pub fn round(&self) -> u32 {
+        self.round
+    }
+
+    /// Iterations done in the whole run.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// Iterations done in the current round.
+    pub fn round_iteration(&self) -> u64 {
+        self.round_iteration
+    }
+
+    /// Turns the grid's re-placement after each round on or off (off: the grid stays
+    /// fixed from now on, as for a final measurement round).
+    pub fn set_adapt_grid(&mut self, on: bool) {
+        self.adapt_grid = on;
+    }
+
+    /// Turns the step-size adaptation on or off from the next iteration on.
+    pub fn set_adapt_steps(&mut self, on: bool) {
+        self.adapt_steps = on;
+    }
+
+    /// The barrier of the last completed round (Λ̂ = 0 everywhere before the first).
+    pub fn barrier(&self) -> Barrier<'_> {
+        // Valid by construction: a checked grid and sums of rates in [0, 1].
+        Barrier::from_checked(self.b.barrier_betas, self.b.barrier_values)
+    }
+
+    /// The report of the last completed round.
+    pub fn last_round(&self) -> Option<&RoundReport> {
+        self.last_round.as_ref()
+    }
+
+    /// Round trips, restarts and non-finite counts over the whole run.
+    pub fn stats(&self) -> IndexStats {
+        self.stats
+    }
+
+    /// The current grid, by level.
+    pub fn betas(&self) -> &[f64] {
+        self.b.betas
+    }
+
+    /// Step sizes and acceptance, by level (the current round; after a round ends and
+    /// until the next iteration, that round's).
+    pub fn levels(&self) -> &[LevelRecord] {
+        self.b.levels
+    }
+
+    /// Swap and stepping-stone records, by pair (same timing as [`Self::levels`]; the
+    /// grid they belong to is [`Barrier::betas`] of [`Self::barrier`] once the round
+    /// is closed).
+    pub fn pairs(&self) -> &[PairRecord] {
+        self.b.pairs
+    }
+
+    /// States, replica-major.
+    pub fn states(&self) -> &[f64] {
+        self.b.states
+    }
+
+    /// The state at `level` (level 0: the target's sample), or `None` past the last.
+    pub fn state_at_level(&self, level: usize) -> Option<&[f64]> {
+        let r = *self.b.replica_at.get(level)? as usize;
+        self.b.states.get(r * self.dim..(r + 1) * self.dim)
+    }
+
+    /// ℓ of each replica's state, by replica.
+    pub fn log_likelihoods(&self) -> &[f64] {
+        self.b.log_likelihoods
+    }
+
+    /// Replica at each level.
+    pub fn replica_at(&self) -> &[u32] {
+        self.b.replica_at
+    }
+
+    /// Level of each replica.
+    pub fn level_of(&self) -> &[u32] {
+        self.b.level_of
+    }
+
+    /// The path.
+    pub fn path(&self) -> &P {
+        &self.path
+    }
+
+    /// The validated options.
+    pub fn options(&self) -> &ExactOptions {
+        &self.options
+    }
+
+    /// The error that stopped the run, if the path failed.
+    pub fn failure(&self) -> Option<&P::Error> {
+        self.failure.as_ref()
+    }
+
+    /// Gives the buffers back.
+    pub fn into_buffers(self) -> ExactBuffers<'a> {
+        self.b
+    }
+}

@@ -1,0 +1,77 @@
+//! Annealing paths with a reference: the densities exact tempering interpolates.
+//!
+//! A path is a reference π₀ that can be sampled exactly and a target π₁, joined by
+//!
+//! ```text
+//! π_β(x) ∝ π₀(x)^(1−β) π₁(x)^β = π₀(x) · exp(β ℓ(x)),   ℓ = log π₁ − log π₀,   β ∈ [0, 1].
+//! ```
+//!
+//! The sampler needs log π₀ and ℓ with their gradients (MALA at every β > 0), ℓ alone
+//! (the swaps and the stepping stone), and exact draws from π₀ (the level β = 0). In
+//! nrpt's level order, level 0 is the target (β = 1) and level P − 1 the reference
+//! (β = 0).
+//!
+//! Normalization is the path's choice and decides what the stepping stone estimates:
+//! with `Z(β) = ∫ π₀(x) e^{β ℓ(x)} dx` for the functions exactly as the path returns
+//! them, the sampler estimates `log Z(1) − log Z(0)`. If [`log_reference`] returns a
+//! normalized log density (Z(0) = 1), that is log Z(1) = log ∫ π₀ e^ℓ, the log normalizing
+//! constant of the unnormalized target `γ₁ = π₀ e^ℓ`.
+//!
+//! [`log_reference`]: AnnealingPath::log_reference
+
+use rand_core::Rng;
+
+use crate::error::Error;
+
+/// A reference π₀ and a log-likelihood ℓ = log π₁ − log π₀: the path
+/// π_β ∝ π₀ e^{βℓ} (see the [module docs](self)).
+///
+/// States are `f64` slices of length [`dim`](AnnealingPath::dim); gradients are written
+/// into caller-owned slices of the same length. Randomness for exact draws comes only
+/// from the `rng` handed in (the driver hands each replica and iteration its own Philox
+/// stream, [`crate::rng::streams::EXACT_EXPLORE`]).
+pub trait AnnealingPath {
+    /// Error of a failed evaluation (a data source that fails, say). Non-finite values
+    /// are not errors: a MALA proposal with a non-finite log density is rejected and a
+    /// non-finite ℓ never wins a swap. `Clone`, because a sampler stopped by an error
+    /// returns it again on every later call.
+    type Error: core::fmt::Debug + Clone;
+
+    /// Dimension D of a state.
+    fn dim(&self) -> usize;
+
+    /// Checks the path's own settings when a sampler is built; the default accepts
+    /// everything.
+    fn validate(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// log π₀(x), and ∇ log π₀(x) written into `grad` (length D).
+    fn log_reference(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, Self::Error>;
+
+    /// ℓ(x) = log π₁(x) − log π₀(x), and ∇ℓ(x) written into `grad` (length D).
+    fn log_likelihood_gradient(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, Self::Error>;
+
+    /// ℓ(x) alone (the reference level needs no gradient).
+    fn log_likelihood(&mut self, x: &[f64]) -> Result<f64, Self::Error>;
+
+    /// Overwrites `x` (length D) with an exact draw from the normalized π₀, using only
+    /// `rng`.
+    fn sample_reference<R: Rng + ?Sized>(
+        &mut self,
+        x: &mut [f64],
+        rng: &mut R,
+    ) -> Result<(), Self::Error>;
+}
+
+/// `log π_β = log π₀ + β ℓ` from its two parts (what MALA targets at level β, up to the
+/// constant log Z(β)).
+#[inline]
+pub fn log_tempered(beta: f64, log_reference: f64, log_likelihood: f64) -> f64 {
+    if beta == 0.0 {
+        // 0 · (−∞) would be NaN: at β = 0 the likelihood plays no part.
+        log_reference
+    } else {
+        log_reference + beta * log_likelihood
+    }
+}
