@@ -8,12 +8,13 @@
 # path (the processor-independent measure the project tracks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/target-dir.sh # target_dir: cargo's target directory ($CARGO_TARGET_DIR or target/)
 e=${1:-64}
 p=${2:-16}
 n=${3:-500}
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
 cargo build --profile profiling -p nrpt-host -q
-bin=target/profiling/nrpt
+bin="$(target_dir)/profiling/nrpt"
 count() {
     local out
     out=$(mktemp)

@@ -14,6 +14,7 @@
 # "embedded: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")"
+source ../scripts/target-dir.sh # target_dir DIR: cargo's target directory for DIR
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
@@ -54,9 +55,14 @@ check "wasm: fmt, clippy (host)" lint wasm
 check "wasm: clippy (wasm32)" lint wasm --target wasm32-unknown-unknown
 
 step "host: the reference run"
+# The three workspaces have a target directory each, or all share $CARGO_TARGET_DIR:
+# cargo says which (the firmware and the .wasm are under their target triple).
+toyrun_exe="$(target_dir toyrun)/release/toyrun"
+firmware_elf="$(target_dir firmware)/thumbv7em-none-eabihf/release/nrpt-firmware"
+wasm_module="$(target_dir wasm)/wasm32-unknown-unknown/release/nrpt_wasm.wasm"
 check "toyrun builds" bash -c '(cd toyrun && cargo build --release -q)'
-check "host report" bash -c "toyrun/target/release/toyrun >'$out/host.txt'"
-check "host json" bash -c "toyrun/target/release/toyrun json >'$out/native.json'"
+check "host report" bash -c '"$1" >"$2"' - "$toyrun_exe" "$out/host.txt"
+check "host json" bash -c '"$1" json >"$2"' - "$toyrun_exe" "$out/native.json"
 
 step "firmware: build, then run under qemu-system-arm (mps2-an386, Cortex-M4F)"
 check "firmware builds" bash -c '(cd firmware && cargo build --release -q)'
@@ -65,7 +71,7 @@ run_firmware() {
     start=$(date +%s%N)
     timeout 60 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
         -semihosting-config enable=on,target=native -icount shift=0 \
-        -kernel firmware/target/thumbv7em-none-eabihf/release/nrpt-firmware \
+        -kernel "$firmware_elf" \
         >"$out/firmware.txt" 2>"$out/firmware.err"
     rc=$?
     end=$(date +%s%N)
@@ -84,7 +90,7 @@ step "wasm: native tests, module build, Node test"
 check "wasm tests (native)" bash -c '(cd wasm && cargo test -q)'
 check "wasm builds" bash -c '(cd wasm && cargo build --release -q --target wasm32-unknown-unknown)'
 check "node test: wasm = native" \
-    node wasm/test.mjs wasm/target/wasm32-unknown-unknown/release/nrpt_wasm.wasm "$out/native.json"
+    node wasm/test.mjs "$wasm_module" "$out/native.json"
 
 step "sizes: flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB"
 check "size limits" ./size-report.sh --check

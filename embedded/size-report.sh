@@ -14,6 +14,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
+source "$root/scripts/target-dir.sh" # target_dir DIR: cargo's target directory for DIR
 write_readme=1
 [[ "${1:-}" == "--check" ]] && write_readme=0
 
@@ -32,12 +33,16 @@ log() { printf '%s\n' "$*" >&2; }
 
 # --- builds -------------------------------------------------------------------------
 log "size-report: building the firmware (with and without the sampler) and the wasm"
+# Each workspace's target directory, or the one they all share ($CARGO_TARGET_DIR): cargo
+# says which. The baseline build gets a folder of its own in it.
+firmware_target="$(target_dir "$here/firmware")"
+wasm_target="$(target_dir "$here/wasm")"
 (cd "$here/firmware" && cargo build --release -q)
-(cd "$here/firmware" && cargo build --release -q --features baseline --target-dir target/baseline)
+(cd "$here/firmware" && cargo build --release -q --features baseline --target-dir "$firmware_target/baseline")
 (cd "$here/wasm" && cargo build --release -q --target wasm32-unknown-unknown)
-elf="$here/firmware/target/thumbv7em-none-eabihf/release/nrpt-firmware"
-base_elf="$here/firmware/target/baseline/thumbv7em-none-eabihf/release/nrpt-firmware"
-wasm="$here/wasm/target/wasm32-unknown-unknown/release/nrpt_wasm.wasm"
+elf="$firmware_target/thumbv7em-none-eabihf/release/nrpt-firmware"
+base_elf="$firmware_target/baseline/thumbv7em-none-eabihf/release/nrpt-firmware"
+wasm="$wasm_target/wasm32-unknown-unknown/release/nrpt_wasm.wasm"
 
 # section NAME of ELF, in bytes (0 if absent)
 section() { "$size_tool" -A "$1" | awk -v s="$2" '$1 == s { print $2; found = 1 } END { if (!found) print 0 }'; }

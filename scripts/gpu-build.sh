@@ -6,6 +6,7 @@
 #   scripts/gpu-build.sh && <device call with carry ["gpu-bin"]> scripts/gpu-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/target-dir.sh # target_dir: cargo's target directory ($CARGO_TARGET_DIR or target/)
 
 out=gpu-bin
 rm -rf "$out"
@@ -34,10 +35,11 @@ for t in gpu host_parity nvrtc cuda_backend; do
     [ -x "$out/tests/$t" ] || { echo "error: test executable $t was not built" >&2; exit 1; }
 done
 
+target=$(target_dir)
 cargo build -p nrpt-cuda --release --example gpu_bench
-cp "${CARGO_TARGET_DIR:-target}/release/examples/gpu_bench" "$out/gpu_bench"
+cp "$target/release/examples/gpu_bench" "$out/gpu_bench"
 cargo build -p nrpt-host --release --bin nrpt
-cp "${CARGO_TARGET_DIR:-target}/release/nrpt" "$out/nrpt"
+cp "$target/release/nrpt" "$out/nrpt"
 
 if command -v strip >/dev/null 2>&1; then
     strip "$out"/gpu_bench "$out"/nrpt "$out"/tests/* 2>/dev/null || true

@@ -37,6 +37,13 @@ pub enum Error {
         /// What is allowed, in words.
         allowed: &'static str,
     },
+    /// The window a swap rate calls for is longer than 2³² − 1 iterations.
+    WindowTooLong {
+        /// The swap rate given.
+        swap_rate: f64,
+        /// The window it calls for.
+        window: f64,
+    },
     /// A combination this build or backend does not implement.
     Unsupported {
         /// What, in words.
@@ -61,17 +68,30 @@ impl fmt::Display for Error {
             }
             Error::ZeroWindow => write!(f, "the swap window must be at least 1 iteration"),
             Error::SwapRateOutOfRange { name, value } => {
-                write!(f, "{name} must lie strictly between 0 and 1, got {value}")
+                write!(
+                    f,
+                    "{name} must lie strictly between 0 and 1, got {}",
+                    Num(value)
+                )
             }
+            Error::WindowTooLong { swap_rate, window } => write!(
+                f,
+                "at swap rate {} the window would be {} iterations, more than the \
+                 4,294,967,295 a window can have: use a larger swap rate",
+                Num(swap_rate),
+                Sig(window)
+            ),
             Error::LadderEnds { min, max } => write!(
                 f,
-                "learning-rate ladder needs 0 < min < max (both finite), got min {min}, max {max}"
+                "learning-rate ladder needs 0 < min < max (both finite), got min {}, max {}",
+                Num(min),
+                Num(max)
             ),
             Error::InvalidValue {
                 name,
                 value,
                 allowed,
-            } => write!(f, "{name} must be {allowed}, got {value}"),
+            } => write!(f, "{name} must be {allowed}, got {}", Num(value)),
             Error::Unsupported { what } => write!(f, "not supported: {what}"),
             Error::LengthMismatch {
                 name,
@@ -86,6 +106,30 @@ impl fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
+
+/// A large count to four significant digits (3.787e12).
+struct Sig(f64);
+
+impl fmt::Display for Sig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.3e}", self.0)
+    }
+}
+
+/// A number as a person reads it: plain in [10⁻⁴, 10⁹), in scientific notation
+/// outside (1e-12 rather than 0.000000000001).
+struct Num(f64);
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let a = libm::fabs(self.0);
+        if self.0.is_finite() && a != 0.0 && !(1e-4..1e9).contains(&a) {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
 
 /// Checks that a buffer has the required length.
 pub(crate) fn check_len(name: &'static str, found: usize, expected: usize) -> Result<(), Error> {

@@ -47,6 +47,7 @@ pub struct TripEvents {
 /// Running totals of the index process of one ensemble.
 #[repr(C)]
 #[cfg_attr(feature = "gpu", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndexStats {
     /// Standard round trips completed (all replicas).
@@ -62,6 +63,7 @@ pub struct IndexStats {
 /// Counts of one adjacent pair (l, l + 1).
 #[repr(C)]
 #[cfg_attr(feature = "gpu", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PairStats {
     /// Iterations at which the swap indicator was 1 (whatever the eligibility).

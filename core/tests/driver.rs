@@ -637,3 +637,51 @@ fn bad_input_gets_a_typed_error() {
     let e = FixedTempering::<f64, _, 4, 3>::new(toy(2, 0), oracle).err();
     assert!(matches!(e, Some(Error::LengthMismatch { .. })));
 }
+
+/// A run stopped after k iterations and resumed from its buffers and progress gives
+/// the same bits as the run that never stopped; an inconsistent state is refused.
+#[test]
+fn a_resumed_run_is_the_uninterrupted_run() {
+    let opts = TemperingOptions {
+        explorer: Explorer::MSGD,
+        ..toy(3, 9)
+    };
+    let mut whole = Buffers::<f32>::new(6, 2);
+    let (want_states, want_stats) = {
+        let mut t = Tempering::new(opts, Noisy::paper(Modes2d), whole.storage()).unwrap();
+        t.run(700).unwrap();
+        (t.storage().states().to_vec(), t.stats())
+    };
+
+    let mut first = Buffers::<f32>::new(6, 2);
+    let progress = {
+        let mut t = Tempering::new(opts, Noisy::paper(Modes2d), first.storage()).unwrap();
+        t.run(300).unwrap();
+        t.progress()
+    };
+    // The saved buffers, copied into fresh memory (as a checkpoint would restore them).
+    let mut copy = Buffers::<f32>::new(6, 2);
+    copy.states.clone_from(&first.states);
+    copy.momenta.clone_from(&first.momenta);
+    copy.energies.clone_from(&first.energies);
+    copy.ladder.clone_from(&first.ladder);
+    copy.temperatures.clone_from(&first.temperatures);
+    copy.replica_at.clone_from(&first.replica_at);
+    copy.level_of.clone_from(&first.level_of);
+    copy.trips.clone_from(&first.trips);
+    copy.gates.clone_from(&first.gates);
+    copy.flags.clone_from(&first.flags);
+    copy.pair_stats.clone_from(&first.pair_stats);
+    let mut t = Tempering::resume(opts, Noisy::paper(Modes2d), copy.storage(), progress).unwrap();
+    t.run(400).unwrap();
+    assert_eq!(t.iteration(), 700);
+    assert_eq!(t.stats(), want_stats);
+    assert_eq!(t.storage().states(), want_states.as_slice());
+
+    let mut broken = Buffers::<f32>::new(6, 2);
+    broken.replica_at.clone_from(&first.replica_at);
+    broken.level_of.clone_from(&first.level_of);
+    broken.ladder.clone_from(&first.ladder);
+    broken.level_of.swap(0, 1);
+    assert!(Tempering::resume(opts, Noisy::paper(Modes2d), broken.storage(), progress).is_err());
+}

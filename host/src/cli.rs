@@ -20,24 +20,50 @@ use crate::preset::{
 #[derive(Debug, Parser)]
 #[command(name = "nrpt", version, propagate_version = true)]
 pub struct Cli {
-    /// No progress bar.
-    #[arg(long, global = true)]
+    /// No progress bar and no notes on stderr.
+    #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Worker threads for the CPU engine (default: one per core).
-    #[arg(long, global = true, value_name = "N")]
-    pub threads: Option<usize>,
-    /// Where to run: `auto` (a GPU when one is there, else the CPU), `cpu` or `cuda`.
-    #[arg(long, global = true, value_enum, default_value_t = BackendKind::Auto)]
-    pub backend: BackendKind,
-    /// Which GPU, for `--backend cuda` or `auto` (see `nrpt devices`).
-    #[arg(long, global = true, value_name = "N", default_value_t = 0)]
-    pub device: usize,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The most worker threads accepted by --threads.
+pub const MAX_THREADS: usize = 1024;
+
+/// Where and how the sampler runs: the flags of every command that runs it.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct EngineArgs {
+    /// Worker threads for the CPU engine, 1 to 1024 (default: one per core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+    /// Where to run: `auto` (a GPU when one is there and the job suits it, else the
+    /// CPU), `cpu` or `cuda`.
+    #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
+    pub backend: BackendKind,
+    /// Which GPU, for `--backend cuda` or `auto` (see `nrpt devices`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub device: usize,
+}
+
+impl Default for EngineArgs {
+    fn default() -> Self {
+        EngineArgs {
+            threads: None,
+            backend: BackendKind::Auto,
+            device: 0,
+        }
+    }
+}
+
+impl EngineArgs {
+    /// The thread count, if one was given.
+    pub fn threads(&self) -> Option<usize> {
+        self.threads.map(usize::from)
+    }
 }
 
 /// Which engine runs the sampler.
@@ -119,7 +145,9 @@ pub struct WindowArgs {
     pub swap_rate: f64,
 }
 
-/// The run configuration as flags; each overrides the same key of `--config`.
+/// The run configuration as flags; each overrides the same key of `--config`. Keys
+/// not given take the defaults of the target (`modes2d`: the paper's 2D settings;
+/// `classifier`: see `nrpt deep`), shown in brackets.
 #[derive(Debug, Args, Default)]
 pub struct RunFlags {
     /// Target: `modes2d` (the paper's 25-mode 2D target), `sum-modes` (D dims) or
@@ -129,14 +157,14 @@ pub struct RunFlags {
     /// Dimension D of `sum-modes`.
     #[arg(long)]
     pub dim: Option<usize>,
-    /// Chains per ensemble P (2 to 65536).
+    /// Chains per ensemble P, 2 to 65536 [16; classifier 10].
     #[arg(long, short = 'p', value_name = "P")]
     pub chains: Option<usize>,
-    /// Independent ensembles E, run in parallel and pooled.
-    #[arg(long, short = 'e', value_name = "E")]
+    /// Independent ensembles E, run in parallel and pooled [5; classifier 3].
+    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
     pub ensembles: Option<usize>,
-    /// Iterations.
-    #[arg(long, short = 'n', value_name = "N")]
+    /// Iterations [20000; classifier 4000].
+    #[arg(long, short = 'n', value_name = "N", alias = "iters")]
     pub iterations: Option<u64>,
     /// Swap window: iterations (1 = vanilla DEO), `opt` (exact W⋆), `paper` (the
     /// paper's asymptotic formula) or `seo` (reversible baseline).
@@ -145,13 +173,14 @@ pub struct RunFlags {
     /// Swap rule: `buffered` (for SGD explorers) or `metropolis` (needs sgld).
     #[arg(long, value_enum)]
     pub rule: Option<RuleKind>,
-    /// Target swap rate S, strictly between 0 and 1.
+    /// Target swap rate S, strictly between 0 and 1 [0.4; classifier 0.1].
     #[arg(long, short = 's', value_name = "S")]
     pub swap_rate: Option<f64>,
-    /// Smallest learning rate (the target level), > 0.
+    /// Smallest learning rate (the target level), > 0 [0.003; classifier 0.005 per
+    /// example].
     #[arg(long)]
     pub eta_min: Option<f64>,
-    /// Largest learning rate (the hottest explorer), > eta-min.
+    /// Largest learning rate (the hottest explorer), > eta-min [0.6; classifier 0.02].
     #[arg(long)]
     pub eta_max: Option<f64>,
     /// Explorers: `sgd` (the paper's), `sgld` or `msgd` (momentum).
@@ -245,7 +274,7 @@ pub struct RunFlags {
     /// Iterations before the first kept sample.
     #[arg(long)]
     pub warmup: Option<u64>,
-    /// Output folder.
+    /// Output folder [nrpt-out].
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -322,9 +351,26 @@ pub struct RunArgs {
     /// A TOML file with any of the keys below (snake_case: swap_rate = 0.4, …).
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Save the whole state every N iterations to `<out>.checkpoint` (atomically), so
+    /// that a run killed at any point can be continued with --resume. CPU only.
+    #[arg(long, value_name = "N")]
+    pub checkpoint_every: Option<u64>,
+    /// Continue the interrupted run whose output folder is DIR (from its
+    /// `DIR.checkpoint`), with the configuration saved there: the outputs are the bits
+    /// the run would have written uninterrupted. Other configuration flags must agree
+    /// with the saved configuration.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
     /// The configuration fields.
     #[command(flatten)]
     pub flags: RunFlags,
+    /// Where it runs.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Treat warnings (non-finite energies, no samples, flags without effect) as
+    /// errors: exit with status 1 after writing the outputs.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `nrpt reproduce`.
@@ -335,11 +381,11 @@ pub struct ReproduceArgs {
     pub quick: bool,
     /// Independent ensembles (seeds) per method, pooled for the metrics (default 5,
     /// 3 with --quick).
-    #[arg(long, value_name = "N")]
-    pub seeds: Option<usize>,
+    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    pub ensembles: Option<usize>,
     /// Iterations of each tempering run (default 20,000, 10,000 with --quick; the
     /// cyclical SGLD chain runs 16 times as many).
-    #[arg(long, value_name = "N")]
+    #[arg(long, short = 'n', value_name = "N", alias = "iters")]
     pub iterations: Option<u64>,
     /// Output folder for figures, data and results.json.
     #[arg(
@@ -352,6 +398,9 @@ pub struct ReproduceArgs {
     /// Base random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
+    /// Where it runs.
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// `nrpt deep`.
@@ -360,9 +409,10 @@ pub struct DeepArgs {
     /// A short version (3 seeds, 60 sampling epochs) that runs in under a minute.
     #[arg(long)]
     pub quick: bool,
-    /// Seeds (independent repetitions of every method; default 5, 3 with --quick).
-    #[arg(long, value_name = "N")]
-    pub seeds: Option<usize>,
+    /// Seeds: independent repetitions of every method, one ensemble each (default 5,
+    /// 3 with --quick).
+    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    pub ensembles: Option<usize>,
     /// Sampling epochs per chain (the single-chain methods run P times as many;
     /// default 200, 60 with --quick).
     #[arg(long, value_name = "E")]
@@ -413,20 +463,36 @@ pub struct DeepArgs {
     /// Base random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
+    /// Where it runs.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl BenchArgs {
+    /// E, P and N as given, or the defaults of the model (the toy's 256 × 16 × 2000
+    /// would take minutes on the MLP).
+    pub fn sizes(&self) -> (usize, usize, u64) {
+        let mlp = self.model == BenchModel::Mlp;
+        (
+            self.ensembles.unwrap_or(if mlp { 8 } else { 256 }),
+            self.chains.unwrap_or(if mlp { 8 } else { 16 }),
+            self.iterations.unwrap_or(if mlp { 200 } else { 2000 }),
+        )
+    }
 }
 
 /// `nrpt bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ensembles E.
-    #[arg(long, short = 'e', default_value_t = 256)]
-    pub ensembles: usize,
-    /// Chains per ensemble P.
-    #[arg(long, short = 'p', default_value_t = 16)]
-    pub chains: usize,
-    /// Iterations.
-    #[arg(long, short = 'n', default_value_t = 2000)]
-    pub iters: u64,
+    /// Ensembles E [256; mlp 8].
+    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    pub ensembles: Option<usize>,
+    /// Chains per ensemble P [16; mlp 8].
+    #[arg(long, short = 'p', value_name = "P")]
+    pub chains: Option<usize>,
+    /// Iterations [2000; mlp 200].
+    #[arg(long, short = 'n', value_name = "N", alias = "iters")]
+    pub iterations: Option<u64>,
     /// Swap window (a number, `opt`, `paper` or `seo`).
     #[arg(long, short = 'w', default_value = "opt")]
     pub window: WindowSpec,
@@ -437,7 +503,7 @@ pub struct BenchArgs {
     /// pair-updates per second, one adjacent pair of one ensemble in one iteration) or
     /// `mlp` (the data target: momentum-SGD chains on an MLP over the UCI digits;
     /// reports chain-steps, examples and GFLOP/s beside the machine's large-matrix
-    /// GFLOP/s). For `mlp` the defaults are 8 ensembles × 8 chains × 200 iterations.
+    /// GFLOP/s).
     #[arg(long, value_enum, default_value_t = BenchModel::Sampler)]
     pub model: BenchModel,
     /// `mlp`: hidden widths, comma-separated (`0` or empty: softmax regression).
@@ -450,6 +516,9 @@ pub struct BenchArgs {
     /// large-matrix GFLOP/s.
     #[arg(long, default_value_t = 2048, value_name = "N")]
     pub machine_size: usize,
+    /// Where it runs.
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// What `nrpt bench` measures.
@@ -500,7 +569,7 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value_t = crate::scale::Model::Bernoulli)]
     pub model: crate::scale::Model,
     /// Chain counts: a list (8,16,64) or a geometric range (8..4096, doubling; 8..4096x4).
-    #[arg(long, short = 'p', default_value = "8,16,64,256,1024")]
+    #[arg(long, short = 'p', default_value = "8,16,32,64")]
     pub chains: String,
     /// Windows: numbers, `opt` (exact optimum) and `paper` (the paper's formula), comma-separated.
     #[arg(long, short = 'w', default_value = "1,opt")]
@@ -509,20 +578,22 @@ pub struct SweepArgs {
     #[arg(long, short = 's', default_value = "0.4")]
     pub swap_rate: String,
     /// A file of relative swap rates of the pairs (numbers separated by spaces, commas
-    /// or lines), stretched over the P − 1 pairs and multiplied by S.
+    /// or lines), stretched over the P − 1 pairs and multiplied by S (`bernoulli` only:
+    /// the sampler models adapt their own rates).
     #[arg(long, value_name = "FILE")]
     pub rates_file: Option<PathBuf>,
     /// Independent ensembles per point (default: 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond).
-    #[arg(long)]
-    pub seeds: Option<usize>,
-    /// Stop a point once the standard error of its E[T] is below this share.
+    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    pub ensembles: Option<usize>,
+    /// Stop a point once the standard error of its E[T] is below this share
+    /// (`bernoulli`; the sampler models run to --max-iterations).
     #[arg(long, default_value_t = 0.01)]
     pub target_se: f64,
     /// Most iterations measured per point (the cap is reported when hit).
     #[arg(long, default_value_t = 100_000_000)]
     pub max_iterations: u64,
-    /// Iterations before measuring (default: Lemma 1's E[T] for the Bernoulli model, a
-    /// fifth of the cap for the full sampler).
+    /// Iterations before measuring (default: twice Lemma 1's E[T] for the Bernoulli
+    /// model, a fifth of the cap for the full sampler).
     #[arg(long)]
     pub warmup: Option<u64>,
     /// Base seed (each point derives its own, so shards agree with whole sweeps).
@@ -537,4 +608,7 @@ pub struct SweepArgs {
     /// Output folder.
     #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
     pub out: PathBuf,
+    /// Where it runs.
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }

@@ -175,6 +175,28 @@ pub enum TargetKind {
     Classifier,
 }
 
+impl TargetKind {
+    /// The spelling of the flag and the TOML value.
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::Modes2d => "modes2d",
+            TargetKind::SumModes => "sum-modes",
+            TargetKind::Classifier => "classifier",
+        }
+    }
+}
+
+impl ExplorerKind {
+    /// The spelling of the flag and the TOML value.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExplorerKind::Sgd => "sgd",
+            ExplorerKind::Sgld => "sgld",
+            ExplorerKind::Msgd => "msgd",
+        }
+    }
+}
+
 /// Every field of a run. Field names are the TOML keys; each has a flag with dashes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -398,8 +420,12 @@ impl RunConfig {
             flag: "config".to_string(),
             message,
         };
-        let table: toml::Table =
-            toml::from_str(text).map_err(|e| error(e.message().to_string()))?;
+        // First read the text as it is, for errors that show the line, the column and
+        // the key (toml's message with its snippet); the values that count come from
+        // the merge below, with the target's own defaults for the keys left out.
+        let _: RunConfig =
+            toml::from_str(text).map_err(|e| error(e.to_string().trim_end().to_string()))?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| error(e.to_string()))?;
         let kind = match (target, table.get("target")) {
             (Some(t), _) => t,
             (None, Some(v)) => v
@@ -411,7 +437,6 @@ impl RunConfig {
         let mut base = toml::Table::try_from(RunConfig::defaults_for(kind))
             .map_err(|e| error(e.to_string()))?;
         base.extend(table);
-        // toml names the key in its message when it can; keep the whole text.
         RunConfig::deserialize(base).map_err(|e| error(e.message().to_string()))
     }
 
@@ -494,6 +519,7 @@ impl RunConfig {
                 (Target::Classifier(Arc::clone(model.target())), n)
             }
         };
+        check_memory(self, &record, target.dim())?;
         if self.rule == RuleKind::Metropolis && self.explorer != ExplorerKind::Sgld {
             return Err(ConfigError::new(
                 "rule",
@@ -575,6 +601,92 @@ impl RunConfig {
     }
 }
 
+/// The most f32 values a run may hold in its chain states, or in its kept samples
+/// (2³¹, 8 GiB): beyond, the configuration is refused before anything is allocated.
+pub const MAX_VALUES: u128 = 1 << 31;
+
+fn check_memory(c: &RunConfig, record: &Record, dim: usize) -> Result<(), ConfigError> {
+    let gib = |v: u128| v as f64 * 4.0 / f64::from(1u32 << 30);
+    let states = c.chains as u128 * c.ensembles as u128 * dim as u128;
+    if states > MAX_VALUES {
+        return Err(ConfigError::new(
+            "ensembles",
+            format!(
+                "{} chains × {} ensembles × {dim} coordinates = {states} state values \
+                 ({:.1} GiB): more than the {MAX_VALUES} accepted; lower --ensembles or --chains",
+                c.chains,
+                c.ensembles,
+                gib(states)
+            ),
+        ));
+    }
+    let iterations = u128::from(c.iterations);
+    let (thin, warmup) = (u128::from(record.thin), u128::from(record.warmup));
+    let kept = if thin == 0 || iterations <= warmup {
+        0
+    } else {
+        (iterations - warmup).div_ceil(thin)
+    };
+    let values = kept * c.ensembles as u128 * dim as u128;
+    if values > MAX_VALUES {
+        return Err(ConfigError::new(
+            "thin",
+            format!(
+                "keeps {kept} samples × {} ensembles × {dim} coordinates = {values} values \
+                 ({:.1} GiB): more than the {MAX_VALUES} accepted; raise --thin or --warmup, \
+                 or lower --iterations",
+                c.ensembles,
+                gib(values)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl RunConfig {
+    /// Settings that differ from the target's defaults but have no effect on this run
+    /// (`dim` with `modes2d`, `momentum` without `msgd`, classifier keys on a toy
+    /// target, `noise` on a classifier, whose noise comes from its mini-batches), as
+    /// the TOML keys.
+    pub fn ignored_settings(&self) -> Vec<&'static str> {
+        let d = RunConfig::defaults_for(self.target);
+        let mut ignored = Vec::new();
+        let classifier = self.target == TargetKind::Classifier;
+        if self.target != TargetKind::SumModes && self.dim != d.dim {
+            ignored.push("dim");
+        }
+        if self.explorer != ExplorerKind::Msgd && self.momentum != d.momentum {
+            ignored.push("momentum");
+        }
+        if self.explorer != ExplorerKind::Msgd && self.momentum_on_swap.is_some() {
+            ignored.push("momentum_on_swap");
+        }
+        if classifier && self.noise != d.noise {
+            ignored.push("noise");
+        }
+        if !classifier {
+            let keys: [(&'static str, bool); 7] = [
+                ("data", self.data.is_some()),
+                ("labels", self.labels.is_some()),
+                ("test_data", self.test_data.is_some()),
+                ("test_labels", self.test_labels.is_some()),
+                ("hidden", self.hidden != d.hidden),
+                ("batch", self.batch != d.batch),
+                ("prior_sigma", self.prior_sigma != d.prior_sigma),
+            ];
+            ignored.extend(keys.iter().filter(|(_, set)| *set).map(|(k, _)| *k));
+        }
+        let buffered = self.rule == RuleKind::Buffered;
+        if !buffered && self.buffer != d.buffer {
+            ignored.push("buffer");
+        }
+        if !(buffered && self.adapt_buffer) && self.buffer_scale != d.buffer_scale {
+            ignored.push("buffer_scale");
+        }
+        ignored
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,6 +736,12 @@ mod tests {
         assert_eq!(c.window, WindowSpec::Fixed(4));
         let e = RunConfig::from_toml("chians = 8").unwrap_err();
         assert!(e.message.contains("chians"), "{e}");
+        // A type error names the key and the line.
+        let e = RunConfig::from_toml("seed = 1\nchains = \"many\"\n").unwrap_err();
+        assert!(
+            e.message.contains("line 2") && e.message.contains("chains"),
+            "{e}"
+        );
         assert!(RunConfig::from_toml("window = 0").is_err());
         let text = toml::to_string(&RunConfig::default()).unwrap();
         assert_eq!(RunConfig::from_toml(&text).unwrap(), RunConfig::default());

@@ -1,5 +1,6 @@
-//! Ctrl-C: the first one asks running work to stop cleanly (no file is left
-//! half-written); the command then exits with status 130.
+//! Ctrl-C, SIGTERM and SIGHUP: the first one asks running work to stop cleanly (no
+//! output folder is left half-written, see `output::OutDir`); the command then exits
+//! with status 130.
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +17,7 @@ pub fn install() {
     });
 }
 
-/// `true` once Ctrl-C has been pressed.
+/// `true` once Ctrl-C (or SIGTERM, SIGHUP) has arrived.
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }

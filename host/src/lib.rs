@@ -36,6 +36,7 @@
 //! # Ok::<(), nrpt::engine::EngineError>(())
 //! ```
 pub mod baselines;
+pub mod checkpoint;
 pub mod cli;
 pub mod commands;
 pub mod config;

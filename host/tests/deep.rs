@@ -35,9 +35,9 @@ fn deep_reports_every_method() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("deep");
     let v = json_of(&nrpt(&[
+        "deep",
         "--backend",
         "cpu",
-        "deep",
         "--seeds",
         "2",
         "--epochs",
@@ -76,7 +76,7 @@ fn deep_reports_every_method() {
     }
     for r in &rows[..2] {
         number(r, "round_trips_per_100_epochs");
-        assert_eq!(r["swap_rates"].as_array().unwrap().len(), 3);
+        assert_eq!(r["pair_indicator_rates"].as_array().unwrap().len(), 3);
         assert!(r["window"].as_u64().unwrap() >= 1);
     }
     assert_eq!(rows[1]["window"], 1);
@@ -105,9 +105,9 @@ fn run_accepts_a_classifier() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let v = json_of(&nrpt(&[
+        "run",
         "--backend",
         "cpu",
-        "run",
         "--target",
         "classifier",
         "--hidden",
@@ -155,9 +155,9 @@ fn users_data_and_its_errors() {
     std::fs::write(&train, &text).unwrap();
     let out = dir.path().join("o");
     let v = json_of(&nrpt(&[
+        "run",
         "--backend",
         "cpu",
-        "run",
         "--target",
         "classifier",
         "--data",

@@ -79,6 +79,56 @@ impl<O, E: Clone> Engine<O, E> {
         })
     }
 
+    /// An engine that continues a run from `progress`, over storage that already holds
+    /// the run's state: validates the options and the oracle, and checks that the
+    /// storage is a consistent state (a permutation and its inverse, finite positive
+    /// learning rates, finite temperatures, a finite buffer).
+    pub(crate) fn resume<F: UnitDraw>(
+        options: TemperingOptions,
+        oracle: O,
+        s: &mut Storage<'_, F>,
+        progress: super::Progress,
+    ) -> Result<Self, Error>
+    where
+        O: EnergyOracle<F, Error = E>,
+    {
+        let options = options.validate()?;
+        oracle.validate()?;
+        SwapBuffers {
+            replica_at: s.replica_at,
+            level_of: s.level_of,
+            gates: s.gates,
+            flags: s.flags,
+        }
+        .check()?;
+        let bad = |name, value: f64, allowed| Error::InvalidValue {
+            name,
+            value,
+            allowed,
+        };
+        if let Some(&eta) = s.ladder.iter().find(|e| !(e.is_finite() && **e > 0.0)) {
+            return Err(bad("ladder", eta, "finite and > 0 at every level"));
+        }
+        if let Some(&t) = s
+            .temperatures
+            .iter()
+            .find(|t| !(t.is_finite() && **t >= 0.0))
+        {
+            return Err(bad("temperatures", t, "finite and >= 0 at every level"));
+        }
+        if !progress.buffer.is_finite() {
+            return Err(bad("buffer", progress.buffer, "finite"));
+        }
+        Ok(Engine {
+            options,
+            oracle,
+            iteration: progress.iteration,
+            buffer: progress.buffer,
+            stats: progress.stats,
+            failure: None,
+        })
+    }
+
     /// Runs `f` unless an earlier failure stopped the run; remembers a new failure.
     pub(crate) fn guarded<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, E>) -> Result<T, E> {
         if let Some(e) = &self.failure {

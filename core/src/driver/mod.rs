@@ -39,6 +39,7 @@ mod options;
 mod storage;
 
 pub use options::{InitialStates, Temperatures, TemperingOptions};
+
 pub use storage::{Buffers, ExploreView, Storage};
 
 pub(crate) use engine::Engine;
@@ -60,6 +61,20 @@ pub struct IterationReport {
     pub nonfinite_pairs: u32,
     /// Standard round trips completed at this iteration.
     pub round_trips: u32,
+}
+
+/// Where a run stands besides its buffers: the iteration counter, the correction
+/// buffer C and the totals. With the buffers (as [`Tempering::storage`] shows them),
+/// it is all [`Tempering::resume`] needs to continue the run exactly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Progress {
+    /// Iterations done.
+    pub iteration: u64,
+    /// The correction buffer C.
+    pub buffer: f64,
+    /// Round trips, restarts and non-finite counts.
+    pub stats: IndexStats,
 }
 
 /// A tempering run of one ensemble over buffers the caller owns.
@@ -88,6 +103,34 @@ impl<'a, F: UnitDraw, O: EnergyOracle<F>> Tempering<'a, F, O> {
         let mut storage = Storage::from_checked(buffers, dim);
         let engine = Engine::start(options, oracle, &mut storage)?;
         Ok(Tempering { engine, storage })
+    }
+
+    /// Continues a run: `buffers` hold its state (every buffer as [`Tempering::storage`]
+    /// showed it, momenta and energies included) and `progress` its
+    /// [`Tempering::progress`]; the options and oracle must be the run's. Checks the
+    /// lengths and that the state is consistent (a permutation and its inverse, finite
+    /// positive learning rates, finite temperatures and buffer), then continues exactly
+    /// where the run stood: the same bits as if it had never stopped.
+    pub fn resume(
+        options: TemperingOptions,
+        oracle: O,
+        buffers: Buffers<'a, F>,
+        progress: Progress,
+    ) -> Result<Self, Error> {
+        let dim = oracle.dim();
+        buffers.check(dim, options.explorer.has_momentum())?;
+        let mut storage = Storage::from_checked(buffers, dim);
+        let engine = Engine::resume(options, oracle, &mut storage, progress)?;
+        Ok(Tempering { engine, storage })
+    }
+
+    /// Where the run stands besides its buffers (see [`Tempering::resume`]).
+    pub fn progress(&self) -> Progress {
+        Progress {
+            iteration: self.engine.iteration,
+            buffer: self.engine.buffer,
+            stats: self.engine.stats,
+        }
     }
 
     /// Runs one iteration.

@@ -215,7 +215,7 @@ pub fn w_star(chains: usize, swap_rate: f64) -> Result<f64, Error> {
 ///
 /// # Errors
 ///
-/// As [`stationary_window`], and [`Error::InvalidValue`] (`"swap_rate"`) when the swap rate
+/// As [`stationary_window`], and [`Error::WindowTooLong`] when the swap rate
 /// is so small that the window does not fit in a `u32`.
 pub fn optimal_window(chains: usize, swap_rate: f64) -> Result<u32, Error> {
     let w = w_star(chains, swap_rate)?;
@@ -223,7 +223,7 @@ pub fn optimal_window(chains: usize, swap_rate: f64) -> Result<u32, Error> {
         return Ok(1);
     }
     if w >= f64::from(u32::MAX) {
-        return Err(window_overflow(swap_rate));
+        return Err(window_overflow(swap_rate, w));
     }
     let lower = libm::floor(w);
     let lr = neg_log_r(swap_rate);
@@ -241,7 +241,7 @@ pub fn optimal_window(chains: usize, swap_rate: f64) -> Result<u32, Error> {
 /// # Errors
 ///
 /// [`Error::TooFewChains`] for `chains < 2`; [`Error::SwapRateOutOfRange`]
-/// (`"swap_rate"`) unless `0 < swap_rate < 1`; [`Error::InvalidValue`] (`"swap_rate"`) when
+/// (`"swap_rate"`) unless `0 < swap_rate < 1`; [`Error::WindowTooLong`] when
 /// the window does not fit in a `u32`.
 pub fn paper_window(chains: usize, swap_rate: f64) -> Result<u32, Error> {
     check_chains(chains)?;
@@ -250,7 +250,7 @@ pub fn paper_window(chains: usize, swap_rate: f64) -> Result<u32, Error> {
     // ln P + ln ln P > 0 for P ≥ 2 (P ln P > 1), so the ratio is positive.
     let w = libm::ceil((ln_p + libm::log(ln_p)) / neg_log_r(swap_rate));
     if w > f64::from(u32::MAX) {
-        return Err(window_overflow(swap_rate));
+        return Err(window_overflow(swap_rate, w));
     }
     Ok((w as u32).max(1))
 }
@@ -260,12 +260,8 @@ fn neg_log_r(swap_rate: f64) -> f64 {
     -libm::log1p(-swap_rate)
 }
 
-fn window_overflow(swap_rate: f64) -> Error {
-    Error::InvalidValue {
-        name: "swap_rate",
-        value: swap_rate,
-        allowed: "large enough that the optimal window fits in a u32",
-    }
+fn window_overflow(swap_rate: f64, window: f64) -> Error {
+    Error::WindowTooLong { swap_rate, window }
 }
 
 /// `E[T]` for validated input, with `lr = −ln r > 0`.
@@ -596,20 +592,17 @@ mod tests {
                 Err(Error::InvalidValue { name: "x", .. })
             ));
         }
-        // A swap rate so small that the window overflows u32.
-        assert!(matches!(
-            optimal_window(16, 1e-12),
-            Err(Error::InvalidValue {
-                name: "swap_rate",
-                ..
-            })
-        ));
+        // A swap rate so small that the window overflows u32, with readable numbers.
+        let e = optimal_window(16, 1e-12).unwrap_err();
+        assert!(matches!(e, Error::WindowTooLong { .. }), "{e:?}");
+        let text = std::format!("{e}");
+        assert!(
+            text.contains("1e-12") && text.contains("3.787e12"),
+            "{text}"
+        );
         assert!(matches!(
             paper_window(16, 1e-12),
-            Err(Error::InvalidValue {
-                name: "swap_rate",
-                ..
-            })
+            Err(Error::WindowTooLong { .. })
         ));
     }
 }

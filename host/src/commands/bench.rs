@@ -19,7 +19,7 @@ pub struct BenchReport {
     /// P.
     pub chains: usize,
     /// Iterations.
-    pub iters: u64,
+    pub iterations: u64,
     /// Window used.
     pub window: u32,
     /// Worker threads (0: one per core).
@@ -40,10 +40,11 @@ pub fn run(
     json: bool,
     quiet: bool,
 ) -> Result<()> {
+    let (ensembles, chains, iterations) = args.sizes();
     let config = RunConfig {
-        chains: args.chains,
-        ensembles: args.ensembles,
-        iterations: args.iters,
+        chains,
+        ensembles,
+        iterations,
         window: args.window,
         ..RunConfig::default()
     };
@@ -66,7 +67,7 @@ pub fn run(
         },
         ensembles: job.ensembles,
         chains: job.chains,
-        iters: job.iterations,
+        iterations: job.iterations,
         window: job.options.scheme.window_code(),
         threads: threads.unwrap_or(0),
         seconds,
@@ -82,7 +83,7 @@ pub fn run(
             report.backend,
             report.ensembles,
             report.chains,
-            report.iters,
+            report.iterations,
             seconds,
             report.chain_steps_per_sec
         );
@@ -93,12 +94,12 @@ pub fn run(
 /// The answer of `nrpt bench --model bernoulli`.
 #[derive(Debug, Serialize)]
 pub struct BernoulliReport {
-    /// E.
+    /// E as run: the simulator runs whole groups of 32 ensembles, so E is rounded up.
     pub ensembles: usize,
     /// P.
     pub chains: usize,
     /// Iterations.
-    pub iters: u64,
+    pub iterations: u64,
     /// Window.
     pub window: u32,
     /// Seconds.
@@ -109,33 +110,42 @@ pub struct BernoulliReport {
 
 /// Pair-updates per second of the Bernoulli index-process simulator (all cores).
 pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
+    use crate::config::{ConfigError, MAX_CHAINS, MAX_VALUES};
     use crate::engine::cpu::Simd;
     use crate::scale::simulator::{Group, LANES};
     use rayon::prelude::*;
-    if args.chains < 2 || args.ensembles == 0 {
-        return Err(crate::config::ConfigError::new(
-            "chains",
-            "needs at least 2 chains and 1 ensemble",
-        )
-        .into());
+    let (ensembles, chains, iterations) = args.sizes();
+    if !(2..=MAX_CHAINS).contains(&chains) {
+        let why = format!("must be between 2 and {MAX_CHAINS}, got {chains}");
+        return Err(ConfigError::new("chains", why).into());
     }
-    let window = crate::scale::window_of(&args.window.to_string(), args.chains, 0.4)?;
-    let rates = vec![0.4; args.chains - 1];
-    let groups = args.ensembles.div_ceil(LANES);
+    if !(1..=1 << 24).contains(&ensembles) || (ensembles * chains) as u128 > MAX_VALUES {
+        let why = format!(
+            "must be between 1 and 2^24 with at most {MAX_VALUES} replicas in all, got {ensembles}"
+        );
+        return Err(ConfigError::new("ensembles", why).into());
+    }
+    if !(1..=1 << 40).contains(&iterations) {
+        let why = format!("must be between 1 and 2^40, got {iterations}");
+        return Err(ConfigError::new("iterations", why).into());
+    }
+    let window = crate::scale::window_of(&args.window.to_string(), chains, 0.4)?;
+    let rates = vec![0.4; chains - 1];
+    let groups = ensembles.div_ceil(LANES);
     let mut sims: Vec<Group<LANES>> = (0..groups)
         .map(|g| Group::new(&rates, window, 1, (g * LANES) as u32))
         .collect();
     sims.par_iter_mut()
-        .for_each(|g| g.run(args.iters.min(100), Simd::Auto));
+        .for_each(|g| g.run(iterations.min(100), Simd::Auto));
     let started = Instant::now();
     sims.par_iter_mut()
-        .for_each(|g| g.run(args.iters, Simd::Auto));
+        .for_each(|g| g.run(iterations, Simd::Auto));
     let seconds = started.elapsed().as_secs_f64();
-    let updates = (groups * LANES) as f64 * (args.chains - 1) as f64 * args.iters as f64;
+    let updates = (groups * LANES) as f64 * (chains - 1) as f64 * iterations as f64;
     let r = BernoulliReport {
         ensembles: groups * LANES,
-        chains: args.chains,
-        iters: args.iters,
+        chains,
+        iterations,
         window,
         seconds,
         pair_updates_per_sec: updates / seconds,
@@ -147,7 +157,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
             "bernoulli: {} ensembles × {} pairs × {} iterations in {:.3} s: {:.3e} pair-updates/s",
             r.ensembles,
             r.chains - 1,
-            r.iters,
+            r.iterations,
             seconds,
             r.pair_updates_per_sec
         );
@@ -165,7 +175,7 @@ pub struct MlpReport {
     /// P.
     pub chains: usize,
     /// Iterations.
-    pub iters: u64,
+    pub iterations: u64,
     /// Layer sizes [F, hidden…, C].
     pub layers: Vec<usize>,
     /// Parameters per chain.
@@ -243,29 +253,21 @@ pub fn mlp(
     quiet: bool,
 ) -> Result<()> {
     use crate::deep::{Model, Rates};
-    // The toy's defaults (256 × 16 × 2000) would take minutes here.
-    let (ensembles, chains, iters) = (
-        if args.ensembles == 256 {
-            8
-        } else {
-            args.ensembles
-        },
-        if args.chains == 16 { 8 } else { args.chains },
-        if args.iters == 2000 { 200 } else { args.iters },
-    );
+    let (ensembles, chains, iters) = args.sizes();
     let model = Model::new(
         std::sync::Arc::new(crate::data::digits()),
         &parse_hidden(&args.hidden)?,
         args.batch,
         1.0,
     )?;
-    let window = args.window.scheme(chains, 0.05)?;
+    let rates = Rates::default();
+    let window = args.window.scheme(chains, rates.swap_rate)?;
     let job = model.tempering_job(&crate::deep::Sampling {
         chains,
         seeds: ensembles,
         iterations: iters,
         scheme: window,
-        rates: Rates::default(),
+        rates,
         ..crate::deep::Sampling::default()
     })?;
     let warm = crate::engine::Job {
@@ -285,7 +287,7 @@ pub fn mlp(
         backend: cpu.name(),
         ensembles,
         chains,
-        iters,
+        iterations: iters,
         layers: target.arch.sizes().collect(),
         parameters: target.dim(),
         batch: target.batch,

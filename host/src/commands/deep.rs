@@ -13,7 +13,7 @@ use crate::deep::experiment::{self, Curves, Report, Row, Settings};
 use crate::deep::{Model, Rates};
 use crate::engine::Backend;
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, ensure_dir, write_json};
+use crate::output::{Csv, OutDir, write_json};
 
 /// The settings of a run from its flags.
 pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
@@ -32,7 +32,7 @@ pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
     };
     let s = Settings {
         chains: args.chains,
-        seeds: args.seeds.unwrap_or(if args.quick { 3 } else { 5 }),
+        seeds: args.ensembles.unwrap_or(if args.quick { 3 } else { 5 }),
         pretrain_epochs: args.pretrain_epochs,
         epochs: args.epochs.unwrap_or(if args.quick { 60.0 } else { 200.0 }),
         rates: Rates {
@@ -46,7 +46,7 @@ pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
         ..Settings::default()
     };
     if s.seeds == 0 {
-        return Err(ConfigError::new("seeds", "must be at least 1, got 0"));
+        return Err(ConfigError::new("ensembles", "must be at least 1, got 0"));
     }
     if !(2..=64).contains(&s.chains) {
         return Err(ConfigError::new(
@@ -69,6 +69,7 @@ pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
 /// Runs the command.
 pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
     let settings = settings(args)?;
+    let out = OutDir::prepare(&args.out)?;
     let spec = DataSpec::from_paths(
         args.data.as_deref(),
         args.labels.as_deref(),
@@ -82,14 +83,14 @@ pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> R
         args.batch,
         args.prior_sigma,
     )?;
-    ensure_dir(&args.out)?;
     let say = |what: &str| {
         if !quiet && !json {
             eprintln!("deep: {what}");
         }
     };
     let report = experiment::run(&model, &settings, backend, &say)?;
-    write_outputs(&args.out, &report)?;
+    write_outputs(out.path(), &report)?;
+    out.commit()?;
     if json {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
@@ -133,7 +134,7 @@ fn print_table(r: &Report) {
         print_row(m);
     }
     for m in r.methods.iter().chain(&r.swap_sweep) {
-        if let Some(rates) = &m.swap_rates {
+        if let Some(rates) = &m.pair_indicator_rates {
             let list: Vec<String> = rates.iter().map(|v| format!("{v:.3}")).collect();
             println!("  swap rates of {}: {}", m.name, list.join(" "));
         }
@@ -175,6 +176,7 @@ fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
         "ece",
         "ece_sd",
         "round_trips_per_100_epochs",
+        "round_trips_per_100_epochs_sd",
         "seconds",
     ]);
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.6}"));
@@ -191,6 +193,7 @@ fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
             format!("{:.6}", m.ece),
             format!("{:.6}", m.ece_sd),
             opt(m.round_trips_per_100_epochs),
+            opt(m.round_trips_per_100_epochs_sd),
             format!("{:.3}", m.seconds),
         ]);
     }
@@ -275,15 +278,16 @@ fn curve_figures(dir: &Path, r: &Report) -> Result<()> {
             vlines: &[],
         },
     )?;
+    // Shares in [0, 1], as in results.json (the figure shows percent).
     let mut csv = Csv::new(&["level", "method", "accuracy"]);
     for (c, p) in r.curves.iter().zip(&levels) {
         for (x, y) in p {
-            csv.row([format!("{x}"), c.name.clone(), format!("{y:.4}")]);
+            csv.row([format!("{x}"), c.name.clone(), format!("{:.6}", y / 100.0)]);
         }
     }
     csv.write(&dir.join("fig7b_accuracy_by_level.csv"))?;
 
-    // The learning rates and the swap rates of DEO⋆ (seed 0 for the ladder).
+    // The learning rates and the swap-indicator rates of DEO⋆ (means over seeds).
     let star = &r.curves[0];
     let p = star.ladder.first().map_or(0, Vec::len);
     let ladder: Vec<Vec<(f64, f64)>> = (0..p)
@@ -308,7 +312,7 @@ fn curve_figures(dir: &Path, r: &Report) -> Result<()> {
         figures::lines(
             &dir.join("fig7c_learning_rates"),
             &LineChart {
-                title: "Learning rates of DEO⋆ adapting (seed 0, per example)",
+                title: "Learning rates of DEO⋆ adapting (mean over seeds, per example)",
                 x_label: "epoch of sampling",
                 y_label: "learning rate",
                 x_log: false,
@@ -319,12 +323,16 @@ fn curve_figures(dir: &Path, r: &Report) -> Result<()> {
             },
         )?;
     }
-    let pairs = star.swap_rates.first().map_or(0, Vec::len);
+    let pairs = star.pair_indicator_rates.first().map_or(0, Vec::len);
     let rates: Vec<Vec<(f64, f64)>> = (0..pairs)
         .map(|l| {
             pts(
                 star,
-                &star.swap_rates.iter().map(|row| row[l]).collect::<Vec<_>>(),
+                &star
+                    .pair_indicator_rates
+                    .iter()
+                    .map(|row| row[l])
+                    .collect::<Vec<_>>(),
             )
         })
         .collect();
@@ -344,7 +352,7 @@ fn curve_figures(dir: &Path, r: &Report) -> Result<()> {
         figures::lines(
             &dir.join("fig7d_swap_rates"),
             &LineChart {
-                title: "Swap-indicator rates of DEO⋆ (over 5 epochs, mean over seeds)",
+                title: "Swap-indicator rates of DEO⋆ (between trace entries, mean over seeds)",
                 x_label: "epoch of sampling",
                 y_label: "share of iterations with e(l+1) + C < e(l)",
                 x_log: false,
@@ -370,7 +378,7 @@ fn curve_figures(dir: &Path, r: &Report) -> Result<()> {
                 .map(|v| format!("{v:.6e}")),
         );
         cells.extend(
-            star.swap_rates
+            star.pair_indicator_rates
                 .get(i)
                 .into_iter()
                 .flatten()

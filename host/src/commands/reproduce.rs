@@ -13,7 +13,7 @@ use crate::config::{RunConfig, WindowSpec};
 use crate::engine::{Backend, EngineError, Job, Record, RunOutput};
 use crate::figures::{self, DensityPanel, LineChart, PathPanel, Series, Style};
 use crate::metrics::{Grid, Truth};
-use crate::output::{Csv, ensure_dir, write_json};
+use crate::output::{Csv, OutDir, write_json};
 use crate::preset::{Preset, RuleChoices, RulesSummary};
 use crate::progress::Progress;
 
@@ -99,8 +99,8 @@ pub struct VariantResult {
     pub tv_distance: f64,
     /// TV distance over the 25 mode cells.
     pub tv_modes: f64,
-    /// Final buffer C, mean over seeds.
-    pub buffer: f64,
+    /// Final buffer C, mean over seeds (the configured `buffer` is the initial C).
+    pub final_buffer_mean: f64,
 }
 
 /// `results.json`.
@@ -184,7 +184,8 @@ fn variant_result(
             .flatten(),
         tv_distance: acc.tv_distance,
         tv_modes: acc.tv_modes,
-        buffer: out.ensembles.iter().map(|e| e.buffer).sum::<f64>() / job.ensembles as f64,
+        final_buffer_mean: out.ensembles.iter().map(|e| e.buffer).sum::<f64>()
+            / job.ensembles as f64,
     }
 }
 
@@ -473,7 +474,7 @@ fn write_figures(
     written.push(trace_figure(
         dir,
         "fig4b_ladder",
-        "Learning rates of DEO⋆ adapting (ensemble 0)",
+        "Learning rates of DEO⋆ adapting (mean over seeds)",
         "learning rate",
         true,
         &t.iterations,
@@ -597,10 +598,10 @@ fn trace_figure(
     Ok(stem.to_string())
 }
 
-/// Runs the reproduction and returns its results (figures written to `out`).
+/// Runs the reproduction and returns its results (figures written to `out`, which
+/// replaces `--out` when the caller commits it).
 pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) -> Result<Results> {
     let started = Instant::now();
-    ensure_dir(out)?;
     let truth = Truth::new();
     let runs = run_all(&s, backend, quiet)?;
     let deo = &runs.w_sweep[0];
@@ -671,9 +672,11 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
 
 /// Runs the command.
 pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
-    let seeds = args.seeds.unwrap_or(if args.quick { 3 } else { 5 });
+    let seeds = args.ensembles.unwrap_or(if args.quick { 3 } else { 5 });
     if seeds == 0 {
-        return Err(crate::config::ConfigError::new("seeds", "must be at least 1, got 0").into());
+        return Err(
+            crate::config::ConfigError::new("ensembles", "must be at least 1, got 0").into(),
+        );
     }
     let iterations = args
         .iterations
@@ -693,7 +696,9 @@ pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool)
         thin: 10,
         warmup: 100,
     };
-    let r = reproduce(s, &args.out, backend, quiet)?;
+    let out = OutDir::prepare(&args.out)?;
+    let r = reproduce(s, out.path(), backend, quiet)?;
+    out.commit()?;
     if json {
         println!("{}", serde_json::to_string(&r)?);
         return Ok(());

@@ -6,11 +6,14 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::checkpoint;
 use crate::cli::RunArgs;
 use crate::config::{ConfigError, RunConfig, TargetKind};
+use crate::engine::cpu::CpuBackend;
+use crate::engine::state::RunState;
 use crate::engine::{Backend, Record, RunOutput, Target};
 use crate::metrics::{Accuracy, Truth};
-use crate::output::{Csv, ensure_dir, npy_f32, write_atomic, write_json};
+use crate::output::{Csv, OutDir, npy_f32, write_atomic, write_json};
 
 /// `summary.json`.
 #[derive(Debug, Serialize)]
@@ -35,19 +38,67 @@ pub struct Summary {
     pub model_round_trips_per_1000: Option<f64>,
     /// Energy evaluations that were not finite.
     pub nonfinite_energies: u64,
-    /// Final correction buffer, mean over ensembles.
-    pub buffer: f64,
-    /// Final ladder of ensemble 0.
-    pub ladder: Vec<f64>,
-    /// Per pair, share of iterations with swap indicator 1 (mean over ensembles).
-    pub indicator_rate: Vec<f64>,
-    /// Per pair, executed swaps per iteration (mean over ensembles).
-    pub swap_rate: Vec<f64>,
+    /// Final correction buffer C, mean over ensembles (in the units of the energies;
+    /// per example for classifiers, like `config.buffer`).
+    pub final_buffer_mean: f64,
+    /// Final learning-rate ladder: per level, the mean over ensembles.
+    pub final_ladder_mean: Vec<f64>,
+    /// Final learning-rate ladder: per level, the standard deviation over ensembles.
+    pub final_ladder_sd: Vec<f64>,
+    /// Final learning-rate ladder of every ensemble (`[ensemble][level]`).
+    pub final_ladders: Vec<Vec<f64>>,
+    /// Per pair, the measured share of iterations with swap indicator 1, mean over
+    /// ensembles: what the ladder adaptation drives to `config.swap_rate`.
+    pub pair_indicator_rate: Vec<f64>,
+    /// Per pair, the measured executed swaps per iteration, mean over ensembles
+    /// (below the indicator rate when the window holds swaps back).
+    pub pair_executed_swap_rate: Vec<f64>,
     /// Accuracy of the target-level samples (2D toy only).
     pub accuracy: Option<Accuracy>,
     /// Classifier targets: the test-set scores of the Bayesian model average of every
     /// kept target-level sample, all ensembles pooled.
     pub classifier: Option<crate::deep::metrics::Scores>,
+    /// What may make this run not what was meant: non-finite energies above
+    /// [`NONFINITE_WARNING_SHARE`] of the chain-steps, no kept samples, settings without
+    /// effect. `--strict` turns them into exit status 1.
+    pub warnings: Vec<String>,
+}
+
+/// Non-finite energies above this share of the chain-steps give a warning.
+pub const NONFINITE_WARNING_SHARE: f64 = 0.01;
+
+/// The warnings of a run (see [`Summary::warnings`]).
+pub fn warnings(
+    config: &RunConfig,
+    chain_steps: u64,
+    nonfinite: u64,
+    samples: usize,
+) -> Vec<String> {
+    let mut w = Vec::new();
+    let share = nonfinite as f64 / chain_steps.max(1) as f64;
+    if share > NONFINITE_WARNING_SHARE {
+        w.push(format!(
+            "{nonfinite} energies were not finite ({:.1} per 100 chain-steps): the explorers \
+             diverge (lower --eta-max or --noise); those replicas never swap",
+            100.0 * share
+        ));
+    }
+    if samples == 0 {
+        w.push(format!(
+            "no samples were kept: --warmup {} leaves none of the {} iterations (or --thin {} \
+             is larger than what remains)",
+            config.warmup, config.iterations, config.thin
+        ));
+    }
+    for key in config.ignored_settings() {
+        w.push(format!(
+            "--{} has no effect with target {} and explorer {}",
+            key.replace('_', "-"),
+            config.target.name(),
+            config.explorer.name()
+        ));
+    }
+    w
 }
 
 /// What `--json` prints: the summary (which is the same for the same seed, whatever
@@ -57,13 +108,14 @@ pub struct RunReport<'a> {
     /// The summary.
     #[serde(flatten)]
     pub summary: &'a Summary,
-    /// Wall-clock seconds of the run.
+    /// Wall-clock seconds of this process's part of the run (from the checkpoint on,
+    /// for a resumed run).
     pub seconds: f64,
-    /// Chain-steps per second.
+    /// Chain-steps per second of this process's part of the run.
     pub chain_steps_per_sec: f64,
 }
 
-/// Mean per-pair rates over ensembles: (indicator rate, swap rate).
+/// Mean per-pair rates over ensembles: (indicator rate, executed swap rate).
 pub fn pair_rates(out: &RunOutput, iterations: u64) -> (Vec<f64>, Vec<f64>) {
     let e = out.ensembles.len() as f64;
     let pairs = out.ensembles.first().map_or(0, |r| r.pairs.len());
@@ -100,32 +152,35 @@ pub fn write_outputs(
     dir: &Path,
     config: &RunConfig,
     dim: usize,
+    energy_scale: f64,
     out: &RunOutput,
     summary: &Summary,
 ) -> Result<()> {
-    ensure_dir(dir)?;
-    let iterations = config.iterations;
-    let (ind, swp) = pair_rates(out, iterations);
+    // Rates over the iterations that ran (N + 1 with inclusive iterations), as in the
+    // summary.
+    let (ind, swp) = pair_rates(out, summary.iterations_run);
     let mut pairs = Csv::new(&[
         "pair",
         "indicator_rate",
-        "swap_rate",
-        "final_ladder_lower",
-        "final_ladder_upper",
+        "executed_swap_rate",
+        "final_eta_lower_mean",
+        "final_eta_upper_mean",
     ]);
+    let ladder = &summary.final_ladder_mean;
     for l in 0..ind.len() {
         pairs.row([
             l.to_string(),
             format!("{:.6}", ind[l]),
             format!("{:.6}", swp[l]),
-            format!("{:.6e}", summary.ladder[l]),
-            format!("{:.6e}", summary.ladder[l + 1]),
+            format!("{:.6e}", ladder[l]),
+            format!("{:.6e}", ladder[l + 1]),
         ]);
     }
     pairs.write(&dir.join("pairs.csv"))?;
 
     let t = &out.trace;
     let p = config.chains;
+    let scale = energy_scale;
     let mut header = vec![
         "iteration".to_string(),
         "round_trips".into(),
@@ -140,7 +195,7 @@ pub fn write_outputs(
             t.iterations[i].to_string(),
             t.round_trips[i].to_string(),
             t.authors_round_trips[i].to_string(),
-            format!("{:.6}", t.buffer[i]),
+            format!("{:.6}", t.buffer[i] / scale),
         ];
         row.extend(t.indicator_rate[i].iter().map(|r| format!("{r:.4}")));
         trace.row(row);
@@ -148,12 +203,13 @@ pub fn write_outputs(
     trace.write(&dir.join("trace.csv"))?;
 
     let mut header = vec!["iteration".to_string()];
-    header.extend((0..p).map(|l| format!("eta_{l}")));
+    header.extend((0..p).map(|l| format!("eta_mean_{l}")));
+    header.extend((0..p).map(|l| format!("eta_sd_{l}")));
     let refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut ladder = Csv::new(&refs);
-    for (i, row) in t.ladder.iter().enumerate() {
+    for (i, (mean, sd)) in t.ladder.iter().zip(&t.ladder_sd).enumerate() {
         let mut cells = vec![t.iterations[i].to_string()];
-        cells.extend(row.iter().map(|v| format!("{v:.6e}")));
+        cells.extend(mean.iter().chain(sd).map(|v| format!("{:.6e}", v * scale)));
         ladder.row(cells);
     }
     ladder.write(&dir.join("ladder.csv"))?;
@@ -185,9 +241,60 @@ pub fn write_outputs(
 /// samples.npy only.
 pub const MAX_CSV_DIM: usize = 64;
 
-/// Runs the command.
-pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
-    let config = load_config(args)?;
+/// The configuration, checkpoint cadence and saved state of a run: from `--resume` (the
+/// checkpoint's, which the other flags must agree with) or from the flags.
+fn start(args: &RunArgs) -> Result<(RunConfig, Option<u64>, Option<RunState>)> {
+    let Some(dir) = &args.resume else {
+        if args.checkpoint_every == Some(0) {
+            return Err(
+                ConfigError::new("checkpoint_every", "must be at least 1 iteration").into(),
+            );
+        }
+        return Ok((load_config(args)?, args.checkpoint_every, None));
+    };
+    let path = checkpoint::path_for(dir);
+    if !path.exists() {
+        return Err(ConfigError::new(
+            "resume",
+            format!(
+                "no checkpoint {} beside {}: nothing to resume",
+                path.display(),
+                dir.display()
+            ),
+        )
+        .into());
+    }
+    let c = checkpoint::read(&path).map_err(|e| ConfigError::new("resume", e.to_string()))?;
+    let mut config = c.config;
+    config.out = dir.clone();
+    // Flags given with --resume must not change the run.
+    let mut given = config.clone();
+    args.flags.apply(&mut given)?;
+    given.out = dir.clone();
+    if args.config.is_some() || given != config {
+        return Err(ConfigError::new(
+            "resume",
+            "continues the saved configuration: leave out --config and configuration flags \
+             that differ from it",
+        )
+        .into());
+    }
+    let every = args.checkpoint_every.unwrap_or(c.every).max(1);
+    Ok((config, Some(every), Some(c.state)))
+}
+
+/// Runs the command: on `backend`, or segment by segment on `cpu` with checkpoints.
+pub fn run(
+    args: &RunArgs,
+    backend: &dyn Backend,
+    cpu: &CpuBackend,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
+    let (config, every, saved) = start(args)?;
+    // Iterations this process runs (a resumed run starts at its checkpoint).
+    let resumed_at = saved.as_ref().map_or(0, |s| s.iteration);
+    let out_dir = OutDir::prepare(&config.out)?;
     let record = Record {
         thin: config.thin,
         warmup: config.warmup,
@@ -196,13 +303,76 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
     };
     let job = config.job(record)?;
     let started = Instant::now();
-    let out = super::run_job(backend, &job, "run", quiet)?;
+    let ckpt = checkpoint::path_for(&config.out);
+    let out = match every {
+        None => super::run_job(backend, &job, "run", quiet)?,
+        Some(every) => {
+            let progress =
+                crate::progress::Progress::new("run", job.iterations * job.ensembles as u64, quiet);
+            if backend.name() != "cpu" && !quiet {
+                eprintln!("note: runs with checkpoints run on the CPU engine");
+            }
+            let mut state = saved;
+            if let Some(s) = &state {
+                progress.inc(s.iteration * job.ensembles as u64);
+            }
+            // The iteration of the checkpoint on disk, if any.
+            let mut on_disk = state.as_ref().map(|s| s.iteration);
+            let mut segments = || -> Result<RunState> {
+                loop {
+                    let from = state.as_ref().map_or(0, |s| s.iteration);
+                    let until = from.saturating_add(every).min(job.iterations);
+                    let s = cpu.run_from(&job, state.take(), until, &|n| progress.inc(n))?;
+                    if until >= job.iterations {
+                        return Ok(s);
+                    }
+                    let c = checkpoint::Checkpoint {
+                        config: config.clone(),
+                        every,
+                        state: s,
+                    };
+                    checkpoint::write(&ckpt, &c)?;
+                    on_disk = Some(until);
+                    state = Some(c.state);
+                }
+            };
+            let done = match segments() {
+                Ok(s) => s,
+                Err(e) => {
+                    // Stopped by a signal with a checkpoint kept: say how to continue.
+                    if let Some(iteration) = on_disk
+                        && crate::interrupt::requested()
+                        && ckpt.exists()
+                    {
+                        return Err(checkpoint::InterruptedWithCheckpoint {
+                            checkpoint: ckpt.display().to_string(),
+                            iteration,
+                            out: config.out.display().to_string(),
+                        }
+                        .into());
+                    }
+                    return Err(e);
+                }
+            };
+            progress.finish();
+            cpu.finish(&job, done)
+        }
+    };
     let seconds = started.elapsed().as_secs_f64();
     let stats = out.total_stats();
     let e = job.ensembles as f64;
     let per1000 = |n: u64| n as f64 * 1000.0 / (e * job.iterations as f64);
     let window = job.options.scheme.window_code();
-    let (indicator_rate, swap_rate) = pair_rates(&out, job.iterations);
+    let (pair_indicator_rate, pair_executed_swap_rate) = pair_rates(&out, job.iterations);
+    // Rates and buffer in the units of the configuration (per example for classifiers).
+    let scale = job.target.energy_scale();
+    let final_ladders: Vec<Vec<f64>> = out
+        .ensembles
+        .iter()
+        .map(|r| r.ladder.iter().map(|eta| eta * scale).collect())
+        .collect();
+    let views: Vec<&[f64]> = final_ladders.iter().map(Vec::as_slice).collect();
+    let (final_ladder_mean, final_ladder_sd) = crate::engine::ladder_spread(&views);
     let summary = Summary {
         config: config.clone(),
         backend: out.backend.clone(),
@@ -219,14 +389,12 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
             .flatten()
             .map(|r| 1000.0 * r),
         nonfinite_energies: stats.nonfinite_energies,
-        buffer: out.ensembles.iter().map(|r| r.buffer).sum::<f64>() / e,
-        ladder: out
-            .ensembles
-            .first()
-            .map(|r| r.ladder.clone())
-            .unwrap_or_default(),
-        indicator_rate,
-        swap_rate,
+        final_buffer_mean: out.ensembles.iter().map(|r| r.buffer).sum::<f64>() / e / scale,
+        final_ladder_mean,
+        final_ladder_sd,
+        final_ladders,
+        pair_indicator_rate,
+        pair_executed_swap_rate,
         accuracy: (job.target == Target::Modes2d && !out.samples.is_empty())
             .then(|| Truth::new().accuracy(&out.samples)),
         classifier: match &job.target {
@@ -240,13 +408,34 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
             }
             _ => None,
         },
+        warnings: warnings(
+            &config,
+            (job.chains * job.ensembles) as u64 * job.iterations,
+            stats.nonfinite_energies,
+            out.sample_iterations.len(),
+        ),
     };
-    write_outputs(&config.out, &config, job.target.dim(), &out, &summary)?;
+    write_outputs(
+        out_dir.path(),
+        &config,
+        job.target.dim(),
+        scale,
+        &out,
+        &summary,
+    )?;
+    out_dir.commit()?;
+    // The outputs are complete: the checkpoint has served.
+    let _ = std::fs::remove_file(&ckpt);
+    // Warnings are not notes: --quiet keeps them.
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
     if json {
         let report = RunReport {
             summary: &summary,
             seconds,
-            chain_steps_per_sec: (job.chains * job.ensembles) as f64 * job.iterations as f64
+            chain_steps_per_sec: (job.chains * job.ensembles) as f64
+                * (job.iterations - resumed_at.min(job.iterations)) as f64
                 / seconds,
         };
         println!("{}", serde_json::to_string(&report)?);
@@ -288,5 +477,19 @@ pub fn run(args: &RunArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Re
         }
         println!("wrote {}", config.out.display());
     }
+    if args.strict && !summary.warnings.is_empty() {
+        return Err(StrictError {
+            warnings: summary.warnings.len(),
+        }
+        .into());
+    }
     Ok(())
+}
+
+/// `--strict` and a run with warnings: the outputs are written, the status is 1.
+#[derive(Debug, thiserror::Error)]
+#[error("--strict: the run gave {warnings} warning(s); its outputs are written")]
+pub struct StrictError {
+    /// How many.
+    pub warnings: usize,
 }

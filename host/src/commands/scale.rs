@@ -10,7 +10,7 @@ use crate::cli::{MergeArgs, SweepArgs};
 use crate::config::ConfigError;
 use crate::engine::Backend;
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, ensure_dir, write_json};
+use crate::output::{Csv, OutDir, write_json};
 use crate::progress::Progress;
 use crate::scale::{self, Fit, Point, Settings};
 
@@ -73,6 +73,13 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         }
         swap_rates.push(v);
     }
+    if a.rates_file.is_some() && a.model != crate::scale::Model::Bernoulli {
+        return Err(ConfigError::new(
+            "rates_file",
+            "applies to --model bernoulli only (the sampler models adapt their own rates)",
+        )
+        .into());
+    }
     let profile = match &a.rates_file {
         None => None,
         Some(path) => {
@@ -97,14 +104,47 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
             Some(values)
         }
     };
-    if a.seeds == Some(0) {
-        return Err(ConfigError::new("seeds", "must be at least 1").into());
+    if a.ensembles == Some(0) {
+        return Err(ConfigError::new("ensembles", "must be at least 1").into());
     }
     if !(a.target_se > 0.0 && a.target_se < 1.0) {
         return Err(ConfigError::new("target_se", "must lie strictly between 0 and 1").into());
     }
-    if a.max_iterations == 0 {
-        return Err(ConfigError::new("max_iterations", "must be at least 1").into());
+    if !(1..=1 << 40).contains(&a.max_iterations) {
+        return Err(ConfigError::new("max_iterations", "must be between 1 and 2^40").into());
+    }
+    if let Some(e) = a.ensembles
+        && e > 1 << 24
+    {
+        return Err(ConfigError::new("ensembles", format!("must be at most 2^24, got {e}")).into());
+    }
+    let samples_states = a.model != crate::scale::Model::Bernoulli;
+    if samples_states && !(1..=crate::config::MAX_DIM).contains(&a.dim) {
+        return Err(ConfigError::new(
+            "dim",
+            format!(
+                "must be between 1 and {}, got {}",
+                crate::config::MAX_DIM,
+                a.dim
+            ),
+        )
+        .into());
+    }
+    // The largest point's states must fit (ensembles chosen automatically stay small).
+    let most_chains = chains.iter().copied().max().unwrap_or(2) as u128;
+    let dim = if samples_states { a.dim as u128 } else { 1 };
+    let values = most_chains * a.ensembles.unwrap_or(1) as u128 * dim;
+    if values > crate::config::MAX_VALUES {
+        return Err(ConfigError::new(
+            "ensembles",
+            format!(
+                "{most_chains} chains × {} ensembles × {dim} = {values} values: more than the \
+                 {} accepted",
+                a.ensembles.unwrap_or(1),
+                crate::config::MAX_VALUES
+            ),
+        )
+        .into());
     }
     Ok(Settings {
         model: a.model,
@@ -112,7 +152,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         windows,
         swap_rates,
         profile,
-        ensembles: a.seeds.unwrap_or(0),
+        ensembles: a.ensembles.unwrap_or(0),
         target_se: a.target_se,
         max_iterations: a.max_iterations,
         warmup: a.warmup,
@@ -122,7 +162,6 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
 }
 
 fn write_outputs(dir: &Path, r: &Results) -> Result<Vec<String>> {
-    ensure_dir(dir)?;
     write_json(&dir.join("results.json"), r)?;
     let mut csv = Csv::new(&[
         "index",
@@ -332,21 +371,35 @@ fn print_table(r: &Results) {
         "chains", "window", "W", "S", "E[T] measured", "± SE", "E[T] Lemma 1", "ratio", "seconds"
     );
     for p in &r.points {
+        // A point capped before its first round trip has no measured E[T].
+        let measured = p.expected_round_trip.is_finite();
+        let (et, se, ratio) = if measured {
+            (
+                format!("{:.1}", p.expected_round_trip),
+                format!(
+                    "{:.2}%",
+                    100.0 * p.expected_round_trip_se / p.expected_round_trip
+                ),
+                format!("{:.4}", p.ratio),
+            )
+        } else {
+            ("none".to_string(), "-".to_string(), "-".to_string())
+        };
         println!(
-            "{:>7} {:>7} {:>6} {:>6} {:>14.1} {:>8.2}% {:>14.1} {:>7.4} {:>9.1}{}",
+            "{:>7} {:>7} {:>6} {:>6} {:>14} {:>9} {:>14.1} {:>7} {:>9.1}{}",
             p.chains,
             p.window_rule,
             p.window,
             p.swap_rate,
-            p.expected_round_trip,
-            100.0 * p.expected_round_trip_se / p.expected_round_trip,
+            et,
+            se,
             p.model_expected_round_trip,
-            p.ratio,
+            ratio,
             p.seconds,
-            if p.capped {
-                "  (iteration cap reached)"
-            } else {
-                ""
+            match (p.capped, measured) {
+                (true, true) => "  (iteration cap reached)",
+                (true, false) => "  (iteration cap reached before any round trip)",
+                _ => "",
             }
         );
     }
@@ -361,6 +414,7 @@ fn print_table(r: &Results) {
 /// Runs a sweep (or one shard of it).
 pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
     let s = settings(a)?;
+    let out = OutDir::prepare(&a.out)?;
     let all = scale::enumerate(&s);
     let indices: Vec<usize> = (0..all.len())
         .filter(|i| a.shard.is_none_or(|sh| i % sh.count == sh.index))
@@ -390,11 +444,12 @@ pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Res
         points,
         fits,
     };
-    finish(&a.out, &results, json, "results in")
+    finish(out, &results, json, "results in")
 }
 
 /// Merges shard outputs into one sweep.
 pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
+    let out = OutDir::prepare(&a.out)?;
     let mut parts: Vec<Results> = Vec::new();
     for dir in &a.inputs {
         let path = if dir.is_dir() {
@@ -440,17 +495,25 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
         points,
         fits,
     };
-    finish(&a.out, &results, json, "merged into")
+    finish(out, &results, json, "merged into")
 }
 
 /// Writes the outputs of a sweep and prints them (JSON, or a table and where they went).
-fn finish(out: &Path, results: &Results, json: bool, verb: &str) -> Result<()> {
-    let figures = write_outputs(out, results)?;
+fn finish(out: OutDir, results: &Results, json: bool, verb: &str) -> Result<()> {
+    let figures = write_outputs(out.path(), results)?;
+    let out = out.commit()?;
     if json {
         println!("{}", serde_json::to_string(results)?);
     } else {
         print_table(results);
-        println!("{verb} {} (figures: {})", out.display(), figures.join(", "));
+        if figures.is_empty() {
+            println!(
+                "{verb} {} (no figure: no point has a measured round trip)",
+                out.display()
+            );
+        } else {
+            println!("{verb} {} (figures: {})", out.display(), figures.join(", "));
+        }
     }
     Ok(())
 }

@@ -36,9 +36,13 @@ pub struct WindowReport {
 
 fn invalid(e: nrpt_core::Error) -> anyhow::Error {
     let field = match e {
-        nrpt_core::Error::TooFewChains { .. } => "chains",
-        nrpt_core::Error::SwapRateOutOfRange { .. } => "swap_rate",
-        _ => "window",
+        nrpt_core::Error::SwapRateOutOfRange { .. } | nrpt_core::Error::WindowTooLong { .. } => {
+            "swap_rate"
+        }
+        nrpt_core::Error::InvalidValue {
+            name: "swap_rate", ..
+        } => "swap_rate",
+        _ => "chains",
     };
     ConfigError::new(field, e.to_string()).into()
 }

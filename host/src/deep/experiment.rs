@@ -83,8 +83,9 @@ pub struct Row {
     pub round_trips_per_100_epochs: Option<f64>,
     /// Its standard deviation.
     pub round_trips_per_100_epochs_sd: Option<f64>,
-    /// Per pair, the share of iterations with swap indicator 1 (tempering rows).
-    pub swap_rates: Option<Vec<f64>>,
+    /// Per pair, the measured share of iterations with swap indicator 1, mean over
+    /// seeds (tempering rows; the target is `swap_rate`).
+    pub pair_indicator_rates: Option<Vec<f64>>,
     /// Samples averaged per seed.
     pub samples: usize,
     /// Wall-clock seconds of the method, all seeds.
@@ -102,10 +103,10 @@ pub struct Curves {
     pub epochs: Vec<f64>,
     /// Round trips so far per seed (mean over seeds).
     pub round_trips: Vec<f64>,
-    /// Learning rates of seed 0 (per example) at each entry.
+    /// Learning rates (per example) at each entry, mean over seeds.
     pub ladder: Vec<Vec<f64>>,
     /// Indicator rate of every pair since the previous entry (mean over seeds).
-    pub swap_rates: Vec<Vec<f64>>,
+    pub pair_indicator_rates: Vec<Vec<f64>>,
     /// Test accuracy of the final state of every level (mean over seeds).
     pub accuracy_by_level: Vec<f64>,
 }
@@ -168,7 +169,7 @@ fn row(name: String, scores: Vec<Scores>, seconds: f64) -> Row {
         ece_sd,
         round_trips_per_100_epochs: None,
         round_trips_per_100_epochs_sd: None,
-        swap_rates: None,
+        pair_indicator_rates: None,
         samples: scores.first().map_or(0, |s| s.samples),
         seconds,
         per_seed: scores,
@@ -385,7 +386,7 @@ fn tempering_row(
     r.swap_rate = Some(job.options.adapt.target_swap_rate);
     r.round_trips_per_100_epochs = Some(rt);
     r.round_trips_per_100_epochs_sd = Some(rt_sd);
-    r.swap_rates = Some(rates);
+    r.pair_indicator_rates = Some(rates);
     let n = model.examples() as f64;
     let accuracy_by_level = (0..p)
         .map(|l| {
@@ -411,7 +412,7 @@ fn tempering_row(
             .iter()
             .map(|l| l.iter().map(|&eta| eta * n).collect())
             .collect(),
-        swap_rates: t.indicator_rate.clone(),
+        pair_indicator_rates: t.indicator_rate.clone(),
         accuracy_by_level,
     };
     (r, curves)

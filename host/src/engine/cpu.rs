@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use super::lockstep::LANES;
 use super::record::{Recorder, merge};
+use super::state::{EnsembleState, RunState};
 use super::{Backend, EngineError, EnsembleBuffers, Job, Record, RunOutput, Target};
 
 /// The CPU engine.
@@ -69,15 +70,24 @@ const PROGRESS_EVERY: u64 = 256;
 /// iteration, sharing the step size of the adaptation.
 const CHUNK: usize = 8;
 
-/// Runs ensembles `first .. first + count` in lockstep, with the oracle and the
-/// exploration path of the job's target.
+/// Runs ensembles `first .. first + count` in lockstep up to iteration `until`, from
+/// their saved states when given, with the oracle and the exploration path of the
+/// job's target; returns their states.
 fn run_chunk(
     job: &Job,
     first: usize,
     count: usize,
+    from: Option<&[EnsembleState]>,
+    until: u64,
     simd: Simd,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Vec<Recorder>, EngineError> {
+) -> Result<Vec<EnsembleState>, EngineError> {
+    let span = Span {
+        first,
+        count,
+        from,
+        until,
+    };
     match (&job.target, job.target.toy()) {
         (Target::Classifier(c), _) => {
             // Matrix products over each mini-batch (nrpt-core's scalar oracle with
@@ -92,8 +102,7 @@ fn run_chunk(
             }
             run_chunk_with(
                 job,
-                first,
-                count,
+                span,
                 progress,
                 |_| c.oracle(),
                 |t| {
@@ -111,8 +120,7 @@ fn run_chunk(
                 simd != Simd::Scalar && super::toy2d::applies(toy, job.options.explorer, job.noise);
             run_chunk_with(
                 job,
-                first,
-                count,
+                span,
                 progress,
                 |_| oracle,
                 |t| {
@@ -131,25 +139,53 @@ fn run_chunk(
     }
 }
 
+/// Which ensembles a chunk runs, from where, up to which iteration.
+#[derive(Clone, Copy)]
+struct Span<'s> {
+    first: usize,
+    count: usize,
+    from: Option<&'s [EnsembleState]>,
+    until: u64,
+}
+
 /// The one iteration loop of the CPU engine: explore (by `explore`), exchange,
 /// record, for every ensemble of the chunk, iteration by iteration.
 fn run_chunk_with<O>(
     job: &Job,
-    first: usize,
-    count: usize,
+    span: Span<'_>,
     progress: &(dyn Fn(u64) + Sync),
     oracle: impl Fn(usize) -> O,
     explore: impl Fn(&mut Tempering<'_, f32, O>),
-) -> Result<Vec<Recorder>, EngineError>
+) -> Result<Vec<EnsembleState>, EngineError>
 where
     O: EnergyOracle<f32, Error = Infallible>,
 {
+    let Span {
+        first,
+        count,
+        from,
+        until,
+    } = span;
     let (p, dim) = (job.chains, job.target.dim());
     let momentum = job.options.explorer.has_momentum();
-    let mut buffers: Vec<EnsembleBuffers<f32>> = (0..count)
-        .map(|_| EnsembleBuffers::new(p, dim, momentum))
-        .collect();
-    if let Some(states) = &job.initial_states {
+    let (mut buffers, mut records, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..count {
+        match from.and_then(|s| s.get(i)) {
+            Some(s) => {
+                buffers.push(s.buffers.clone());
+                records.push(s.recorder.clone());
+                starts.push(Some(s.progress));
+            }
+            None => {
+                buffers.push(EnsembleBuffers::new(p, dim, momentum));
+                records.push(Recorder::new(job, first + i));
+                starts.push(None);
+            }
+        }
+    }
+    if from.is_none()
+        && let Some(states) = &job.initial_states
+    {
         let per = p * dim;
         for (i, b) in buffers.iter_mut().enumerate() {
             let e = first + i;
@@ -168,20 +204,26 @@ where
     }
     let mut runs = buffers
         .iter_mut()
+        .zip(&starts)
         .enumerate()
-        .map(|(i, b)| {
+        .map(|(i, (b, start))| {
             let options = TemperingOptions {
                 ensemble: (first + i) as u32,
                 ..job.options
             };
-            Tempering::new(options, oracle(first + i), b.lend())
+            match start {
+                Some(progress) => {
+                    Tempering::resume(options, oracle(first + i), b.lend(), *progress)
+                }
+                None => Tempering::new(options, oracle(first + i), b.lend()),
+            }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut records: Vec<Recorder> = (0..count).map(|i| Recorder::new(job, first + i)).collect();
+    let begin = runs.first().map_or(0, |t| t.iteration());
     let rec = job.record;
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
-    for k in 0..job.iterations {
+    for k in begin..until {
         let gamma = schedule.step_size(k)?;
         for (t, r) in runs.iter_mut().zip(records.iter_mut()) {
             explore(t);
@@ -198,30 +240,32 @@ where
         }
     }
     progress(unreported);
-    for (t, r) in runs.iter().zip(records.iter_mut()) {
-        let s = t.storage();
-        let levels: Vec<f32> = (0..p)
-            .flat_map(|l| s.state_at_level(l).unwrap_or(&[]).iter().copied())
-            .collect();
-        r.finish(
-            s.ladder().to_vec(),
-            t.buffer(),
-            t.stats(),
-            s.pair_stats().to_vec(),
-            levels,
-        );
-    }
-    Ok(records)
+    let progresses: Vec<_> = runs.iter().map(|t| t.progress()).collect();
+    drop(runs);
+    Ok(buffers
+        .into_iter()
+        .zip(records)
+        .zip(progresses)
+        .map(|((buffers, recorder), progress)| EnsembleState {
+            buffers,
+            progress,
+            recorder,
+        })
+        .collect())
 }
 
 /// Records what the job asks for after iteration `k` of one ensemble.
 fn observe<O: EnergyOracle<f32>>(r: &mut Recorder, rec: Record, k: u64, t: &Tempering<'_, f32, O>) {
     let s = t.storage();
     if rec.traces_at(k) {
-        let ladder = r.is_first().then(|| s.ladder().to_vec());
-        r.trace(k, rec.trace_every, ladder, t.buffer(), t.stats(), |l| {
-            s.pair_stats()[l].indicators
-        });
+        r.trace(
+            k,
+            rec.trace_every,
+            s.ladder().to_vec(),
+            t.buffer(),
+            t.stats(),
+            |l| s.pair_stats()[l].indicators,
+        );
     }
     if r.is_first() && rec.paths_at(k) {
         r.path(s.level_of().iter().copied());
@@ -232,45 +276,137 @@ fn observe<O: EnergyOracle<f32>>(r: &mut Recorder, rec: Record, k: u64, t: &Temp
 }
 
 impl CpuBackend {
-    fn run_all(
+    /// Runs `job` from `from` (or from its start) up to iteration `until`, and returns
+    /// the state there: a run cut into segments gives the same bits as one run (what
+    /// checkpoints rely on). Uses the thread count of this backend.
+    pub fn run_from(
         &self,
         job: &Job,
+        from: Option<RunState>,
+        until: u64,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<RunOutput, EngineError> {
+    ) -> Result<RunState, EngineError> {
+        if job.ensembles == 0 {
+            return Err(EngineError::Backend {
+                backend: "cpu",
+                message: "no ensembles to run".to_string(),
+            });
+        }
+        if let Some(s) = &from {
+            s.check(job.ensembles, job.chains, job.target.dim())
+                .map_err(|message| EngineError::Backend {
+                    backend: "cpu",
+                    message: format!("the saved state does not fit the run: {message}"),
+                })?;
+        }
+        let until = until.min(job.iterations);
+        let body = || self.segment(job, from.as_ref(), until, progress);
+        match self.threads {
+            None => body(),
+            Some(n) => rayon::ThreadPoolBuilder::new()
+                .num_threads(n.max(1))
+                .build()
+                .map_err(|e| EngineError::Backend {
+                    backend: "cpu",
+                    message: format!("cannot start {n} threads: {e}"),
+                })?
+                .install(body),
+        }
+    }
+
+    /// The output of a run that has reached its last iteration.
+    pub fn finish(&self, job: &Job, state: RunState) -> RunOutput {
+        let p = job.chains;
+        let runs = state
+            .ensembles
+            .into_iter()
+            .map(|s| {
+                let b = &s.buffers;
+                let levels: Vec<f32> = b.levels(p);
+                let mut r = s.recorder;
+                r.finish(
+                    b.ladder().to_vec(),
+                    s.progress.buffer,
+                    s.progress.stats,
+                    b.pair_stats().to_vec(),
+                    levels,
+                );
+                r
+            })
+            .collect();
+        merge(self.name(), runs, job.target.dim())
+    }
+
+    fn segment(
+        &self,
+        job: &Job,
+        from: Option<&RunState>,
+        until: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<RunState, EngineError> {
+        let states = from.map(|s| s.ensembles.as_slice());
+        let slice = |first: usize, count: usize| states.map(|s| &s[first..first + count]);
         // Lane groups pay off once they are mostly full; small runs go one ensemble at
-        // a time (still vectorized within the ensemble where possible).
+        // a time (still vectorized within the ensemble where possible). The choice
+        // depends on the job alone, so a resumed run takes the same path.
         let simd = self.simd.resolve();
-        if simd != Simd::Scalar && job.ensembles >= LANES / 2 && super::lockstep::applies(job) {
+        let ensembles: Vec<EnsembleState> = if simd != Simd::Scalar
+            && job.ensembles >= LANES / 2
+            && super::lockstep::applies(job)
+        {
             let groups: Vec<(usize, usize)> = (0..job.ensembles)
                 .step_by(LANES)
                 .map(|first| (first, LANES.min(job.ensembles - first)))
                 .collect();
-            let runs: Vec<Recorder> = groups
+            groups
                 .into_par_iter()
-                .map(|(first, count)| super::lockstep::run_group(job, first, count, simd, progress))
+                .map(|(first, count)| {
+                    super::lockstep::run_group(
+                        job,
+                        first,
+                        count,
+                        slice(first, count),
+                        until,
+                        simd,
+                        progress,
+                    )
+                })
                 .collect::<Result<Vec<_>, _>>()?
                 .into_iter()
                 .flatten()
+                .collect()
+        } else {
+            // Small runs are split finer so that every thread has work.
+            let size = job
+                .ensembles
+                .div_ceil(2 * rayon::current_num_threads())
+                .clamp(1, CHUNK);
+            let chunks: Vec<(usize, usize)> = (0..job.ensembles)
+                .step_by(size)
+                .map(|first| (first, size.min(job.ensembles - first)))
                 .collect();
-            return Ok(merge(self.name(), runs, job.target.dim()));
-        }
-        // Small runs are split finer so that every thread has work.
-        let size = job
-            .ensembles
-            .div_ceil(2 * rayon::current_num_threads())
-            .clamp(1, CHUNK);
-        let chunks: Vec<(usize, usize)> = (0..job.ensembles)
-            .step_by(size)
-            .map(|first| (first, size.min(job.ensembles - first)))
-            .collect();
-        let runs: Vec<Recorder> = chunks
-            .into_par_iter()
-            .map(|(first, count)| run_chunk(job, first, count, simd, progress))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .flatten()
-            .collect();
-        Ok(merge(self.name(), runs, job.target.dim()))
+            chunks
+                .into_par_iter()
+                .map(|(first, count)| {
+                    run_chunk(
+                        job,
+                        first,
+                        count,
+                        slice(first, count),
+                        until,
+                        simd,
+                        progress,
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .flatten()
+                .collect()
+        };
+        Ok(RunState {
+            iteration: until,
+            ensembles,
+        })
     }
 }
 
@@ -280,22 +416,7 @@ impl Backend for CpuBackend {
     }
 
     fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError> {
-        if job.ensembles == 0 {
-            return Err(EngineError::Backend {
-                backend: "cpu",
-                message: "no ensembles to run".to_string(),
-            });
-        }
-        match self.threads {
-            None => self.run_all(job, progress),
-            Some(n) => rayon::ThreadPoolBuilder::new()
-                .num_threads(n.max(1))
-                .build()
-                .map_err(|e| EngineError::Backend {
-                    backend: "cpu",
-                    message: format!("cannot start {n} threads: {e}"),
-                })?
-                .install(|| self.run_all(job, progress)),
-        }
+        let state = self.run_from(job, None, job.iterations, progress)?;
+        Ok(self.finish(job, state))
     }
 }

@@ -251,7 +251,13 @@ impl<'a> Recorder<'a> {
         }
         let t = &mut self.trace;
         t.iterations.push(done);
-        t.ladder.push(run.ladder(0)?);
+        let ladders = (0..e)
+            .map(|ens| run.ladder(ens))
+            .collect::<Result<Vec<_>, _>>()?;
+        let views: Vec<&[f64]> = ladders.iter().map(Vec::as_slice).collect();
+        let (mean, sd) = super::record::ladder_spread(&views);
+        t.ladder.push(mean);
+        t.ladder_sd.push(sd);
         t.buffer.push(buffers.iter().sum::<f64>() / ef);
         t.round_trips
             .push(stats.iter().map(|s| s.round_trips).sum());

@@ -35,8 +35,13 @@ use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies, SweepOrder}
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::{Scheme, is_window_start, pair_eligible, window_parity};
 
+use nrpt_core::driver::Progress;
+use nrpt_core::swap::flags;
+
+use super::EnsembleBuffers;
 use super::cpu::Simd;
 use super::record::Recorder;
+use super::state::EnsembleState;
 use super::{Job, Target};
 
 /// Ensembles per lane group: two AVX-512 registers of `f32` (four of AVX2), which gives
@@ -451,13 +456,80 @@ impl Lanes {
         [self.xa[0][i], self.xb[0][i]]
     }
 
-    /// The state at every level of lane `i`, level by level.
-    pub fn levels(&self, i: usize) -> Vec<f32> {
-        self.xa
-            .iter()
-            .zip(&self.xb)
-            .flat_map(|(a, b)| [a[i], b[i]])
-            .collect()
+    /// Lane `i` in nrpt-core's layout, with what it has recorded: what a checkpoint
+    /// saves. The flags keep the indicator, swap and non-finite bits of the last
+    /// iteration (not the attempt bit, which the lanes do not keep; nothing reads it
+    /// before the next iteration rewrites it).
+    pub fn save(&self, i: usize, recorder: Recorder) -> EnsembleState {
+        let p = self.p;
+        let mut b = EnsembleBuffers::<f32>::new(p, 2, false);
+        for l in 0..p {
+            let r = self.replica[l][i] as usize;
+            b.states[2 * r] = self.xa[l][i];
+            b.states[2 * r + 1] = self.xb[l][i];
+            b.energies[l] = self.energy[l][i];
+            b.ladder[l] = self.ladder[l][i];
+            b.temperatures[l] = self.hot[l];
+            b.replica_at[l] = r as u32;
+            b.level_of[r] = l as u32;
+            b.trips[r] = self.trips[l][i];
+        }
+        for l in 0..p - 1 {
+            b.gates[l] = self.gates[l][i];
+            let bad = !(self.energy[l][i].is_finite() && self.energy[l + 1][i].is_finite());
+            b.flags[l] = (u8::from(self.indicator[l][i]) * flags::INDICATOR)
+                | (u8::from(self.swap[l][i]) * flags::SWAPPED)
+                | (u8::from(bad) * flags::NONFINITE);
+            let c = &self.pairs[l];
+            b.pair_stats[l] = PairStats {
+                indicators: c.indicators[i],
+                attempts: c.attempts[i],
+                swaps: c.swaps[i],
+                nonfinite: c.nonfinite[i],
+            };
+        }
+        EnsembleState {
+            buffers: b,
+            progress: Progress {
+                iteration: self.iteration,
+                buffer: self.buffer[i],
+                stats: self.stats[i],
+            },
+            recorder,
+        }
+    }
+
+    /// Sets the first `states.len()` lanes to saved states (of this job and these
+    /// ensembles), the inverse of [`Lanes::save`].
+    pub fn restore(&mut self, states: &[EnsembleState]) {
+        for (i, s) in states.iter().enumerate().take(LANES) {
+            let b = &s.buffers;
+            for l in 0..self.p {
+                let r = b.replica_at[l] as usize;
+                let (a, c) = (b.states[2 * r], b.states[2 * r + 1]);
+                self.replica[l][i] = r as u32;
+                self.xa[l][i] = a;
+                self.xb[l][i] = c;
+                self.sa[l][i] = sin_cos_2pi(a).0;
+                self.sb[l][i] = sin_cos_2pi(c).0;
+                self.energy[l][i] = b.energies[l];
+                self.ladder[l][i] = b.ladder[l];
+                self.trips[l][i] = b.trips[r];
+            }
+            for l in 0..self.p - 1 {
+                self.gates[l][i] = b.gates[l];
+                self.indicator[l][i] = b.flags[l] & flags::INDICATOR != 0;
+                self.swap[l][i] = b.flags[l] & flags::SWAPPED != 0;
+                let (c, ps) = (&mut self.pairs[l], b.pair_stats[l]);
+                c.indicators[i] = ps.indicators;
+                c.attempts[i] = ps.attempts;
+                c.swaps[i] = ps.swaps;
+                c.nonfinite[i] = ps.nonfinite;
+            }
+            self.buffer[i] = s.progress.buffer;
+            self.stats[i] = s.progress.stats;
+            self.iteration = s.progress.iteration;
+        }
     }
 
     /// Ladder of lane `i`.
@@ -478,19 +550,6 @@ impl Lanes {
     /// Running indicator count of pair `l` in lane `i`.
     pub fn indicators(&self, i: usize, l: usize) -> u64 {
         self.pairs[l].indicators[i]
-    }
-
-    /// Per-pair counts of lane `i`.
-    pub fn pair_stats(&self, i: usize) -> Vec<PairStats> {
-        self.pairs
-            .iter()
-            .map(|c| PairStats {
-                indicators: c.indicators[i],
-                attempts: c.attempts[i],
-                swaps: c.swaps[i],
-                nonfinite: c.nonfinite[i],
-            })
-            .collect()
     }
 
     /// Level of every replica in lane `i`.
@@ -716,24 +775,33 @@ fn step_dispatch(lanes: &mut Lanes, gamma: f64, simd: Simd) {
 }
 
 /// Runs ensembles `first .. first + count` (count ≤ [`LANES`]) of `job` in one lane
-/// group; lanes past `count` compute ensembles that are thrown away.
+/// group, from their saved states when given, up to iteration `until`; lanes past
+/// `count` compute ensembles that are thrown away. Returns the states.
 pub fn run_group(
     job: &Job,
     first: usize,
     count: usize,
+    from: Option<&[EnsembleState]>,
+    until: u64,
     simd: Simd,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Vec<Recorder>, super::EngineError> {
+) -> Result<Vec<EnsembleState>, super::EngineError> {
     let mut lanes = Lanes::new(job, first)?;
-    let mut records: Vec<Recorder> = (0..count).map(|i| Recorder::new(job, first + i)).collect();
+    let mut records: Vec<Recorder> = match from {
+        Some(states) => {
+            lanes.restore(states);
+            states.iter().map(|s| s.recorder.clone()).collect()
+        }
+        None => (0..count).map(|i| Recorder::new(job, first + i)).collect(),
+    };
     let rec = job.record;
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
-    for k in 0..job.iterations {
+    for k in lanes.iteration..until {
         lanes.step(schedule.step_size(k)?.get(), simd);
         for (i, r) in records.iter_mut().enumerate() {
             if rec.traces_at(k) {
-                let ladder = r.is_first().then(|| lanes.ladder(i));
+                let ladder = lanes.ladder(i);
                 r.trace(
                     k,
                     rec.trace_every,
@@ -760,14 +828,9 @@ pub fn run_group(
         }
     }
     progress(unreported);
-    for (i, r) in records.iter_mut().enumerate() {
-        r.finish(
-            lanes.ladder(i),
-            lanes.buffer(i),
-            lanes.stats(i),
-            lanes.pair_stats(i),
-            lanes.levels(i),
-        );
-    }
-    Ok(records)
+    Ok(records
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| lanes.save(i, r))
+        .collect())
 }

@@ -8,6 +8,8 @@ pub mod cuda;
 mod lockstep;
 pub(crate) mod matmul;
 mod record;
+pub use record::ladder_spread;
+pub mod state;
 mod toy2d;
 
 pub use buffers::EnsembleBuffers;
@@ -43,6 +45,17 @@ impl Target {
             Target::Modes2d => 2,
             Target::SumModes { dim } => *dim,
             Target::Classifier(c) => c.dim(),
+        }
+    }
+
+    /// How many units of the configuration make one of the energy: the training
+    /// examples for a classifier (whose learning rates and buffer are configured per
+    /// example, for the mean loss, while its energy sums over the examples), 1 for the
+    /// toy targets. A configured rate η is η / scale in the job; a buffer C is C · scale.
+    pub fn energy_scale(&self) -> f64 {
+        match self {
+            Target::Classifier(c) => c.data.train.len() as f64,
+            _ => 1.0,
         }
     }
 
@@ -143,20 +156,17 @@ pub struct Job {
 }
 
 /// Final state of one ensemble.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct EnsembleResult {
     /// Learning rate of each level.
     pub ladder: Vec<f64>,
     /// Correction buffer C.
     pub buffer: f64,
     /// Round trips, restarts, non-finite energies.
-    #[serde(skip)]
     pub stats: IndexStats,
     /// Per-pair counts.
-    #[serde(skip)]
     pub pairs: Vec<PairStats>,
     /// The final state of every level, level by level (P·D values).
-    #[serde(skip)]
     pub levels: Vec<f32>,
 }
 
@@ -165,8 +175,10 @@ pub struct EnsembleResult {
 pub struct Trace {
     /// Iterations done at each entry.
     pub iterations: Vec<u64>,
-    /// Ladder of ensemble 0 at each entry.
+    /// Ladder at each entry: per level, the mean over ensembles.
     pub ladder: Vec<Vec<f64>>,
+    /// Ladder at each entry: per level, the standard deviation over ensembles.
+    pub ladder_sd: Vec<Vec<f64>>,
     /// Buffer C averaged over ensembles.
     pub buffer: Vec<f64>,
     /// Standard round trips so far, summed over ensembles.

@@ -3,6 +3,7 @@
 //! [`RunOutput`].
 
 use nrpt_core::index::{IndexStats, PairStats};
+use serde::{Deserialize, Serialize};
 
 use super::{EnsembleResult, Job, Record, RunOutput, Trace};
 
@@ -27,7 +28,7 @@ impl Record {
 }
 
 /// The records of one ensemble.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recorder {
     ensemble: usize,
     result: EnsembleResult,
@@ -76,7 +77,7 @@ impl Recorder {
         }
     }
 
-    /// `true` for ensemble 0 (whose ladder and index paths are recorded).
+    /// `true` for ensemble 0 (whose index paths are recorded).
     pub fn is_first(&self) -> bool {
         self.ensemble == 0
     }
@@ -89,19 +90,17 @@ impl Recorder {
 
     /// A trace entry after iteration `k`; `indicators(l)` is the running total of
     /// pair l's indicator count (rates are taken over the interval since the last
-    /// entry, of `interval` iterations); `ladder` only for ensemble 0.
+    /// entry, of `interval` iterations).
     pub fn trace(
         &mut self,
         k: u64,
         interval: u64,
-        ladder: Option<Vec<f64>>,
+        ladder: Vec<f64>,
         buffer: f64,
         stats: IndexStats,
         indicators: impl Fn(usize) -> u64,
     ) {
-        if let Some(l) = ladder {
-            self.trace_ladder.push(l);
-        }
+        self.trace_ladder.push(ladder);
         self.trace_buffer.push(buffer);
         self.trace_trips.push(stats);
         let rates = self
@@ -146,6 +145,26 @@ impl Recorder {
     }
 }
 
+/// Per level, the mean and the standard deviation (over ensembles, divisor E − 1; 0
+/// for one ensemble) of the learning rates of several ladders of equal length.
+pub fn ladder_spread(ladders: &[&[f64]]) -> (Vec<f64>, Vec<f64>) {
+    let levels = ladders.first().map_or(0, |l| l.len());
+    let e = ladders.len() as f64;
+    let mean: Vec<f64> = (0..levels)
+        .map(|l| ladders.iter().map(|x| x[l]).sum::<f64>() / e)
+        .collect();
+    let sd = (0..levels)
+        .map(|l| {
+            if ladders.len() < 2 {
+                return 0.0;
+            }
+            let ss: f64 = ladders.iter().map(|x| (x[l] - mean[l]).powi(2)).sum();
+            (ss / (e - 1.0)).sqrt()
+        })
+        .collect();
+    (mean, sd)
+}
+
 /// Merges the records of every ensemble (in ensemble order) into a run's output.
 pub fn merge(backend: String, runs: Vec<Recorder>, dim: usize) -> RunOutput {
     let n = runs.first().map_or(0, |r| r.sample_iterations.len());
@@ -175,10 +194,13 @@ fn merge_traces(runs: &[Recorder]) -> Trace {
     let e = runs.len() as f64;
     let mut trace = Trace {
         iterations: first.trace_iterations.clone(),
-        ladder: first.trace_ladder.clone(),
         ..Trace::default()
     };
     for i in 0..first.trace_iterations.len() {
+        let ladders: Vec<&[f64]> = runs.iter().map(|r| r.trace_ladder[i].as_slice()).collect();
+        let (mean, sd) = ladder_spread(&ladders);
+        trace.ladder.push(mean);
+        trace.ladder_sd.push(sd);
         trace
             .buffer
             .push(runs.iter().map(|r| r.trace_buffer[i]).sum::<f64>() / e);

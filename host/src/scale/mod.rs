@@ -36,17 +36,23 @@ pub struct Point {
     pub window_rule: String,
     /// The window used.
     pub window: u32,
-    /// Swap rate S (mean of the profile when a per-pair profile is used).
+    /// The swap rate S of the point as configured (with a profile, each pair's rate is
+    /// S times its profile value; for the sampler models, the adaptation target).
     pub swap_rate: f64,
     /// Measured round trips per 1000 iterations of one ensemble.
     pub round_trips_per_1000: f64,
-    /// Measured expected round-trip time E[T] = P / (round trips per iteration).
+    /// Measured expected round-trip time E[T] = P / (round trips per iteration);
+    /// infinite (`null` in JSON) when no round trip was measured.
+    #[serde(deserialize_with = "null_as_infinity")]
     pub expected_round_trip: f64,
-    /// Its standard error (batch means over ensembles and time).
+    /// Its standard error (batch means over ensembles and time); infinite (`null`)
+    /// when it cannot be estimated.
+    #[serde(deserialize_with = "null_as_infinity")]
     pub expected_round_trip_se: f64,
     /// Lemma 1: 2WP (1 + Σ_l r_l^W / (1 − r_l^W)), r_l = 1 − s_l.
     pub model_expected_round_trip: f64,
-    /// Measured / model.
+    /// Measured / model (infinite, `null`, with no round trip).
+    #[serde(deserialize_with = "null_as_infinity")]
     pub ratio: f64,
     /// Ensembles.
     pub ensembles: usize,
@@ -70,13 +76,27 @@ pub struct Fit {
     /// Swap rate.
     pub swap_rate: f64,
     /// Slope of ln E[T] against ln P.
+    #[serde(deserialize_with = "null_as_nan")]
     pub slope: f64,
     /// Intercept.
+    #[serde(deserialize_with = "null_as_nan")]
     pub intercept: f64,
     /// The same fit on Lemma 1's values at the same points.
+    #[serde(deserialize_with = "null_as_nan")]
     pub model_slope: f64,
     /// Points used.
     pub points: usize,
+}
+
+/// JSON has no infinity: serde_json writes a non-finite number as `null`, read back
+/// here as +∞ (so that `scale merge` gives the JSON of the unsharded sweep).
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// As [`null_as_infinity`], for values that are undefined rather than infinite.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// How a sweep runs.
@@ -98,7 +118,8 @@ pub struct Settings {
     pub target_se: f64,
     /// Most iterations per point (measuring), a cap reported when hit.
     pub max_iterations: u64,
-    /// Warm-up: `None` for automatic (Lemma 1's E[T] for the Bernoulli model).
+    /// Warm-up: `None` for automatic (twice Lemma 1's E[T] for the Bernoulli model, a
+    /// fifth of the cap for the sampler models).
     pub warmup: Option<u64>,
     /// Base seed.
     pub seed: u32,
@@ -198,6 +219,10 @@ fn estimate(chains: usize, cells: &[u64], cell_iterations: u64) -> (f64, f64, f6
         .map(|&c| c as f64 / cell_iterations as f64)
         .collect();
     let (rho, se) = mean_se(&rates);
+    if rho <= 0.0 {
+        // No round trip: E[T] is beyond what was measured.
+        return (rho, f64::INFINITY, f64::INFINITY);
+    }
     let et = chains as f64 / rho;
     let et_se = et * se / rho;
     (rho, et, et_se)
@@ -267,7 +292,8 @@ fn bernoulli_point<const N: usize>(
         .unwrap_or_else(|| (2.0 * model).ceil().min(s.max_iterations as f64) as u64);
     // Batches of one model round-trip time: round-trip counts of successive batches of
     // an ensemble are then nearly independent, so batch means give the error.
-    let batch = (model.ceil() as u64).clamp(256, s.max_iterations);
+    // (max/min, not clamp: a cap below 256 is allowed and must not panic.)
+    let batch = (model.ceil() as u64).max(256).min(s.max_iterations).max(1);
     let advance = |groups: &mut Vec<Group<N>>, n: u64| {
         groups.par_iter_mut().for_each(|g| g.run(n, Simd::Auto));
     };
@@ -312,7 +338,7 @@ fn bernoulli_point<const N: usize>(
     let rho = trips as f64 / (ensembles as f64 * measured as f64);
     let et = chains as f64 / rho;
     // The relative error of the batch means carries over to the whole-run estimate.
-    let et_se = if cells.len() >= 2 {
+    let et_se = if cells.len() >= 2 && et.is_finite() {
         let (_, et_cells, se_cells) = estimate(chains, &cells, batch);
         et * se_cells / et_cells
     } else {
