@@ -150,16 +150,18 @@ pub struct WindowArgs {
 /// `classifier`: see `nrpt deep`), shown in brackets.
 #[derive(Debug, Args, Default)]
 pub struct RunFlags {
-    /// Target: `modes2d` (the paper's 25-mode 2D target), `sum-modes` (D dims) or
-    /// `classifier` (a Bayesian MLP on data; its own defaults, rates per example).
+    /// Target: `modes2d` (the paper's 25-mode 2D target), `sum-modes` (D dims),
+    /// `classifier` (a Bayesian MLP on data; its own defaults, rates per example) or
+    /// `gaussian-path` (exact tempering N(0, I_D) → N(0, I_D/10): Λ, λ(β), log Z).
     #[arg(long, value_enum)]
     pub target: Option<TargetKind>,
-    /// Dimension D of `sum-modes`.
+    /// Dimension D of `sum-modes` and `gaussian-path` [2].
     #[arg(long)]
     pub dim: Option<usize>,
-    /// Chains per ensemble P, 2 to 65536 [16; classifier 10].
+    /// Chains per ensemble P, 2 to 65536 [16; classifier 10]; `auto` (gaussian-path)
+    /// chooses P − 1 ≈ 2Λ̂ from a pilot run's communication barrier.
     #[arg(long, short = 'p', value_name = "P")]
-    pub chains: Option<usize>,
+    pub chains: Option<ChainsArg>,
     /// Independent ensembles E, run in parallel and pooled [5; classifier 3].
     #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
     pub ensembles: Option<usize>,
@@ -167,7 +169,7 @@ pub struct RunFlags {
     #[arg(long, short = 'n', value_name = "N", alias = "iters")]
     pub iterations: Option<u64>,
     /// Swap window: iterations (1 = vanilla DEO), `opt` (exact W⋆), `paper` (the
-    /// paper's asymptotic formula) or `seo` (reversible baseline).
+    /// paper's asymptotic formula) or `seo` (reversible baseline) [opt; gaussian-path 1].
     #[arg(long, short = 'w')]
     pub window: Option<WindowSpec>,
     /// Swap rule: `buffered` (for SGD explorers) or `metropolis` (needs sgld).
@@ -289,7 +291,6 @@ impl RunFlags {
         set!(
             target,
             dim,
-            chains,
             ensembles,
             iterations,
             window,
@@ -329,6 +330,14 @@ impl RunFlags {
             c.test_labels.clone_from(&self.test_labels);
         }
         set!(batch, prior_sigma);
+        match self.chains {
+            Some(ChainsArg::Count(p)) => {
+                c.chains = p;
+                c.auto_chains = false;
+            }
+            Some(ChainsArg::Auto) => c.auto_chains = true,
+            None => {}
+        }
         if let Some(h) = &self.hidden {
             c.hidden = crate::commands::bench::parse_hidden(h)?;
         }
@@ -342,6 +351,27 @@ impl RunFlags {
             inclusive_iterations
         );
         Ok(())
+    }
+}
+
+/// The value of `run --chains`: a number or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainsArg {
+    /// P chains.
+    Count(usize),
+    /// Chosen by the run (gaussian-path).
+    Auto,
+}
+
+impl std::str::FromStr for ChainsArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(ChainsArg::Auto);
+        }
+        s.parse()
+            .map(ChainsArg::Count)
+            .map_err(|_| format!("`{s}` is neither a number of chains nor `auto`"))
     }
 }
 
@@ -565,7 +595,8 @@ pub struct MergeArgs {
 /// A scaling sweep.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// `bernoulli` (index process alone), `modes2d` or `sum-modes` (full sampler).
+    /// `bernoulli` (index process alone), `modes2d` or `sum-modes` (full sampler), or
+    /// `gaussian-path` (exact tempering, beside Lemma 1 and the limit 1/(2 + 2Λ)).
     #[arg(long, value_enum, default_value_t = crate::scale::Model::Bernoulli)]
     pub model: crate::scale::Model,
     /// Chain counts: a list (8,16,64) or a geometric range (8..4096, doubling; 8..4096x4).
@@ -589,9 +620,11 @@ pub struct SweepArgs {
     /// (`bernoulli`; the sampler models run to --max-iterations).
     #[arg(long, default_value_t = 0.01)]
     pub target_se: f64,
-    /// Most iterations measured per point (the cap is reported when hit).
-    #[arg(long, default_value_t = 100_000_000)]
-    pub max_iterations: u64,
+    /// Most iterations measured per point (the cap is reported when hit)
+    /// [bernoulli 100000000; modes2d, sum-modes and gaussian-path 20000, which run
+    /// exactly that many].
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u64>,
     /// Iterations before measuring (default: twice Lemma 1's E[T] for the Bernoulli
     /// model, a fifth of the cap for the full sampler).
     #[arg(long)]

@@ -173,6 +173,11 @@ pub enum TargetKind {
     /// digits or `data` (see `hidden`, `batch`, `prior_sigma`). Learning rates, buffer
     /// and buffer scale are then per example, for the mean loss.
     Classifier,
+    /// Exact tempering on the Gaussian path N(0, I_D) → N(0, I_D/10) (`dim` sets D):
+    /// MALA explorers, Metropolis swaps between inverse temperatures β, the grid of β
+    /// tuned to equal rejection, and the communication barrier Λ and log Z, whose
+    /// closed forms are reported beside the estimates. `auto_chains` chooses P.
+    GaussianPath,
 }
 
 impl TargetKind {
@@ -182,6 +187,7 @@ impl TargetKind {
             TargetKind::Modes2d => "modes2d",
             TargetKind::SumModes => "sum-modes",
             TargetKind::Classifier => "classifier",
+            TargetKind::GaussianPath => "gaussian-path",
         }
     }
 }
@@ -207,6 +213,9 @@ pub struct RunConfig {
     pub dim: usize,
     /// Chains per ensemble (P).
     pub chains: usize,
+    /// `gaussian-path`: choose P from a pilot run's barrier Λ̂ (flag: `--chains auto`),
+    /// P − 1 ≈ 2Λ̂ (the most round trips per chain-iteration); `chains` is then unused.
+    pub auto_chains: bool,
     /// Independent ensembles (E).
     pub ensembles: usize,
     /// Iterations.
@@ -300,6 +309,7 @@ impl Default for RunConfig {
             target: TargetKind::Modes2d,
             dim: 2,
             chains: 16,
+            auto_chains: false,
             ensembles: 5,
             iterations: 20_000,
             window: WindowSpec::Optimal,
@@ -392,6 +402,14 @@ impl RunConfig {
         let toy = RunConfig::default();
         match target {
             TargetKind::Modes2d | TargetKind::SumModes => RunConfig { target, ..toy },
+            // Vanilla DEO: with exact swaps a window W > 1 lets a rejected pair try again
+            // within the window, which biases the levels' distributions (see
+            // `commands::gaussian_path`).
+            TargetKind::GaussianPath => RunConfig {
+                target,
+                window: WindowSpec::Fixed(1),
+                ..toy
+            },
             TargetKind::Classifier => RunConfig {
                 target,
                 chains: 10,
@@ -474,6 +492,13 @@ impl RunConfig {
 
     /// Checks every field and turns the configuration into a job.
     pub fn job(&self, record: Record) -> Result<Job, ConfigError> {
+        if self.auto_chains {
+            return Err(ConfigError::new(
+                "chains",
+                "`auto` needs exact energies: use it with --target gaussian-path (for SGD \
+                 explorers, `nrpt window -p P -s S` gives the window Lemma 1 recommends)",
+            ));
+        }
         in_range("chains", self.chains, 2, MAX_CHAINS)?;
         in_range("ensembles", self.ensembles, 1, 1 << 24)?;
         in_range("iterations", self.iterations, 1, 1 << 40)?;
@@ -517,6 +542,13 @@ impl RunConfig {
                 // Rates and buffer are per example; the energy sums over N examples.
                 let n = model.examples() as f64;
                 (Target::Classifier(Arc::clone(model.target())), n)
+            }
+            TargetKind::GaussianPath => {
+                return Err(ConfigError::new(
+                    "target",
+                    "gaussian-path runs exact tempering (`nrpt run --target gaussian-path`), \
+                     not the SGD engine",
+                ));
             }
         };
         check_memory(self, &record, target.dim())?;
@@ -651,6 +683,48 @@ impl RunConfig {
     pub fn ignored_settings(&self) -> Vec<&'static str> {
         let d = RunConfig::defaults_for(self.target);
         let mut ignored = Vec::new();
+        if self.target == TargetKind::GaussianPath {
+            // Exact tempering: a β grid tuned to equal rejection, MALA, Metropolis swaps.
+            let keys: [(&'static str, bool); 27] = [
+                ("chains", self.auto_chains && self.chains != d.chains),
+                ("rule", self.rule != d.rule),
+                ("swap_rate", self.swap_rate != d.swap_rate),
+                ("eta_min", self.eta_min != d.eta_min),
+                ("eta_max", self.eta_max != d.eta_max),
+                ("explorer", self.explorer != d.explorer),
+                ("momentum", self.momentum != d.momentum),
+                ("buffer", self.buffer != d.buffer),
+                ("noise", self.noise != d.noise),
+                ("adapt_ladder", self.adapt_ladder != d.adapt_ladder),
+                ("adapt_buffer", self.adapt_buffer != d.adapt_buffer),
+                ("gamma_a", self.gamma_a != d.gamma_a),
+                ("gamma_alpha", self.gamma_alpha != d.gamma_alpha),
+                ("gamma_b", self.gamma_b != d.gamma_b),
+                ("buffer_scale", self.buffer_scale != d.buffer_scale),
+                ("preset", self.preset != d.preset),
+                ("pair_energies", self.pair_energies.is_some()),
+                ("sweep_order", self.sweep_order.is_some()),
+                ("ladder_update", self.ladder_update.is_some()),
+                ("buffer_projection", self.buffer_projection.is_some()),
+                ("momentum_on_swap", self.momentum_on_swap.is_some()),
+                ("ladder_decimals", self.ladder_decimals.is_some()),
+                ("inclusive_iterations", self.inclusive_iterations.is_some()),
+                ("thin", self.thin != d.thin),
+                ("warmup", self.warmup != d.warmup),
+                ("hidden", self.hidden != d.hidden),
+                ("batch", self.batch != d.batch),
+            ];
+            ignored.extend(keys.iter().filter(|(_, set)| *set).map(|(k, _)| *k));
+            let data = [
+                ("data", self.data.is_some()),
+                ("labels", self.labels.is_some()),
+                ("test_data", self.test_data.is_some()),
+                ("test_labels", self.test_labels.is_some()),
+                ("prior_sigma", self.prior_sigma != d.prior_sigma),
+            ];
+            ignored.extend(data.iter().filter(|(_, set)| *set).map(|(k, _)| *k));
+            return ignored;
+        }
         let classifier = self.target == TargetKind::Classifier;
         if self.target != TargetKind::SumModes && self.dim != d.dim {
             ignored.push("dim");

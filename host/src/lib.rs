@@ -43,6 +43,7 @@ pub mod config;
 pub mod data;
 pub mod deep;
 pub mod engine;
+pub mod exact;
 pub mod figures;
 pub mod interrupt;
 pub mod metrics;

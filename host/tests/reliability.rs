@@ -500,9 +500,9 @@ const ANY: &[&str] = &[
 /// Values that a flag accepts (some of them), for draws that get past the checks.
 fn plausible(flag: &str) -> Option<&'static [&'static str]> {
     Some(match flag {
-        "--target" => &["modes2d", "sum-modes"],
+        "--target" => &["modes2d", "sum-modes", "gaussian-path"],
         "--dim" => &["1", "3"],
-        "-p" => &["2", "4", "16"],
+        "-p" => &["2", "4", "16", "auto"],
         "--window" | "-w" => &["1", "3", "opt", "paper", "seo"],
         "--rule" => &["buffered", "metropolis"],
         "-s" => &["0.1", "0.4", "0.9"],
@@ -717,7 +717,14 @@ fn random_command_lines_get_a_clear_answer() {
             }
             let value = if flag == "--model" {
                 // `mlp` is a long benchmark in a debug build.
-                d.pick(&["sampler", "bernoulli", "modes2d", "sum-modes", "nope"])
+                d.pick(&[
+                    "sampler",
+                    "bernoulli",
+                    "modes2d",
+                    "sum-modes",
+                    "gaussian-path",
+                    "nope",
+                ])
             } else if d.chance(0.6)
                 && let Some(good) = plausible(flag)
             {
@@ -780,6 +787,7 @@ fn random_configuration_files_get_a_clear_answer() {
         "out",
         "data",
         "chians",
+        "auto_chains",
     ];
     let values: &[&str] = &[
         "0",
@@ -812,6 +820,7 @@ fn random_configuration_files_get_a_clear_answer() {
         "\"\"",
         "1979-05-27",
         "\"classifier\"",
+        "\"gaussian-path\"",
     ];
     let mut ran = 0;
     for i in 0..200 {

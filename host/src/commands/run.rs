@@ -91,12 +91,20 @@ pub fn warnings(
         ));
     }
     for key in config.ignored_settings() {
-        w.push(format!(
-            "--{} has no effect with target {} and explorer {}",
-            key.replace('_', "-"),
-            config.target.name(),
-            config.explorer.name()
-        ));
+        w.push(if config.target == TargetKind::GaussianPath {
+            format!(
+                "--{} has no effect with target gaussian-path (exact tempering: MALA, \
+                 Metropolis swaps, a β grid tuned to equal rejection)",
+                key.replace('_', "-")
+            )
+        } else {
+            format!(
+                "--{} has no effect with target {} and explorer {}",
+                key.replace('_', "-"),
+                config.target.name(),
+                config.explorer.name()
+            )
+        });
     }
     w
 }
@@ -292,6 +300,16 @@ pub fn run(
     quiet: bool,
 ) -> Result<()> {
     let (config, every, saved) = start(args)?;
+    if super::gaussian_path::applies(&config) {
+        if every.is_some() {
+            return Err(ConfigError::new(
+                "checkpoint_every",
+                "applies to the SGD targets; a gaussian-path run has no checkpoints",
+            )
+            .into());
+        }
+        return super::gaussian_path::run(&config, args.strict, json, quiet);
+    }
     // Iterations this process runs (a resumed run starts at its checkpoint).
     let resumed_at = saved.as_ref().map_or(0, |s| s.iteration);
     let out_dir = OutDir::prepare(&config.out)?;

@@ -110,8 +110,23 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     if !(a.target_se > 0.0 && a.target_se < 1.0) {
         return Err(ConfigError::new("target_se", "must lie strictly between 0 and 1").into());
     }
-    if !(1..=1 << 40).contains(&a.max_iterations) {
+    let max_iterations = a.max_iterations.unwrap_or(match a.model {
+        crate::scale::Model::Bernoulli => 100_000_000,
+        _ => 20_000,
+    });
+    if !(1..=1 << 40).contains(&max_iterations) {
         return Err(ConfigError::new("max_iterations", "must be between 1 and 2^40").into());
+    }
+    if a.model == crate::scale::Model::GaussianPath && max_iterations < crate::exact::MIN_ITERATIONS
+    {
+        return Err(ConfigError::new(
+            "max_iterations",
+            format!(
+                "gaussian-path needs at least {} iterations",
+                crate::exact::MIN_ITERATIONS
+            ),
+        )
+        .into());
     }
     if let Some(e) = a.ensembles
         && e > 1 << 24
@@ -154,7 +169,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         profile,
         ensembles: a.ensembles.unwrap_or(0),
         target_se: a.target_se,
-        max_iterations: a.max_iterations,
+        max_iterations,
         warmup: a.warmup,
         seed: a.seed,
         dim: a.dim,
@@ -223,10 +238,16 @@ fn figure_vs_chains(dir: &Path, r: &Results) -> Result<Option<String>> {
         let mut pts: Vec<&Point> = r
             .points
             .iter()
-            .filter(|p| p.window_rule == f.window_rule && p.swap_rate == f.swap_rate)
+            .filter(|p| {
+                p.window_rule == f.window_rule && scale::group_rate(p) == f.swap_rate.to_bits()
+            })
             .collect();
         pts.sort_by_key(|p| p.chains);
-        let label = format!("W = {}, S = {}", f.window_rule, f.swap_rate);
+        let label = if f.swap_rate.is_nan() {
+            format!("W = {}", f.window_rule)
+        } else {
+            format!("W = {}, S = {}", f.window_rule, f.swap_rate)
+        };
         series_data.push((
             format!("{label}: measured, slope {:.2}", f.slope),
             pts.iter()
@@ -240,6 +261,21 @@ fn figure_vs_chains(dir: &Path, r: &Results) -> Result<Option<String>> {
                 .map(|p| (p.chains as f64, p.model_expected_round_trip))
                 .collect(),
             Style::Dashed,
+        ));
+    }
+    // The exact path: Syed et al.'s limit P (2 + 2Λ̂), once (it does not depend on W).
+    let mut limit: Vec<(f64, f64)> = r
+        .points
+        .iter()
+        .filter_map(|p| p.limit_expected_round_trip.map(|t| (p.chains as f64, t)))
+        .collect();
+    limit.sort_by(|a, b| a.0.total_cmp(&b.0));
+    limit.dedup_by(|a, b| a.0 == b.0);
+    if !limit.is_empty() {
+        series_data.push((
+            "limit P (2 + 2Λ̂) of W = 1 as P grows".into(),
+            limit,
+            Style::Points,
         ));
     }
     if series_data.is_empty() {
@@ -390,7 +426,12 @@ fn print_table(r: &Results) {
             p.chains,
             p.window_rule,
             p.window,
-            p.swap_rate,
+            // The gaussian path's S is measured (1 − mean rejection), not a setting.
+            if p.lambda.is_some() {
+                format!("{:.3}", p.swap_rate)
+            } else {
+                p.swap_rate.to_string()
+            },
             et,
             se,
             p.model_expected_round_trip,
@@ -403,10 +444,38 @@ fn print_table(r: &Results) {
             }
         );
     }
-    for f in &r.fits {
+    let lambdas: Vec<f64> = r.points.iter().filter_map(|p| p.lambda).collect();
+    if !lambdas.is_empty() {
+        let mean = lambdas.iter().sum::<f64>() / lambdas.len() as f64;
+        let closed = nrpt_core::exact::GaussianPath::standard(r.settings.dim)
+            .map(|g| g.global_barrier())
+            .unwrap_or(f64::NAN);
+        let mut limits: Vec<(usize, f64)> = r
+            .points
+            .iter()
+            .filter_map(|p| p.limit_expected_round_trip.map(|t| (p.chains, t)))
+            .collect();
+        limits.dedup_by_key(|x| x.0);
         println!(
-            "slope of log E[T] against log P, W = {}, S = {}: {:.3} measured, {:.3} Lemma 1 ({} points)",
-            f.window_rule, f.swap_rate, f.slope, f.model_slope, f.points
+            "barrier Λ̂ = {mean:.4} (mean over the points; closed form {closed:.4} for D = {}); \
+             the limit of W = 1 as P grows, E[T] = P (2 + 2Λ̂): {}",
+            r.settings.dim,
+            limits
+                .iter()
+                .map(|(p, t)| format!("{t:.1} at P = {p}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for f in &r.fits {
+        let rate = if f.swap_rate.is_nan() {
+            String::new()
+        } else {
+            format!(", S = {}", f.swap_rate)
+        };
+        println!(
+            "slope of log E[T] against log P, W = {}{rate}: {:.3} measured, {:.3} Lemma 1 ({} points)",
+            f.window_rule, f.slope, f.model_slope, f.points
         );
     }
 }

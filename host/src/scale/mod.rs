@@ -23,6 +23,10 @@ pub enum Model {
     Modes2d,
     /// The full sampler on the D-dimensional sum target.
     SumModes,
+    /// Exact tempering on the Gaussian path N(0, I_D) → N(0, I_D/10) (`dim` sets D),
+    /// with the β grid tuned to equal rejection; the swap rates follow from P and Λ,
+    /// so the sweep's `swap_rates` are not used.
+    GaussianPath,
 }
 
 /// One point of a sweep.
@@ -66,6 +70,13 @@ pub struct Point {
     pub capped: bool,
     /// Seconds.
     pub seconds: f64,
+    /// `gaussian-path`: the measured communication barrier Λ̂ (mean over ensembles).
+    #[serde(default)]
+    pub lambda: Option<f64>,
+    /// `gaussian-path`: P (2 + 2Λ̂), the E[T] of DEO as P grows (Syed et al.'s limit
+    /// 1/(2 + 2Λ) round trips per iteration).
+    #[serde(default)]
+    pub limit_expected_round_trip: Option<f64>,
 }
 
 /// A least-squares line through (ln P, ln E[T]) of one window rule.
@@ -73,7 +84,8 @@ pub struct Point {
 pub struct Fit {
     /// Window rule.
     pub window_rule: String,
-    /// Swap rate.
+    /// Swap rate (NaN, `null`, for the gaussian path, whose rates follow from P).
+    #[serde(deserialize_with = "null_as_nan")]
     pub swap_rate: f64,
     /// Slope of ln E[T] against ln P.
     #[serde(deserialize_with = "null_as_nan")]
@@ -130,9 +142,15 @@ pub struct Settings {
 /// The points of a sweep, in a fixed order: chains, then windows, then swap rates.
 pub fn enumerate(s: &Settings) -> Vec<(usize, usize, String, f64)> {
     let mut out = Vec::new();
+    // The exact path's swap rates follow from P and Λ: one point per (P, W).
+    let rates = if s.model == Model::GaussianPath {
+        vec![f64::NAN]
+    } else {
+        s.swap_rates.clone()
+    };
     for &p in &s.chains {
         for w in &s.windows {
-            for &rate in &s.swap_rates {
+            for &rate in &rates {
                 out.push((out.len(), p, w.clone(), rate));
             }
         }
@@ -361,6 +379,8 @@ fn bernoulli_point<const N: usize>(
         round_trips: trips,
         capped,
         seconds: started.elapsed().as_secs_f64(),
+        lambda: None,
+        limit_expected_round_trip: None,
     })
 }
 
@@ -437,6 +457,84 @@ fn run_sampler_point(
         round_trips: trips,
         capped: true,
         seconds: started.elapsed().as_secs_f64(),
+        lambda: None,
+        limit_expected_round_trip: None,
+    })
+}
+
+/// One point of the exact sampler on the Gaussian path: [`crate::exact::run`] with
+/// `max_iterations` as its budget; E[T] from the round trips of the measurement round
+/// (grid and step sizes frozen), its error from the spread over ensembles, Lemma 1 from
+/// the measured pair rejections and the window.
+fn run_gaussian_point(
+    s: &Settings,
+    index: usize,
+    chains: usize,
+    rule: &str,
+    rate: f64,
+) -> Result<Point, EngineError> {
+    let started = Instant::now();
+    let fail = |message: String| EngineError::Backend {
+        backend: "scale",
+        message,
+    };
+    let window: WindowSpec = rule.parse().map_err(fail)?;
+    let settings = crate::exact::ExactSettings {
+        dim: s.dim,
+        chains: crate::exact::Chains::Fixed(chains),
+        ensembles: if s.ensembles > 0 { s.ensembles } else { 8 },
+        iterations: s.max_iterations,
+        window,
+        seed: point_seed(s.seed, chains, rule, rate),
+    };
+    let out = crate::exact::run(&settings, &|_| {}).map_err(|e| {
+        if e.downcast_ref::<EngineError>()
+            .is_some_and(|x| matches!(x, EngineError::Interrupted))
+        {
+            EngineError::Interrupted
+        } else {
+            fail(e.to_string())
+        }
+    })?;
+    let pooled = out.pooled();
+    let last: Vec<&nrpt_core::exact::RoundReport> =
+        out.ensembles.iter().filter_map(|e| e.last()).collect();
+    let measured = last.first().map_or(0, |r| r.iterations);
+    let cells: Vec<u64> = last.iter().map(|r| r.round_trips).collect();
+    let (rho_e, et, et_se) = estimate(chains, &cells, measured);
+    let rejections: Vec<f64> = out
+        .ensembles
+        .iter()
+        .flat_map(|e| {
+            e.pairs
+                .iter()
+                .map(nrpt_core::exact::PairRecord::rejection_rate)
+        })
+        .collect();
+    let mean_rejection = rejections.iter().sum::<f64>() / rejections.len().max(1) as f64;
+    let w = out.window.max(1);
+    let model = pooled
+        .lemma1_round_trips_per_1000
+        .map_or(f64::INFINITY, |r| chains as f64 * 1000.0 / r);
+    Ok(Point {
+        index,
+        chains,
+        window_rule: rule.to_string(),
+        window: w,
+        swap_rate: 1.0 - mean_rejection,
+        round_trips_per_1000: 1000.0 * rho_e,
+        expected_round_trip: et,
+        expected_round_trip_se: et_se,
+        model_expected_round_trip: model,
+        ratio: et / model,
+        ensembles: settings.ensembles,
+        warmup: out.iterations_run - measured + out.pilot.map_or(0, |p| p.iterations),
+        iterations: measured,
+        round_trips: cells.iter().sum(),
+        capped: true,
+        seconds: started.elapsed().as_secs_f64(),
+        lambda: Some(pooled.lambda),
+        limit_expected_round_trip: Some(chains as f64 * (2.0 + 2.0 * pooled.lambda)),
     })
 }
 
@@ -455,6 +553,7 @@ pub fn run(
             Model::Bernoulli => {
                 run_bernoulli_point(s, index, chains, rule, rate, &crate::interrupt::requested)?
             }
+            Model::GaussianPath => run_gaussian_point(s, index, chains, rule, rate)?,
             _ => run_sampler_point(s, index, chains, rule, rate, backend)?,
         };
         progress(&p);
@@ -463,12 +562,23 @@ pub fn run(
     Ok(points)
 }
 
+/// The swap rate that groups points into one fit (as bits): S, or NaN for the
+/// gaussian path, whose swap rates follow from P.
+pub fn group_rate(p: &Point) -> u64 {
+    if p.lambda.is_some() {
+        f64::NAN.to_bits()
+    } else {
+        p.swap_rate.to_bits()
+    }
+}
+
 /// Least-squares slopes of ln E[T] against ln P, one per (window rule, swap rate) with
 /// at least two chain counts (finite estimates only).
 pub fn fits(points: &[Point]) -> Vec<Fit> {
+    // (A fit of the gaussian path pools its P, whose swap rates differ: S is NaN.)
     let mut keys: Vec<(String, u64)> = Vec::new();
     for p in points {
-        let k = (p.window_rule.clone(), p.swap_rate.to_bits());
+        let k = (p.window_rule.clone(), group_rate(p));
         if !keys.contains(&k) {
             keys.push(k);
         }
@@ -488,7 +598,7 @@ pub fn fits(points: &[Point]) -> Vec<Fit> {
                 .iter()
                 .filter(|p| {
                     p.window_rule == rule
-                        && p.swap_rate.to_bits() == bits
+                        && group_rate(p) == bits
                         && p.expected_round_trip.is_finite()
                         && p.expected_round_trip > 0.0
                 })
@@ -611,6 +721,8 @@ mod tests {
                 round_trips: 0,
                 capped: false,
                 seconds: 0.0,
+                lambda: None,
+                limit_expected_round_trip: None,
             })
             .collect();
         let f = fits(&pts);

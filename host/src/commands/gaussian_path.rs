@@ -1,0 +1,368 @@
+//! `nrpt run --target gaussian-path`: exact tempering on the Gaussian path N(0, I_D) →
+//! N(0, I_D/10), whose communication barrier Λ, local barrier λ(β) and log Z have closed
+//! forms, estimated and reported beside them (see [`crate::exact`]).
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+use nrpt_core::exact::{ChainRule, GaussianPath, PairRecord, recommended_chains};
+use serde::Serialize;
+
+use crate::config::RunConfig;
+use crate::exact::{
+    self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
+};
+use crate::figures::{self, LineChart, Series, Style};
+use crate::output::{Csv, OutDir, write_json};
+use crate::progress::Progress;
+
+/// `summary.json` of a gaussian-path run.
+#[derive(Debug, Serialize)]
+pub struct ExactSummary {
+    /// The configuration that ran.
+    pub config: RunConfig,
+    /// Dimension D.
+    pub dim: usize,
+    /// Chains P of the main run.
+    pub chains: usize,
+    /// How P was chosen: `given`, or the rule of `--chains auto`.
+    pub chains_rule: String,
+    /// The pilot run (with `--chains auto`, or a window chosen from the swap rate).
+    pub pilot: Option<PilotSummary>,
+    /// Chains the two rules recommend for the measured Λ̂: `cost_optimal` (P − 1 ≈ 2Λ̂,
+    /// the most round trips per chain-iteration) and `near_limit_5_percent` (the fewest
+    /// chains within 5 % of the limit rate 1/(2 + 2Λ), for chains run in parallel).
+    pub recommended_chains: Recommended,
+    /// Window W of the main run (0: SEO).
+    pub window: u32,
+    /// The swap rate the window was chosen for, S = 1 − Λ̂/(P − 1) (equal rejection).
+    pub window_swap_rate: Option<f64>,
+    /// Iterations of the main run per ensemble (rounds of doubling length; the last,
+    /// with the grid and step sizes frozen, is the measurement).
+    pub iterations_run: u64,
+    /// Iterations of the measurement round.
+    pub measured_iterations: u64,
+    /// Estimates pooled over ensembles (Λ̂ as `lambda`, log Z as `log_z`, …).
+    #[serde(flatten)]
+    pub pooled: Pooled,
+    /// The closed forms of the path.
+    pub closed_form: ClosedForm,
+    /// Settings without effect on this target.
+    pub warnings: Vec<String>,
+}
+
+/// Chains recommended for the measured barrier.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Recommended {
+    /// P − 1 ≈ 2Λ̂.
+    pub cost_optimal: Option<usize>,
+    /// Within 5 % of 1/(2 + 2Λ̂).
+    pub near_limit_5_percent: Option<usize>,
+}
+
+/// The settings of a configuration.
+pub fn settings(c: &RunConfig) -> ExactSettings {
+    ExactSettings {
+        dim: c.dim,
+        chains: if c.auto_chains {
+            Chains::Auto(AUTO_RULE)
+        } else {
+            Chains::Fixed(c.chains)
+        },
+        ensembles: c.ensembles,
+        iterations: c.iterations,
+        window: c.window,
+        seed: c.seed,
+    }
+}
+
+/// Points where λ(β) is drawn and written.
+const PROFILE_POINTS: usize = 101;
+
+/// Runs the command's gaussian-path branch.
+pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<()> {
+    let s = settings(config);
+    exact::check(&s)?;
+    let out_dir = OutDir::prepare(&config.out)?;
+    let started = Instant::now();
+    // The pilot's share is not known before P is: the bar counts the main run.
+    let progress = Progress::new("run", s.iterations * s.ensembles as u64, quiet);
+    let out = exact::run(&s, &|n| progress.inc(n))?;
+    progress.finish();
+    let seconds = started.elapsed().as_secs_f64();
+    let pooled = out.pooled();
+    let recommend = |rule: ChainRule| recommended_chains(pooled.lambda, rule).ok();
+    let summary = ExactSummary {
+        config: config.clone(),
+        dim: s.dim,
+        chains: out.chains,
+        chains_rule: if config.auto_chains {
+            "auto: cost-optimal, P − 1 ≈ 2Λ̂ of the pilot".into()
+        } else {
+            "given".into()
+        },
+        pilot: out.pilot,
+        recommended_chains: Recommended {
+            cost_optimal: recommend(ChainRule::CostOptimal),
+            near_limit_5_percent: recommend(ChainRule::NEAR_LIMIT_5_PERCENT),
+        },
+        window: out.window,
+        window_swap_rate: out.window_swap_rate,
+        iterations_run: out.iterations_run,
+        measured_iterations: out
+            .ensembles
+            .first()
+            .and_then(|e| e.last())
+            .map_or(0, |r| r.iterations),
+        pooled,
+        closed_form: out.closed_form,
+        warnings: {
+            let mut w = super::run::warnings(config, 1, 0, 1);
+            if out.window > 1 {
+                w.push(format!(
+                    "window {}: with exact (Metropolis) swaps, a pair rejected in a window tries \
+                     again at its next iteration, so its swaps are accepted with probability \
+                     1 − (1 − α)^k instead of α: the levels' distributions, log Z and Λ̂ are \
+                     biased (round trips still follow Lemma 1); use --window 1 to estimate them",
+                    out.window
+                ));
+            }
+            w
+        },
+    };
+    write_outputs(out_dir.path(), &s, &out, &summary)?;
+    out_dir.commit()?;
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
+    if json {
+        #[derive(Serialize)]
+        struct Report<'a> {
+            #[serde(flatten)]
+            summary: &'a ExactSummary,
+            seconds: f64,
+        }
+        println!(
+            "{}",
+            serde_json::to_string(&Report {
+                summary: &summary,
+                seconds
+            })?
+        );
+    } else {
+        print_text(&summary, seconds);
+    }
+    if strict && !summary.warnings.is_empty() {
+        return Err(super::run::StrictError {
+            warnings: summary.warnings.len(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn print_text(s: &ExactSummary, seconds: f64) {
+    let p = &s.pooled;
+    let cf = &s.closed_form;
+    println!(
+        "exact tempering, Gaussian path N(0, I_{d}) → N(0, I_{d}/10): {} ensembles × {} chains × {} iterations in {seconds:.2} s",
+        s.config.ensembles,
+        s.chains,
+        s.iterations_run,
+        d = s.dim
+    );
+    if let Some(pilot) = s.pilot {
+        println!(
+            "pilot: {} chains × {} iterations, Λ̂ = {:.3}{}",
+            pilot.chains,
+            pilot.iterations,
+            pilot.lambda,
+            if s.config.auto_chains {
+                format!(
+                    " → {} chains (P − 1 ≈ 2Λ̂, the most round trips per chain-iteration)",
+                    s.chains
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!(
+        "window {}{}",
+        if s.window == 0 {
+            "SEO".to_string()
+        } else {
+            s.window.to_string()
+        },
+        s.window_swap_rate
+            .map(|r| format!(" (for the equal-rejection swap rate S = {r:.3})"))
+            .unwrap_or_default()
+    );
+    println!(
+        "barrier Λ̂ = {:.4} ± {:.4} (closed form {:.4}); pair rejections {:.3} to {:.3}",
+        p.lambda, p.lambda_sd, cf.lambda, p.rejection_range.0, p.rejection_range.1
+    );
+    println!(
+        "log Z = {:.4} ± {:.4} (closed form {:.4}; reverse stepping stone {:.4})",
+        p.log_z, p.log_z_se, cf.log_z, p.log_z_reverse
+    );
+    println!(
+        "round trips per 1000 iterations: {:.1} measured, {:.1} predicted from the rejections{}, limit {:.1} = 1000/(2 + 2Λ̂)",
+        p.round_trips_per_1000,
+        p.predicted_round_trips_per_1000,
+        p.lemma1_round_trips_per_1000
+            .filter(|_| s.window > 1)
+            .map(|l| format!(" ({l:.1} by Lemma 1 with W = {})", s.window))
+            .unwrap_or_default(),
+        p.limit_round_trips_per_1000
+    );
+    if let (Some(c), Some(n)) = (
+        s.recommended_chains.cost_optimal,
+        s.recommended_chains.near_limit_5_percent,
+    ) {
+        println!(
+            "chains for this Λ̂: {c} (most round trips per chain-iteration), {n} (within 5 % of the limit, for chains in parallel)"
+        );
+    }
+    println!("wrote {}", s.config.out.display());
+}
+
+fn write_outputs(
+    dir: &Path,
+    s: &ExactSettings,
+    out: &ExactOutcome,
+    summary: &ExactSummary,
+) -> Result<()> {
+    write_json(&dir.join("summary.json"), summary)?;
+    let path = GaussianPath::standard(s.dim)?;
+    let betas: Vec<f64> = (0..PROFILE_POINTS)
+        .map(|i| i as f64 / (PROFILE_POINTS - 1) as f64)
+        .collect();
+    let profile = out.profile(&betas);
+    let mut csv = Csv::new(&[
+        "beta",
+        "lambda_estimated",
+        "lambda_closed_form",
+        "cumulative_estimated",
+        "cumulative_closed_form",
+    ]);
+    for &(b, local, cumulative) in &profile {
+        csv.row([
+            format!("{b:.4}"),
+            format!("{local:.6e}"),
+            format!("{:.6e}", path.local_barrier(b)),
+            format!("{cumulative:.6e}"),
+            format!("{:.6e}", path.cumulative_barrier(b)),
+        ]);
+    }
+    csv.write(&dir.join("lambda.csv"))?;
+    let estimated: Vec<(f64, f64)> = profile.iter().map(|&(b, l, _)| (b, l)).collect();
+    let closed: Vec<(f64, f64)> = betas.iter().map(|&b| (b, path.local_barrier(b))).collect();
+    let title = format!(
+        "Local communication barrier λ(β), Gaussian path, D = {} (Λ̂ = {:.3}, Λ = {:.3})",
+        s.dim, summary.pooled.lambda, summary.closed_form.lambda
+    );
+    figures::lines(
+        &dir.join("lambda"),
+        &LineChart {
+            title: &title,
+            x_label: "inverse temperature β",
+            y_label: "λ(β)",
+            x_log: false,
+            y_log: false,
+            series: &[
+                Series {
+                    name: "estimated (mean over ensembles)",
+                    points: &estimated,
+                    style: Style::Line,
+                },
+                Series {
+                    name: "closed form",
+                    points: &closed,
+                    style: Style::Dashed,
+                },
+            ],
+            hlines: &[],
+            vlines: &[],
+        },
+    )?;
+    // The grid and the per-level and per-pair records, mean over ensembles.
+    let e = out.ensembles.len() as f64;
+    let chains = out.chains;
+    let mean = |f: &dyn Fn(&exact::EnsembleOutcome) -> f64| -> f64 {
+        out.ensembles.iter().map(f).sum::<f64>() / e
+    };
+    let mut csv = Csv::new(&[
+        "level",
+        "beta",
+        "mala_step",
+        "mala_acceptance",
+        "pair_rejection_rate",
+        "pair_swap_rate",
+    ]);
+    for l in 0..chains {
+        let pair = |f: fn(&PairRecord) -> f64| {
+            if l + 1 < chains {
+                format!("{:.6}", mean(&|en| f(&en.pairs[l])))
+            } else {
+                String::new()
+            }
+        };
+        csv.row([
+            l.to_string(),
+            format!("{:.6}", mean(&|en| en.betas[l])),
+            format!("{:.6e}", mean(&|en| en.levels[l].step_size())),
+            format!("{:.4}", mean(&|en| en.levels[l].acceptance_rate())),
+            pair(PairRecord::rejection_rate),
+            pair(|p| {
+                if p.attempts() == 0 {
+                    f64::NAN
+                } else {
+                    p.accepted() as f64 / p.attempts() as f64
+                }
+            }),
+        ]);
+    }
+    csv.write(&dir.join("grid.csv"))?;
+    let rounds = out.ensembles.first().map_or(0, |en| en.rounds.len());
+    let mut csv = Csv::new(&[
+        "round",
+        "iterations",
+        "lambda",
+        "log_z",
+        "log_z_se",
+        "round_trips_per_1000",
+        "mala_acceptance",
+        "grid_adapted",
+    ]);
+    for r in 0..rounds {
+        let m = |f: &dyn Fn(&nrpt_core::exact::RoundReport) -> f64| mean(&|en| f(&en.rounds[r]));
+        let first = &out.ensembles[0].rounds[r];
+        let se2 = out
+            .ensembles
+            .iter()
+            .map(|en| en.rounds[r].log_normalizer.standard_error.powi(2))
+            .sum::<f64>();
+        csv.row([
+            r.to_string(),
+            first.iterations.to_string(),
+            format!("{:.6}", m(&|x| x.global_barrier)),
+            format!("{:.6}", m(&|x| x.log_normalizer.value)),
+            format!("{:.6}", se2.sqrt() / e),
+            format!(
+                "{:.3}",
+                m(&|x| 1000.0 * x.round_trips as f64 / x.iterations as f64)
+            ),
+            format!("{:.4}", m(&|x| x.mala_acceptance)),
+            first.grid_adapted.to_string(),
+        ]);
+    }
+    csv.write(&dir.join("rounds.csv"))?;
+    Ok(())
+}
+
+/// Whether a configuration runs this branch.
+pub fn applies(c: &RunConfig) -> bool {
+    c.target == crate::config::TargetKind::GaussianPath
+}
