@@ -58,10 +58,50 @@ pub struct Summary {
     /// Classifier targets: the test-set scores of the Bayesian model average of every
     /// kept target-level sample, all ensembles pooled.
     pub classifier: Option<crate::deep::metrics::Scores>,
+    /// Lemma 1 at the measured swap rate: the window it recommends for this P (`null`
+    /// for SEO or when the measured rate is 0 or 1).
+    pub lemma1_at_measured_rate: Option<WindowAdvice>,
     /// What may make this run not what was meant: non-finite energies above
     /// [`NONFINITE_WARNING_SHARE`] of the chain-steps, no kept samples, settings without
     /// effect. `--strict` turns them into exit status 1.
     pub warnings: Vec<String>,
+}
+
+/// The window Lemma 1 recommends for the swap rate a run measured.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct WindowAdvice {
+    /// S̄: the measured indicator rate, mean over pairs and ensembles.
+    pub measured_swap_rate: f64,
+    /// P.
+    pub chains: usize,
+    /// The best integer window for (P, S̄).
+    pub optimal_window: u32,
+    /// Lemma 1's E[T] with that window, in iterations.
+    pub expected_round_trip_optimal: f64,
+    /// Lemma 1's E[T] with the window that ran.
+    pub expected_round_trip_used: f64,
+}
+
+impl WindowAdvice {
+    /// The advice for P chains, window W (0: SEO, no advice) and per-pair rates.
+    pub fn new(chains: usize, window: u32, rates: &[f64]) -> Option<Self> {
+        if window == 0 || rates.is_empty() {
+            return None;
+        }
+        let s = rates.iter().sum::<f64>() / rates.len() as f64;
+        let w = nrpt_core::optimal::optimal_window(chains, s).ok()?;
+        Some(WindowAdvice {
+            measured_swap_rate: s,
+            chains,
+            optimal_window: w,
+            expected_round_trip_optimal: nrpt_core::optimal::expected_round_trip_u32(chains, w, s)
+                .ok()?,
+            expected_round_trip_used: nrpt_core::optimal::expected_round_trip_u32(
+                chains, window, s,
+            )
+            .ok()?,
+        })
+    }
 }
 
 /// Non-finite energies above this share of the chain-steps give a warning.
@@ -382,6 +422,7 @@ pub fn run(
     let per1000 = |n: u64| n as f64 * 1000.0 / (e * job.iterations as f64);
     let window = job.options.scheme.window_code();
     let (pair_indicator_rate, pair_executed_swap_rate) = pair_rates(&out, job.iterations);
+    let advice = WindowAdvice::new(job.chains, window, &pair_indicator_rate);
     // Rates and buffer in the units of the configuration (per example for classifiers).
     let scale = job.target.energy_scale();
     let final_ladders: Vec<Vec<f64>> = out
@@ -426,6 +467,7 @@ pub fn run(
             }
             _ => None,
         },
+        lemma1_at_measured_rate: advice,
         warnings: warnings(
             &config,
             (job.chains * job.ensembles) as u64 * job.iterations,
@@ -476,6 +518,19 @@ pub fn run(
                 .map(|m| format!("; Lemma 1 predicts {m:.1}"))
                 .unwrap_or_default()
         );
+        if let Some(a) = summary.lemma1_at_measured_rate
+            && a.optimal_window != window
+        {
+            println!(
+                "at the measured swap rate {:.3}, Lemma 1 recommends W = {} for P = {} (E[T] {:.0} \
+                 iterations against {:.0} with W = {window})",
+                a.measured_swap_rate,
+                a.optimal_window,
+                a.chains,
+                a.expected_round_trip_optimal,
+                a.expected_round_trip_used
+            );
+        }
         if let Some(s) = summary.classifier {
             println!(
                 "test set: accuracy {:.2}%, NLL {:.4} per example, ECE {:.2}% (Bayesian model average of {} samples)",
