@@ -29,6 +29,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, WindowSpec};
+use crate::stats::mean_sd;
 
 /// Chains of the pilot run of `--chains auto`.
 pub const PILOT_CHAINS: usize = 16;
@@ -443,17 +444,6 @@ pub fn run(s: &ExactSettings, progress: &(dyn Fn(u64) + Sync)) -> anyhow::Result
         iterations_run,
         ensembles: ensembles?,
     })
-}
-
-/// Mean and standard deviation (divisor n − 1; 0 for one value).
-pub fn mean_sd(values: &[f64]) -> (f64, f64) {
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    if values.len() < 2 {
-        return (mean, 0.0);
-    }
-    let ss: f64 = values.iter().map(|v| (v - mean).powi(2)).sum();
-    (mean, (ss / (n - 1.0)).sqrt())
 }
 
 /// The pooled estimates of a run, from the measurement round of every ensemble.

@@ -51,3 +51,4 @@ pub mod output;
 pub mod preset;
 pub mod progress;
 pub mod scale;
+pub mod stats;

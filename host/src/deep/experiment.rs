@@ -13,6 +13,7 @@ use super::metrics::{Bma, Scores};
 use super::{Model, Rates, Sampling};
 use crate::config::ConfigError;
 use crate::engine::{Backend, Job, Record, RunOutput};
+use crate::stats::mean_sd;
 
 /// The sizes of a comparison.
 #[derive(Clone, Debug, Serialize)]
@@ -138,17 +139,6 @@ pub struct Report {
     pub pretrained_accuracy: f64,
     /// Wall-clock seconds in all.
     pub seconds: f64,
-}
-
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    (m, sd)
 }
 
 fn row(name: String, scores: Vec<Scores>, seconds: f64) -> Row {

@@ -149,20 +149,9 @@ impl Recorder {
 /// for one ensemble) of the learning rates of several ladders of equal length.
 pub fn ladder_spread(ladders: &[&[f64]]) -> (Vec<f64>, Vec<f64>) {
     let levels = ladders.first().map_or(0, |l| l.len());
-    let e = ladders.len() as f64;
-    let mean: Vec<f64> = (0..levels)
-        .map(|l| ladders.iter().map(|x| x[l]).sum::<f64>() / e)
-        .collect();
-    let sd = (0..levels)
-        .map(|l| {
-            if ladders.len() < 2 {
-                return 0.0;
-            }
-            let ss: f64 = ladders.iter().map(|x| (x[l] - mean[l]).powi(2)).sum();
-            (ss / (e - 1.0)).sqrt()
-        })
-        .collect();
-    (mean, sd)
+    (0..levels)
+        .map(|l| crate::stats::mean_sd(&ladders.iter().map(|x| x[l]).collect::<Vec<_>>()))
+        .unzip()
 }
 
 /// Merges the records of every ensemble (in ensemble order) into a run's output.
