@@ -19,4 +19,18 @@ fn main() {
         .flag_if_supported("-fexcess-precision=standard")
         .warnings(true)
         .compile("nrpt_kernel_host");
+
+    // ---- the classifier kernels (kernels/mlp.cuh) for the host: nrpt_cuda::mlp::host.
+    println!("cargo:rerun-if-changed=csrc/mlp_host.cpp");
+    cc::Build::new()
+        .cpp(true)
+        .file("csrc/mlp_host.cpp")
+        .include("../kernels")
+        .opt_level(2)
+        .flag("-ffp-contract=off")
+        .flag_if_supported("-fno-fast-math")
+        .flag_if_supported("-fexcess-precision=standard")
+        .flag_if_supported("-std=c++17")
+        .warnings(true)
+        .compile("nrpt_mlp_host");
 }

@@ -7,6 +7,10 @@
 // Word use, as in core: gradient noise (Noisy: fill_normals over D, 2·ceil(D/2) words,
 // only if σ_g != 0), then Langevin noise (fill_normals over D, only if the f64 noise
 // scale is > 0), then the energy noise (one normal pair, first value, only if σ_e != 0).
+//
+// Energies over D coordinates are summed by the pairwise tree of nrpt_core::reduce
+// (NrptTree here; a block's threads and passes by the shuffle trees of step.cu,
+// mirrored for the host by nrpt_block_tree and nrpt_pass_tree), for every D.
 #pragma once
 #include "philox.cuh"
 #include "fastmath.cuh"
@@ -126,126 +130,311 @@ NRPT_HD float nrpt_energy_noise(const NrptChainCfg* c, const NrptLevelCoeffs* l,
     return u + c->escale * z.z0;
 }
 
-/// The whole iteration of one 2D replica held in registers; returns its stochastic
-/// energy. Works for Modes2d and for SumModes with D = 2.
-NRPT_HD float nrpt_chain_step_2d(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptStream s,
-                                 float* x0, float* x1, float* v0, float* v1) {
+/// The whole iteration of one 2D replica held in registers, given the sines of its
+/// coordinates (sin 2πx0, sin 2πx1 at the current state: the gradient needs nothing
+/// else of the transcendental functions); returns its stochastic energy and leaves in
+/// *s0, *s1 the sines at the new state, which the energy computes anyway (one
+/// sin_cos_2pi per coordinate and step instead of two, when the caller keeps them).
+/// Works for Modes2d and for SumModes with D = 2.
+NRPT_HD float nrpt_chain_step_2d_sin(const NrptChainCfg* c, const NrptLevelCoeffs* l,
+                                     NrptStream s, float* x0, float* x1, float* v0, float* v1,
+                                     float* s0, float* s1) {
     NrptCursor cur = nrpt_cursor(s, 0u);
     float g0, g1;
     if (c->target == NRPT_TARGET_MODES2D) {
-        nrpt_modes2d_gradient(*x0, *x1, &g0, &g1);
+        nrpt_modes2d_gradient_sin(*x0, *x1, *s0, *s1, &g0, &g1);
     } else {
-        g0 = nrpt_sum_modes_grad(*x0);
-        g1 = nrpt_sum_modes_grad(*x1);
+        g0 = nrpt_sum_modes_grad_sin(*x0, *s0);
+        g1 = nrpt_sum_modes_grad_sin(*x1, *s1);
     }
     nrpt_step_pair(c, l, &cur, &cur, 0u, true, x0, x1, v0, v1, g0, g1);
     float u;
     if (c->target == NRPT_TARGET_MODES2D) {
-        u = nrpt_modes2d_energy(*x0, *x1);
+        u = nrpt_modes2d_energy_sin(*x0, *x1, s0, s1);
     } else {
-        u = 0.0f;
-        u += nrpt_sum_modes_term(*x0);
-        u += nrpt_sum_modes_term(*x1);
+        // Two leaves: the tree of nrpt_core::reduce is their plain sum.
+        NrptSinCos a = nrpt_sin_cos_2pi(*x0), b = nrpt_sin_cos_2pi(*x1);
+        *s0 = a.s;
+        *s1 = b.s;
+        u = nrpt_sum_modes_term_cos(*x0, a.c) + nrpt_sum_modes_term_cos(*x1, b.c);
     }
     return nrpt_energy_noise(c, l, &cur, u);
 }
 
-/// The iteration of one SumModes replica of any dimension, coordinates in order, by one
-/// thread: the energy is summed in core's order, so the result is bit-exact.
-/// `v` may be null unless the explorer has momentum.
+/// The whole iteration of one 2D replica held in registers; returns its stochastic
+/// energy (nrpt_chain_step_2d_sin with the sines computed first).
+NRPT_HD float nrpt_chain_step_2d(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptStream s,
+                                 float* x0, float* x1, float* v0, float* v1) {
+    float s0 = nrpt_sin_cos_2pi(*x0).s, s1 = nrpt_sin_cos_2pi(*x1).s;
+    return nrpt_chain_step_2d_sin(c, l, s, x0, x1, v0, v1, &s0, &s1);
+}
+
+/// The pairwise tree of nrpt_core::reduce::TreeSum with the pending partial sums of
+/// levels LO .. HI − 1 in registers (fully unrolled, static indices: no local memory).
+/// Pushes are blocks of 2^level leaves with level >= LO, at most 2^(HI − 1) leaves in
+/// all; a block with absent leaves at its end may only be the last push.
+template <int LO, int HI>
+struct NrptTree {
+    float pending[HI - LO];
+    nrpt_u32 count;
+};
+
+template <int LO, int HI>
+NRPT_HD void nrpt_tree_init(NrptTree<LO, HI>* t) {
+    for (int i = 0; i < HI - LO; ++i) t->pending[i] = 0.0f;
+    t->count = 0u;
+}
+
+/// TreeSum::push_block: a binary counter whose carries join `left + right`.
+template <int LO, int HI>
+NRPT_HD void nrpt_tree_push(NrptTree<LO, HI>* t, float v, nrpt_u32 level) {
+    bool placed = false;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int i = 0; i < HI - LO; ++i) {
+        const nrpt_u32 lv = (nrpt_u32)(LO + i);
+        if (!placed && lv >= level) {
+            if ((t->count >> lv) & 1u) {
+                v = t->pending[i] + v;
+            } else {
+                t->pending[i] = v;
+                placed = true;
+            }
+        }
+    }
+    t->count += 1u << level;
+}
+
+/// TreeSum::finish: the pending sums joined from the right; +0 for no leaves.
+template <int LO, int HI>
+NRPT_HD float nrpt_tree_finish(const NrptTree<LO, HI>* t) {
+    float acc = 0.0f;
+    bool any = false;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int i = 0; i < HI - LO; ++i) {
+        if ((t->count >> (LO + i)) & 1u) {
+            acc = any ? t->pending[i] + acc : t->pending[i];
+            any = true;
+        }
+    }
+    return acc;
+}
+
+/// The tree sum of n = 1..4 leaves (an aligned quad, absent leaves at its end).
+NRPT_HD float nrpt_quad_sum(const float* t, nrpt_u32 n) {
+    if (n >= 4u) return (t[0] + t[1]) + (t[2] + t[3]);
+    if (n == 3u) return (t[0] + t[1]) + t[2];
+    if (n == 2u) return t[0] + t[1];
+    return t[0];
+}
+
+/// Adds the energy noise (Noisy::energy) to the exact energy u, reading the two words
+/// straight from their Philox block (energy_off is even, so both lie in one block).
+NRPT_HD float nrpt_energy_noise_at(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptStream s,
+                                   float u) {
+    if (!c->energy_noise) {
+        return u;
+    }
+    NrptBlock b = nrpt_stream_block(s, l->energy_off >> 2);
+    nrpt_u32 i = l->energy_off & 3u;
+    NrptPair z = nrpt_box_muller_f32(nrpt_lane(b, i), nrpt_lane(b, i + 1u));
+    return u + c->escale * z.z0;
+}
+
+/// Steps quad q of a SumModes replica (coordinates 4q .. 4q + n − 1, n = 1..4): loads
+/// them (one vector access when `vec`, which needs n = 4 and an aligned quad), takes
+/// the step as nrpt_step_pair does pair by pair — the words of pair p are 2p, 2p + 1
+/// of the gradient noise and lang_off + 2p, + 1 of the Langevin noise, read straight
+/// from their Philox blocks (one block per quad and stream, two for the Langevin noise
+/// when lang_off is not a multiple of 4), so no cursor is kept — stores the new state
+/// (and momenta), and returns the tree sum of the energy terms at the stored state
+/// (rounded to the storage type in registers: no reload). `v` may alias `x` unless the
+/// explorer has momentum.
 template <class S>
+NRPT_HD float nrpt_step_quad(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptStream s,
+                             nrpt_u32 q, nrpt_u32 n, bool vec, typename S::T* x,
+                             typename S::T* v) {
+    float xs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float vs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    typename S::T* xq = x + 4u * q;
+    typename S::T* vq = v + 4u * q;
+    if (vec) {
+        S::load4(xq, xs);
+        if (c->momentum) S::load4(vq, vs);
+    } else {
+        for (nrpt_u32 i = 0; i < n; ++i) {
+            xs[i] = S::load(xq + i);
+            if (c->momentum) vs[i] = S::load(vq + i);
+        }
+    }
+    float g[4];
+    for (int i = 0; i < 4; ++i) g[i] = nrpt_sum_modes_grad(xs[i]);
+    if (c->grad_noise) {
+        NrptBlock b = nrpt_stream_block(s, q);
+        NrptPair z = nrpt_box_muller_f32(b.w0, b.w1);
+        g[0] = g[0] + c->gscale * z.z0;
+        g[1] = g[1] + c->gscale * z.z1;
+        if (n > 2u) {
+            z = nrpt_box_muller_f32(b.w2, b.w3);
+            g[2] = g[2] + c->gscale * z.z0;
+            g[3] = g[3] + c->gscale * z.z1;
+        }
+    }
+    NrptPair z0, z1;
+    z0.z0 = z0.z1 = z1.z0 = z1.z1 = 0.0f;
+    if (l->draw) {
+        nrpt_u32 w = l->lang_off + 4u * q;  // first word of pair 2q (even)
+        NrptBlock b = nrpt_stream_block(s, w >> 2);
+        if ((w & 3u) == 0u) {
+            z0 = nrpt_box_muller_f32(b.w0, b.w1);
+            if (n > 2u) z1 = nrpt_box_muller_f32(b.w2, b.w3);
+        } else {
+            z0 = nrpt_box_muller_f32(b.w2, b.w3);
+            if (n > 2u) {
+                NrptBlock b2 = nrpt_stream_block(s, (w >> 2) + 1u);
+                z1 = nrpt_box_muller_f32(b2.w0, b2.w1);
+            }
+        }
+    }
+    nrpt_update(c, l, &xs[0], &vs[0], g[0], z0.z0);
+    if (n > 1u) nrpt_update(c, l, &xs[1], &vs[1], g[1], z0.z1);
+    if (n > 2u) nrpt_update(c, l, &xs[2], &vs[2], g[2], z1.z0);
+    if (n > 3u) nrpt_update(c, l, &xs[3], &vs[3], g[3], z1.z1);
+    if (vec) {
+        S::store4(xq, xs);
+        if (c->momentum) S::store4(vq, vs);
+    } else {
+        for (nrpt_u32 i = 0; i < n; ++i) {
+            S::store(xq + i, xs[i]);
+            if (c->momentum) S::store(vq + i, vs[i]);
+        }
+    }
+    // Energy at the stored (rounded) state.
+    float t[4];
+    for (int i = 0; i < 4; ++i) t[i] = nrpt_sum_modes_term(S::round(xs[i]));
+    return nrpt_quad_sum(t, n);
+}
+
+/// Steps the quads q0 .. q1 − 1 of a SumModes replica of D coordinates in order and
+/// returns the tree sum of their energy terms (the subtree of those leaves when q0 is
+/// aligned to the span's power-of-two size, which is how callers use it). HI bounds
+/// the span: at most 2^(HI − 1) coordinates.
+template <class S, int HI>
+NRPT_HD float nrpt_step_span(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptStream s,
+                             typename S::T* x, typename S::T* v, nrpt_u32 q0, nrpt_u32 q1) {
+    const nrpt_u32 d = c->dim;
+    // Four coordinates in one vector access: every quad of every replica is aligned
+    // when D is a multiple of 4 (rows start at c·D coordinates).
+    const bool aligned = (d & 3u) == 0u;
+    NrptTree<2, HI> tree;
+    nrpt_tree_init(&tree);
+    for (nrpt_u32 q = q0; q < q1; ++q) {
+        nrpt_u32 rest = d - 4u * q;
+        nrpt_u32 n = rest < 4u ? rest : 4u;
+        float u = nrpt_step_quad<S>(c, l, s, q, n, aligned && n == 4u, x, v);
+        nrpt_tree_push(&tree, u, 2u);
+    }
+    return nrpt_tree_finish(&tree);
+}
+
+/// Largest D of the one-thread-per-chain SumModes step on the GPU (step_seq_*; the
+/// launcher, nrpt_cuda::ensembles, uses it up to D = 64), and its tree's levels.
+#define NRPT_SEQ_MAX_DIM 256u
+#define NRPT_SEQ_TREE_HI 9
+
+/// The iteration of one SumModes replica of any dimension, coordinates in order, by one
+/// thread; the energy is the tree sum of nrpt_core::reduce, so the result is core's
+/// bit for bit. HI bounds D (at most 2^(HI − 1)). `v` may alias `x` unless the
+/// explorer has momentum.
+template <class S, int HI>
 NRPT_HD float nrpt_chain_step_seq(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptStream s,
                                   typename S::T* x, typename S::T* v) {
-    NrptCursor gc = nrpt_cursor(s, 0u);
-    NrptCursor lc = nrpt_cursor(s, 0u);
-    float u = 0.0f;
-    nrpt_u32 d = c->dim;
-    for (nrpt_u32 j = 0; j < d; j += 2u) {
-        bool has1 = j + 1u < d;
-        float x0 = S::load(x + j);
-        float x1 = has1 ? S::load(x + j + 1u) : 0.0f;
-        float v0 = 0.0f, v1 = 0.0f;
-        if (c->momentum) {
-            v0 = S::load(v + j);
-            v1 = has1 ? S::load(v + j + 1u) : 0.0f;
-        }
-        float g0 = nrpt_sum_modes_grad(x0);
-        float g1 = nrpt_sum_modes_grad(x1);
-        nrpt_step_pair(c, l, &gc, &lc, j / 2u, has1, &x0, &x1, &v0, &v1, g0, g1);
-        S::store(x + j, x0);
-        if (has1) S::store(x + j + 1u, x1);
-        if (c->momentum) {
-            S::store(v + j, v0);
-            if (has1) S::store(v + j + 1u, v1);
-        }
-        // Energy at the stored (rounded) state, coordinate by coordinate.
-        u += nrpt_sum_modes_term(S::load(x + j));
-        if (has1) u += nrpt_sum_modes_term(S::load(x + j + 1u));
-    }
-    return nrpt_energy_noise(c, l, &gc, u);
+    nrpt_u32 quads = (c->dim + 3u) / 4u;
+    float u = nrpt_step_span<S, HI>(c, l, s, x, v, 0u, quads);
+    return nrpt_energy_noise_at(c, l, s, u);
 }
 
-/// The part of a SumModes replica's iteration that one thread of a cooperating group
-/// does: the coordinates of quads q = first, first + step, … (quad q = coordinates
-/// 4q .. 4q + 3). Returns the thread's partial energy, summed in coordinate order.
-/// The group then adds the partials by a fixed tree (see nrpt_tree_sum).
+/// Levels of a block thread's chunk tree: chunks of up to 2^(NRPT_CHUNK_TREE_HI − 1)
+/// coordinates (a deeper tree costs registers: with 13 levels the FMA build spilled).
+#define NRPT_CHUNK_TREE_HI 7
+/// Largest chunk of coordinates of one thread of the block step.
+#define NRPT_MAX_CHUNK 64u
+/// Most passes of the block step over a state (a pass covers threads · chunk
+/// coordinates, a power of two when there are several), and the levels of the tree
+/// over the passes' sums.
+#define NRPT_MAX_PASSES 64u
+#define NRPT_PASS_TREE_HI 7
+
+/// `true` when the chunk of thread t (coordinates t·K .. t·K + K − 1) holds a
+/// coordinate of a D-dimensional state: chunks past the last are absent leaves of the
+/// tree, and a node whose right child is absent is its left child.
+NRPT_HD bool nrpt_chunk_present(nrpt_u32 t, nrpt_u32 chunk, nrpt_u32 d) {
+    return (nrpt_u64)t * chunk < (nrpt_u64)d;
+}
+
+/// The part of a SumModes replica's iteration that thread t of a block does: the
+/// aligned chunk of `chunk` coordinates (a power of two, a multiple of 4) starting at
+/// t·chunk. Returns the chunk's tree sum (0 for a chunk past the state).
 template <class S>
-NRPT_HD float nrpt_chain_step_quads(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptStream s,
-                                    typename S::T* x, typename S::T* v, nrpt_u32 first,
-                                    nrpt_u32 step) {
-    NrptCursor gc = nrpt_cursor(s, 0u);
-    NrptCursor lc = nrpt_cursor(s, 0u);
-    float u = 0.0f;
-    nrpt_u32 d = c->dim;
-    nrpt_u32 quads = (d + 3u) / 4u;
-    for (nrpt_u32 q = first; q < quads; q += step) {
-        for (nrpt_u32 h = 0; h < 2u; ++h) {
-            nrpt_u32 j = 4u * q + 2u * h;
-            if (j >= d) break;
-            bool has1 = j + 1u < d;
-            float x0 = S::load(x + j);
-            float x1 = has1 ? S::load(x + j + 1u) : 0.0f;
-            float v0 = 0.0f, v1 = 0.0f;
-            if (c->momentum) {
-                v0 = S::load(v + j);
-                v1 = has1 ? S::load(v + j + 1u) : 0.0f;
-            }
-            float g0 = nrpt_sum_modes_grad(x0);
-            float g1 = nrpt_sum_modes_grad(x1);
-            nrpt_step_pair(c, l, &gc, &lc, j / 2u, has1, &x0, &x1, &v0, &v1, g0, g1);
-            S::store(x + j, x0);
-            if (has1) S::store(x + j + 1u, x1);
-            if (c->momentum) {
-                S::store(v + j, v0);
-                if (has1) S::store(v + j + 1u, v1);
-            }
-            u += nrpt_sum_modes_term(S::load(x + j));
-            if (has1) u += nrpt_sum_modes_term(S::load(x + j + 1u));
-        }
-    }
-    return u;
+NRPT_HD float nrpt_chain_step_chunk(const NrptChainCfg* c, const NrptLevelCoeffs* l,
+                                    NrptStream s, typename S::T* x, typename S::T* v,
+                                    nrpt_u32 t, nrpt_u32 chunk) {
+    nrpt_u32 quads = (c->dim + 3u) / 4u;
+    nrpt_u32 q0 = t * (chunk / 4u);
+    nrpt_u32 q1 = q0 + chunk / 4u;
+    if (q1 > quads) q1 = quads;
+    return nrpt_step_span<S, NRPT_CHUNK_TREE_HI>(c, l, s, x, v, q0, q1);
 }
 
-/// The fixed reduction order of the cooperative step over `n` partials (n a multiple
-/// of 32, n / 32 a power of two): a shuffle tree inside each warp of 32
-/// (`for off = 16, 8, 4, 2, 1: a[i] += a[i + off]`), then the same tree over the warps'
-/// sums. The GPU does exactly this with __shfl_down_sync; this is the host reference
-/// (it overwrites `a`).
-NRPT_HD float nrpt_block_sum(float* a, nrpt_u32 n) {
-    for (nrpt_u32 w = 0; w < n; w += 32u) {
-        for (nrpt_u32 off = 16u; off > 0u; off /= 2u) {
-            for (nrpt_u32 i = 0; i < off; ++i) {
-                a[w + i] = a[w + i] + a[w + i + off];
+/// The block step's reduction of one pass's chunk sums `a[0 .. threads)` (threads a
+/// multiple of 32; thread t of the pass holds chunk first + t), as step_block does it
+/// on the GPU: in each warp the shuffle tree of offsets 1, 2, 4, 8, 16 (lane i, a
+/// multiple of 2·off, adds lane i + off's sum when that subtree holds a present
+/// chunk), then the same tree over the warps' sums in warp 0. This is the host mirror
+/// (it overwrites `a`); with aligned power-of-two chunks it is the tree of
+/// nrpt_core::reduce over the pass's leaves.
+NRPT_HD float nrpt_block_tree(float* a, nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d,
+                              nrpt_u32 first) {
+    const nrpt_u32 warps = threads / 32u;
+    for (nrpt_u32 w = 0; w < warps; ++w) {
+        for (nrpt_u32 off = 1u; off < 32u; off *= 2u) {
+            for (nrpt_u32 lane = 0; lane < 32u; lane += 2u * off) {
+                nrpt_u32 t = 32u * w + lane;
+                if (nrpt_chunk_present(first + t + off, chunk, d)) a[t] = a[t] + a[t + off];
             }
         }
     }
-    nrpt_u32 warps = n / 32u;
-    for (nrpt_u32 off = warps / 2u; off > 0u; off /= 2u) {
-        for (nrpt_u32 i = 0; i < off; ++i) {
-            a[32u * i] = a[32u * i] + a[32u * (i + off)];
+    for (nrpt_u32 off = 1u; off < 32u; off *= 2u) {
+        for (nrpt_u32 lane = 0; lane < 32u; lane += 2u * off) {
+            if (lane + off < warps && nrpt_chunk_present(first + 32u * (lane + off), chunk, d)) {
+                a[32u * lane] = a[32u * lane] + a[32u * (lane + off)];
+            }
         }
     }
     return a[0];
+}
+
+/// The tree over the passes' sums (aligned blocks of threads · chunk leaves each), as
+/// thread 0 of step_block adds them at the end.
+NRPT_HD float nrpt_pass_tree(const float* sums, nrpt_u32 passes) {
+    NrptTree<0, NRPT_PASS_TREE_HI> t;
+    nrpt_tree_init(&t);
+    for (nrpt_u32 i = 0; i < passes; ++i) nrpt_tree_push(&t, sums[i], 0u);
+    return nrpt_tree_finish(&t);
+}
+
+/// `true` for a block shape the block step takes for D coordinates: threads a multiple
+/// of 32 up to 1024, chunk a power of two from 4 to NRPT_MAX_CHUNK, and either one
+/// pass or passes of a power-of-two number of coordinates, at most NRPT_MAX_PASSES.
+NRPT_HD bool nrpt_block_shape_ok(nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d) {
+    if (threads == 0u || threads % 32u != 0u || threads > 1024u) return false;
+    if (chunk < 4u || chunk > NRPT_MAX_CHUNK || (chunk & (chunk - 1u)) != 0u) return false;
+    nrpt_u64 span = (nrpt_u64)threads * chunk;
+    nrpt_u64 passes = ((nrpt_u64)d + span - 1u) / span;
+    return passes <= 1u || ((span & (span - 1u)) == 0u && passes <= NRPT_MAX_PASSES);
 }
 
 /// Initial state coordinate j of a replica (InitialStates::Uniform): word j of its INIT

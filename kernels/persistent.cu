@@ -1,26 +1,32 @@
 // persistent.cu: the 2D persistent kernel. One block holds G whole ensembles (G·P
-// threads, thread (g, r) owns replica r of ensemble g of the block, its state in
-// registers); the ensembles' permutation, ladder, energies, gates, counts and trip
-// states live in shared memory, laid out [level][g] (stride G, no bank conflicts in the
-// swap phase). Each of the K iterations of a launch is: step phase (every thread) —
-// barrier — swap-and-adapt phase (thread g < G does ensemble g) — barrier — momentum
-// reset (every thread whose replica took part in a swap zeroes its velocity registers,
-// as Engine::exchange does right after the sweep). Global memory is read at the start
-// and written at the end only.
+// threads; thread g·P + r owns replica r of ensemble g of the block, its state, its
+// velocity and the sines of its coordinates in registers); the ensembles' permutation,
+// ladder, energies, gates, counts and trip states live in shared memory, ensemble by
+// ensemble ([g][level], [g][pair]: consecutive threads and lanes touch consecutive
+// words). Each of the K iterations of a launch is: step phase (every thread) —
+// barrier — swap-and-adapt phase (a team of lanes per ensemble, nrpt_team_width:
+// the P − 1 pair tests in parallel, only the ladder recurrence on one lane) — barrier
+// — momentum reset (every thread whose replica took part in a swap zeroes its
+// velocity registers, as Engine::exchange does right after the sweep). Global memory
+// is read at the start and written at the end only.
 #include "chain.cuh"
 #include "swap.cuh"
 
-extern "C" __global__ void __launch_bounds__(1024) persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters,
-                                          const NrptIterConsts* ic, NrptArrays a,
-                                          nrpt_u8* record) {
+/// Most threads of a persistent block (the launcher's limit: G·P ≤ this). 512 threads
+/// with at most 64 registers each let two blocks share an SM (see the bounds below).
+#define NRPT_PERSISTENT_MAX_THREADS 512
+
+extern "C" __global__ void __launch_bounds__(NRPT_PERSISTENT_MAX_THREADS, 2)
+persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts* ic,
+              NrptArrays a, nrpt_u8* record) {
     extern __shared__ __align__(16) unsigned char smem[];
     const nrpt_u32 P = p.core.chains;
     const nrpt_u32 G = blockDim.x / P;  // ensembles per block
     const nrpt_u32 tid = threadIdx.x;
-    const nrpt_u32 g = tid % G;  // thread (g, r): ensemble-fastest, so a warp's swap
-    const nrpt_u32 r = tid / G;  // threads (tid < G) are consecutive
+    const nrpt_u32 g = tid / P;  // thread (g, r): replica-fastest, so an ensemble's
+    const nrpt_u32 r = tid % P;  // threads, levels and global rows are consecutive
     const nrpt_u32 e = blockIdx.x * G + g;
-    const bool active = r < P && e < p.ensembles;
+    const bool active = g < G && e < p.ensembles;
 
     NrptPairStats* s_pairs = (NrptPairStats*)smem;
     double* s_ladder = (double*)(s_pairs + (P - 1u) * G);
@@ -35,21 +41,21 @@ extern "C" __global__ void __launch_bounds__(1024) persistent_2d(NrptGpuParams p
     nrpt_u8* s_flags = s_gates + (P - 1u) * G;
 
     const nrpt_u64 base = (nrpt_u64)e * P, pbase = (nrpt_u64)e * (P - 1u);
+    const nrpt_u32 lv = g * P, pv = g * (P - 1u);  // this ensemble's rows in shared memory
     const bool momentum = p.core.explorer != 0u;
-    float x0 = 0.0f, x1 = 0.0f, v0 = 0.0f, v1 = 0.0f;
+    float x0 = 0.0f, x1 = 0.0f, v0 = 0.0f, v1 = 0.0f, s0 = 0.0f, s1 = 0.0f;
     if (active) {
         // Thread (g, r) loads level r / replica r / pair r of ensemble g.
-        nrpt_u32 i = r * G + g;
-        s_ladder[i] = a.ladder[base + r];
-        s_temps[i] = a.temps[base + r];
-        s_energies[i] = a.energies[base + r];
-        s_at[i] = a.replica_at[base + r];
-        s_of[i] = a.level_of[base + r];
-        s_trips[i] = a.trips[base + r];
+        s_ladder[lv + r] = a.ladder[base + r];
+        s_temps[lv + r] = a.temps[base + r];
+        s_energies[lv + r] = a.energies[base + r];
+        s_at[lv + r] = a.replica_at[base + r];
+        s_of[lv + r] = a.level_of[base + r];
+        s_trips[lv + r] = a.trips[base + r];
         if (r + 1u < P) {
-            s_pairs[i] = a.pairs[pbase + r];
-            s_gates[i] = a.gates[pbase + r];
-            s_flags[i] = a.flags[pbase + r];
+            s_pairs[pv + r] = a.pairs[pbase + r];
+            s_gates[pv + r] = a.gates[pbase + r];
+            s_flags[pv + r] = a.flags[pbase + r];
         }
         if (r == 0u) {
             s_buffers[g] = a.buffers[e];
@@ -58,12 +64,24 @@ extern "C" __global__ void __launch_bounds__(1024) persistent_2d(NrptGpuParams p
         float2 x = ((const float2*)a.states)[base + r];
         x0 = x.x;
         x1 = x.y;
+        s0 = nrpt_sin_cos_2pi(x0).s;
+        s1 = nrpt_sin_cos_2pi(x1).s;
         if (momentum) {
             float2 v = ((const float2*)a.momenta)[base + r];
             v0 = v.x;
             v1 = v.y;
         }
     }
+    // The swap phase's teams: whole teams of consecutive lanes within one warp; team
+    // τ runs ensembles τ, τ + teams, … of the block.
+    const nrpt_u32 width = nrpt_team_width(P, blockDim.x);
+    const nrpt_u32 teams = blockDim.x / width;
+    NrptTeam team;
+    team.width = width;
+    team.lane = tid & (width - 1u);
+    team.mask = (width == 32u ? 0xffffffffu : ((1u << width) - 1u)) << ((tid & 31u) & ~(width - 1u));
+    team.reverse = false;
+    const nrpt_u32 tau = tid / width;
     __syncthreads();
 
     for (nrpt_u32 it = 0; it < iters; ++it) {
@@ -72,31 +90,34 @@ extern "C" __global__ void __launch_bounds__(1024) persistent_2d(NrptGpuParams p
             // Derived from the parameter block each iteration rather than kept live
             // across the swap phase (register pressure).
             NrptChainCfg cfg = nrpt_chain_cfg(&p);
-            nrpt_u32 level = s_of[r * G + g];
-            NrptLevelCoeffs l =
-                nrpt_level_coeffs(&cfg, s_ladder[level * G + g], s_temps[level * G + g]);
-            NrptStream s =
-                nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
-            s_energies[level * G + g] = nrpt_chain_step_2d(&cfg, &l, s, &x0, &x1, &v0, &v1);
+            nrpt_u32 level = s_of[lv + r];
+            NrptLevelCoeffs l = nrpt_level_coeffs(&cfg, s_ladder[lv + level], s_temps[lv + level]);
+            NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
+            s_energies[lv + level] =
+                nrpt_chain_step_2d_sin(&cfg, &l, s, &x0, &x1, &v0, &v1, &s0, &s1);
         }
         __syncthreads();
-        if (tid < G && e < p.ensembles) {
-            NrptEnsembleRefs refs;
-            refs.energies = s_energies + g;
-            refs.ladder = s_ladder + g;
-            refs.temps = s_temps + g;
-            refs.replica_at = s_at + g;
-            refs.level_of = s_of + g;
-            refs.trips = s_trips + g;
-            refs.gates = s_gates + g;
-            refs.flags = s_flags + g;
-            refs.pairs = s_pairs + g;
-            refs.stride = G;
-            nrpt_swap_and_adapt(&p, p.core.ensemble + e, k, ic[it], &refs, &s_buffers[g],
-                                &s_stats[g]);
-            if (record) {
-                nrpt_u8* out = record + ((nrpt_u64)it * p.ensembles + e) * (P - 1u);
-                for (nrpt_u32 q = 0; q + 1u < P; ++q) out[q] = s_flags[q * G + g];
+        if (tau < teams) {
+            for (nrpt_u32 h = tau; h < G && blockIdx.x * G + h < p.ensembles; h += teams) {
+                const nrpt_u32 eh = blockIdx.x * G + h;
+                const nrpt_u32 hl = h * P, hp = h * (P - 1u);
+                NrptEnsembleRefs refs;
+                refs.energies = s_energies + hl;
+                refs.ladder = s_ladder + hl;
+                refs.temps = s_temps + hl;
+                refs.replica_at = s_at + hl;
+                refs.level_of = s_of + hl;
+                refs.trips = s_trips + hl;
+                refs.gates = s_gates + hp;
+                refs.flags = s_flags + hp;
+                refs.pairs = s_pairs + hp;
+                refs.stride = 1u;
+                nrpt_swap_and_adapt(&p, p.core.ensemble + eh, k, ic[it], &refs, &s_buffers[h],
+                                    &s_stats[h], &team);
+                if (record) {
+                    nrpt_u8* out = record + ((nrpt_u64)it * p.ensembles + eh) * (P - 1u);
+                    NRPT_TEAM_FOR(&team, q, P - 1u) { out[q] = s_flags[hp + q]; }
+                }
             }
         }
         __syncthreads();
@@ -105,24 +126,23 @@ extern "C" __global__ void __launch_bounds__(1024) persistent_2d(NrptGpuParams p
         // the next step so that the velocities written back after the last iteration are
         // the driver's. The flags stay put until the next swap phase.
         if (active && momentum && !(p.core.adapt_flags & NRPT_MOMENTUM_CARRY) &&
-            nrpt_swapped_at_level(s_flags + g, G, s_of[r * G + g], P)) {
+            nrpt_swapped_at_level(s_flags + pv, 1u, s_of[lv + r], P)) {
             v0 = 0.0f;
             v1 = 0.0f;
         }
     }
 
     if (active) {
-        nrpt_u32 i = r * G + g;
-        a.ladder[base + r] = s_ladder[i];
-        a.temps[base + r] = s_temps[i];
-        a.energies[base + r] = s_energies[i];
-        a.replica_at[base + r] = s_at[i];
-        a.level_of[base + r] = s_of[i];
-        a.trips[base + r] = s_trips[i];
+        a.ladder[base + r] = s_ladder[lv + r];
+        a.temps[base + r] = s_temps[lv + r];
+        a.energies[base + r] = s_energies[lv + r];
+        a.replica_at[base + r] = s_at[lv + r];
+        a.level_of[base + r] = s_of[lv + r];
+        a.trips[base + r] = s_trips[lv + r];
         if (r + 1u < P) {
-            a.pairs[pbase + r] = s_pairs[i];
-            a.gates[pbase + r] = s_gates[i];
-            a.flags[pbase + r] = s_flags[i];
+            a.pairs[pbase + r] = s_pairs[pv + r];
+            a.gates[pbase + r] = s_gates[pv + r];
+            a.flags[pbase + r] = s_flags[pv + r];
         }
         if (r == 0u) {
             a.buffers[e] = s_buffers[g];

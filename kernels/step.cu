@@ -33,7 +33,10 @@ extern "C" __global__ void __launch_bounds__(256) step_2d(NrptGpuParams p, nrpt_
     a.energies[base + level] = en;
 }
 
-/// SumModes of small D: one thread per chain, coordinates in order (bit-exact energy).
+/// SumModes of small D: one thread per chain, coordinates in order, four at a time
+/// (one vector access when D is a multiple of 4), the energy by the tree of
+/// nrpt_core::reduce (bit-exact). D at most NRPT_SEQ_MAX_DIM (the launcher uses it up
+/// to 64).
 template <class S>
 __device__ void step_seq(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays& a) {
     const nrpt_u32 P = p.core.chains, D = p.core.dim;
@@ -48,22 +51,34 @@ __device__ void step_seq(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays& a
     typename S::T* x = (typename S::T*)a.states + c * D;
     typename S::T* v = cfg.momentum ? (typename S::T*)a.momenta + c * D : x;
     NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
-    a.energies[base + level] = nrpt_chain_step_seq<S>(&cfg, &l, s, x, v);
+    a.energies[base + level] = nrpt_chain_step_seq<S, NRPT_SEQ_TREE_HI>(&cfg, &l, s, x, v);
 }
 
 extern "C" __global__ void __launch_bounds__(256) step_seq_f32(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreF32>(p, k, a); }
 extern "C" __global__ void __launch_bounds__(256) step_seq_bf16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreBf16>(p, k, a); }
 extern "C" __global__ void __launch_bounds__(256) step_seq_f16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreF16>(p, k, a); }
 
-/// Threads per chain of the cooperative step (8 warps).
-#define NRPT_BLOCK_THREADS 256u
+/// Most threads per chain of the cooperative step.
+#define NRPT_BLOCK_MAX_THREADS 256u
 
-/// SumModes of large D: one block of 256 threads per chain; thread t steps quads t,
-/// t + 256, …; the energy is reduced by the fixed tree of nrpt_block_sum.
+/// SumModes of large D: one block per chain, its shape fitted to D by the launcher
+/// (nrpt_cuda::params::BlockShape, checked by nrpt_block_shape_ok): `blockDim.x`
+/// threads (a multiple of 32), thread t of pass i steps the aligned chunk of `chunk`
+/// coordinates (a power of two from 4 to 64) at (i · blockDim.x + t) · chunk, four at
+/// a time with vector accesses, and sums its chunk's energy terms as a tree; each
+/// pass's chunk sums are added by the shuffle trees of nrpt_block_tree (offsets 1, 2,
+/// 4, 8, 16 in each warp, then over the warps), and the passes' sums (aligned
+/// power-of-two blocks when there are several) by thread 0's tree: together the tree
+/// of nrpt_core::reduce over all D terms, bit for bit.
 template <class S>
-__device__ void step_block(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays& a) {
-    __shared__ float warp_sums[NRPT_BLOCK_THREADS / 32u];
+__device__ void step_block(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays& a,
+                           nrpt_u32 chunk) {
+    __shared__ float warp_sums[NRPT_BLOCK_MAX_THREADS / 32u];
+    __shared__ float pass_sums[NRPT_MAX_PASSES];
     const nrpt_u32 P = p.core.chains, D = p.core.dim;
+    const nrpt_u32 t = threadIdx.x, lane = t & 31u, warp = t >> 5;
+    const nrpt_u32 threads = blockDim.x, warps = threads >> 5;
+    const nrpt_u32 passes = (D + threads * chunk - 1u) / (threads * chunk);
     nrpt_u64 c = blockIdx.x;
     nrpt_u32 r = (nrpt_u32)(c % P);
     nrpt_u32 e = (nrpt_u32)(c / P);
@@ -74,27 +89,38 @@ __device__ void step_block(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays&
     typename S::T* x = (typename S::T*)a.states + c * D;
     typename S::T* v = cfg.momentum ? (typename S::T*)a.momenta + c * D : x;
     NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, k, r, NRPT_STREAM_STEP);
-    float u = nrpt_chain_step_quads<S>(&cfg, &l, s, x, v, threadIdx.x, NRPT_BLOCK_THREADS);
+    for (nrpt_u32 pass = 0; pass < passes; ++pass) {
+        const nrpt_u32 first = pass * threads;  // the pass's first chunk
+        float u = nrpt_chain_step_chunk<S>(&cfg, &l, s, x, v, first + t, chunk);
 #pragma unroll
-    for (nrpt_u32 off = 16u; off > 0u; off /= 2u) {
-        u = u + __shfl_down_sync(0xffffffffu, u, off);
+        for (nrpt_u32 off = 1u; off < 32u; off *= 2u) {
+            float o = __shfl_down_sync(0xffffffffu, u, off);
+            if (nrpt_chunk_present(first + t + off, chunk, D)) u = u + o;
+        }
+        if (warps > 1u) {
+            if (lane == 0u) warp_sums[warp] = u;
+            __syncthreads();
+            if (warp == 0u) {
+                u = lane < warps ? warp_sums[lane] : 0.0f;
+#pragma unroll
+                for (nrpt_u32 off = 1u; off < 32u; off *= 2u) {
+                    float o = __shfl_down_sync(0xffffffffu, u, off);
+                    if (lane + off < warps &&
+                        nrpt_chunk_present(first + 32u * (lane + off), chunk, D)) {
+                        u = u + o;
+                    }
+                }
+            }
+        }
+        if (t == 0u) pass_sums[pass] = u;
+        if (warps > 1u) __syncthreads();  // warp_sums is reused by the next pass
     }
-    nrpt_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    if (lane == 0u) warp_sums[warp] = u;
-    __syncthreads();
-    if (warp == 0u) {
-        u = lane < NRPT_BLOCK_THREADS / 32u ? warp_sums[lane] : 0.0f;
-#pragma unroll
-        for (nrpt_u32 off = NRPT_BLOCK_THREADS / 64u; off > 0u; off /= 2u) {
-            u = u + __shfl_down_sync(0xffffffffu, u, off);
-        }
-        if (lane == 0u) {
-            NrptCursor cur = nrpt_cursor(s, 0u);
-            a.energies[base + level] = nrpt_energy_noise(&cfg, &l, &cur, u);
-        }
+    if (t == 0u) {
+        float u = nrpt_pass_tree(pass_sums, passes);
+        a.energies[base + level] = nrpt_energy_noise_at(&cfg, &l, s, u);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) step_block_f32(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_block<NrptStoreF32>(p, k, a); }
-extern "C" __global__ void __launch_bounds__(256) step_block_bf16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_block<NrptStoreBf16>(p, k, a); }
-extern "C" __global__ void __launch_bounds__(256) step_block_f16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_block<NrptStoreF16>(p, k, a); }
+extern "C" __global__ void __launch_bounds__(256, 4) step_block_f32(NrptGpuParams p, nrpt_u64 k, NrptArrays a, nrpt_u32 chunk) { step_block<NrptStoreF32>(p, k, a, chunk); }
+extern "C" __global__ void __launch_bounds__(256, 4) step_block_bf16(NrptGpuParams p, nrpt_u64 k, NrptArrays a, nrpt_u32 chunk) { step_block<NrptStoreBf16>(p, k, a, chunk); }
+extern "C" __global__ void __launch_bounds__(256, 4) step_block_f16(NrptGpuParams p, nrpt_u64 k, NrptArrays a, nrpt_u32 chunk) { step_block<NrptStoreF16>(p, k, a, chunk); }

@@ -6,11 +6,65 @@
 #pragma once
 #include "common.cuh"
 
+/// Every storage type S has: T (the stored element), decode(T) -> float (exact),
+/// encode(float) -> T (round to nearest even), load/store of one coordinate,
+/// round(v) = decode(encode(v)) (the value a store then a load would give, without the
+/// memory round trip), and load4/store4 of four consecutive coordinates, one vector
+/// access on the GPU (16 bytes for f32, 8 for bf16/f16), which needs the address
+/// aligned to four coordinates.
+
 /// f32 storage.
 struct NrptStoreF32 {
     typedef float T;
+    static NRPT_MEMBER float decode(T v) { return v; }
+    static NRPT_MEMBER T encode(float v) { return v; }
     static NRPT_MEMBER float load(const T* p) { return *p; }
     static NRPT_MEMBER void store(T* p, float v) { *p = v; }
+    static NRPT_MEMBER float round(float v) { return v; }
+    static NRPT_MEMBER void load4(const T* p, float* x) {
+#if defined(__CUDA_ARCH__)
+        float4 v = *(const float4*)p;
+        x[0] = v.x;
+        x[1] = v.y;
+        x[2] = v.z;
+        x[3] = v.w;
+#else
+        for (int i = 0; i < 4; ++i) x[i] = p[i];
+#endif
+    }
+    static NRPT_MEMBER void store4(T* p, const float* x) {
+#if defined(__CUDA_ARCH__)
+        *(float4*)p = make_float4(x[0], x[1], x[2], x[3]);
+#else
+        for (int i = 0; i < 4; ++i) p[i] = x[i];
+#endif
+    }
+};
+
+/// load4/store4 of 16-bit storage S (bf16 or f16): one 8-byte access on the GPU.
+template <class S>
+struct NrptHalfVec {
+    static NRPT_MEMBER void load4(const nrpt_u16* p, float* x) {
+#if defined(__CUDA_ARCH__)
+        uint2 w = *(const uint2*)p;
+        x[0] = S::decode((nrpt_u16)(w.x & 0xffffu));
+        x[1] = S::decode((nrpt_u16)(w.x >> 16));
+        x[2] = S::decode((nrpt_u16)(w.y & 0xffffu));
+        x[3] = S::decode((nrpt_u16)(w.y >> 16));
+#else
+        for (int i = 0; i < 4; ++i) x[i] = S::decode(p[i]);
+#endif
+    }
+    static NRPT_MEMBER void store4(nrpt_u16* p, const float* x) {
+#if defined(__CUDA_ARCH__)
+        uint2 w;
+        w.x = (nrpt_u32)S::encode(x[0]) | ((nrpt_u32)S::encode(x[1]) << 16);
+        w.y = (nrpt_u32)S::encode(x[2]) | ((nrpt_u32)S::encode(x[3]) << 16);
+        *(uint2*)p = w;
+#else
+        for (int i = 0; i < 4; ++i) p[i] = S::encode(x[i]);
+#endif
+    }
 };
 
 /// bf16 bits -> f32 (exact).
@@ -76,8 +130,13 @@ NRPT_HD nrpt_u16 nrpt_f32_to_f16(float f) {
 /// bf16 storage.
 struct NrptStoreBf16 {
     typedef nrpt_u16 T;
-    static NRPT_MEMBER float load(const T* p) { return nrpt_bf16_to_f32(*p); }
-    static NRPT_MEMBER void store(T* p, float v) { *p = nrpt_f32_to_bf16(v); }
+    static NRPT_MEMBER float decode(T h) { return nrpt_bf16_to_f32(h); }
+    static NRPT_MEMBER T encode(float v) { return nrpt_f32_to_bf16(v); }
+    static NRPT_MEMBER float load(const T* p) { return decode(*p); }
+    static NRPT_MEMBER void store(T* p, float v) { *p = encode(v); }
+    static NRPT_MEMBER float round(float v) { return decode(encode(v)); }
+    static NRPT_MEMBER void load4(const T* p, float* x) { NrptHalfVec<NrptStoreBf16>::load4(p, x); }
+    static NRPT_MEMBER void store4(T* p, const float* x) { NrptHalfVec<NrptStoreBf16>::store4(p, x); }
 };
 
 /// f16 storage. On the GPU the conversions are the hardware's `cvt` instructions
@@ -85,22 +144,27 @@ struct NrptStoreBf16 {
 /// host build uses and the tests check against the `half` crate).
 struct NrptStoreF16 {
     typedef nrpt_u16 T;
-    static NRPT_MEMBER float load(const T* p) {
+    static NRPT_MEMBER float decode(T h) {
 #if defined(__CUDA_ARCH__)
         float f;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
         return f;
 #else
-        return nrpt_f16_to_f32(*p);
+        return nrpt_f16_to_f32(h);
 #endif
     }
-    static NRPT_MEMBER void store(T* p, float v) {
+    static NRPT_MEMBER T encode(float v) {
 #if defined(__CUDA_ARCH__)
         nrpt_u16 h;
         asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
-        *p = h;
+        return h;
 #else
-        *p = nrpt_f32_to_f16(v);
+        return nrpt_f32_to_f16(v);
 #endif
     }
+    static NRPT_MEMBER float load(const T* p) { return decode(*p); }
+    static NRPT_MEMBER void store(T* p, float v) { *p = encode(v); }
+    static NRPT_MEMBER float round(float v) { return decode(encode(v)); }
+    static NRPT_MEMBER void load4(const T* p, float* x) { NrptHalfVec<NrptStoreF16>::load4(p, x); }
+    static NRPT_MEMBER void store4(T* p, const float* x) { NrptHalfVec<NrptStoreF16>::store4(p, x); }
 };

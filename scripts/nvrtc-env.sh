@@ -54,7 +54,8 @@ PY
     export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     if [ -n "$ptxas" ]; then
         chmod +x "$ptxas" 2>/dev/null || true
-        export PATH="$(dirname "$ptxas"):$PATH"
+        PATH="$(dirname "$ptxas"):$PATH"
+        export PATH
     fi
     echo "nvrtc-env: NVRTC from $root/lib${ptxas:+, ptxas $ptxas}" >&2
 }

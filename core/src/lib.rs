@@ -93,6 +93,7 @@ pub mod model;
 pub mod optimal;
 #[cfg(feature = "gpu")]
 pub mod params;
+pub mod reduce;
 pub mod rng;
 pub mod rules;
 pub mod swap;

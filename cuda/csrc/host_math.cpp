@@ -56,7 +56,21 @@ nrpt_u32 nrpt_host_persistent_shared_bytes(nrpt_u32 g, nrpt_u32 p) {
 }
 
 /// One replica's iteration as the per-thread kernels do it (step_2d for D = 2, else
-/// step_seq). `storage`: 0 f32 (x, v are float*), 1 bf16, 2 f16 (x, v are u16*).
+/// step_seq). `storage`: 0 f32 (x, v are float*), 1 bf16, 2 f16 (x, v are u16*). Up to
+/// NRPT_SEQ_MAX_DIM coordinates the tree is step_seq's own instantiation; beyond (the
+/// GPU steps those by blocks) the same code with a deeper tree.
+}  // extern "C"
+
+template <class S>
+static float host_step_seq(const NrptChainCfg* cfg, const NrptLevelCoeffs* l, NrptStream s,
+                           typename S::T* x, typename S::T* v) {
+    if (cfg->dim <= NRPT_SEQ_MAX_DIM) return nrpt_chain_step_seq<S, NRPT_SEQ_TREE_HI>(cfg, l, s, x, v);
+    return nrpt_chain_step_seq<S, 32>(cfg, l, s, x, v);
+}
+
+extern "C" {
+
+
 float nrpt_host_chain_step(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
                            nrpt_u32 replica, double eta, double temp, void* x, void* v,
                            nrpt_u32 storage) {
@@ -75,36 +89,115 @@ float nrpt_host_chain_step(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u
         return e;
     }
     if (storage == 1u)
-        return nrpt_chain_step_seq<NrptStoreBf16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x));
+        return host_step_seq<NrptStoreBf16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x));
     if (storage == 2u)
-        return nrpt_chain_step_seq<NrptStoreF16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x));
-    return nrpt_chain_step_seq<NrptStoreF32>(&cfg, &l, s, (float*)x, (float*)(v ? v : x));
+        return host_step_seq<NrptStoreF16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x));
+    return host_step_seq<NrptStoreF32>(&cfg, &l, s, (float*)x, (float*)(v ? v : x));
 }
 
-/// One replica's iteration as the cooperative kernel step_block_f32 does it: 256
-/// threads over quads, then the fixed warp/block tree of partial energies.
-float nrpt_host_chain_step_block(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
-                                 nrpt_u32 replica, double eta, double temp, float* x,
-                                 float* v) {
+/// One 2D replica's iteration as the persistent kernel does it: the sines of its
+/// coordinates `s` (sin 2πx at the current state) come from the last energy and the
+/// new ones are left there. x, v, s hold two floats each (v only read for momentum).
+float nrpt_host_chain_step_2d_sin(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+                                  nrpt_u32 replica, double eta, double temp, float* x, float* v,
+                                  float* s) {
     NrptChainCfg cfg = nrpt_chain_cfg(p);
     NrptLevelCoeffs l = nrpt_level_coeffs(&cfg, eta, temp);
-    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, k, replica, NRPT_STREAM_STEP);
-    float partial[256];
-    for (nrpt_u32 t = 0; t < 256u; ++t) {
-        partial[t] = nrpt_chain_step_quads<NrptStoreF32>(&cfg, &l, s, x, v ? v : x, t, 256u);
+    NrptStream st = nrpt_stream(p->core.seed, ensemble_key, k, replica, NRPT_STREAM_STEP);
+    float v0 = cfg.momentum ? v[0] : 0.0f, v1 = cfg.momentum ? v[1] : 0.0f;
+    float e = nrpt_chain_step_2d_sin(&cfg, &l, st, &x[0], &x[1], &v0, &v1, &s[0], &s[1]);
+    if (cfg.momentum) {
+        v[0] = v0;
+        v[1] = v1;
     }
-    float u = nrpt_block_sum(partial, 256u);
-    NrptCursor cur = nrpt_cursor(s, 0u);
-    return nrpt_energy_noise(&cfg, &l, &cur, u);
+    return e;
 }
 
-/// Steps 3-6 of one ensemble, arrays with the given stride.
+/// The sines the persistent kernel computes once after loading a state.
+void nrpt_host_sines(float x0, float x1, float* s) {
+    s[0] = nrpt_sin_cos_2pi(x0).s;
+    s[1] = nrpt_sin_cos_2pi(x1).s;
+}
+
+}  // extern "C"
+
+template <class S>
+static float host_step_block(const NrptChainCfg* cfg, const NrptLevelCoeffs* l, NrptStream s,
+                             typename S::T* x, typename S::T* v, nrpt_u32 threads,
+                             nrpt_u32 chunk, float* partial) {
+    const nrpt_u32 passes = (cfg->dim + threads * chunk - 1u) / (threads * chunk);
+    float sums[NRPT_MAX_PASSES];
+    for (nrpt_u32 pass = 0; pass < passes; ++pass) {
+        for (nrpt_u32 t = 0; t < threads; ++t) {
+            partial[t] = nrpt_chain_step_chunk<S>(cfg, l, s, x, v, pass * threads + t, chunk);
+        }
+        sums[pass] = nrpt_block_tree(partial, threads, chunk, cfg->dim, pass * threads);
+    }
+    return nrpt_pass_tree(sums, passes);
+}
+
+extern "C" {
+
+
+/// One replica's iteration as the block kernel step_block_* does it with `threads`
+/// threads of `chunk` coordinates each: pass by pass every thread's chunk and the
+/// shuffle trees of nrpt_block_tree, then the tree over the passes and the energy
+/// noise on thread 0. `storage` as in nrpt_host_chain_step. Returns NaN, touching
+/// nothing, for a shape the kernel does not take (nrpt_block_shape_ok).
+float nrpt_host_chain_step_block(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+                                 nrpt_u32 replica, double eta, double temp, void* x, void* v,
+                                 nrpt_u32 storage, nrpt_u32 threads, nrpt_u32 chunk) {
+    NrptChainCfg cfg = nrpt_chain_cfg(p);
+    if (!nrpt_block_shape_ok(threads, chunk, cfg.dim)) {
+        return nrpt_f32_from_bits(0x7fc00000u);
+    }
+    NrptLevelCoeffs l = nrpt_level_coeffs(&cfg, eta, temp);
+    NrptStream s = nrpt_stream(p->core.seed, ensemble_key, k, replica, NRPT_STREAM_STEP);
+    float partial[1024];
+    float u;
+    if (storage == 1u) {
+        u = host_step_block<NrptStoreBf16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x),
+                                           threads, chunk, partial);
+    } else if (storage == 2u) {
+        u = host_step_block<NrptStoreF16>(&cfg, &l, s, (nrpt_u16*)x, (nrpt_u16*)(v ? v : x),
+                                          threads, chunk, partial);
+    } else {
+        u = host_step_block<NrptStoreF32>(&cfg, &l, s, (float*)x, (float*)(v ? v : x), threads,
+                                          chunk, partial);
+    }
+    return nrpt_energy_noise_at(&cfg, &l, s, u);
+}
+
+/// The kernels' tree accumulator (NrptTree, as step_seq uses it, one leaf per push)
+/// over n values.
+float nrpt_host_tree_sum(const float* x, nrpt_u32 n) {
+    NrptTree<0, 32> t;
+    nrpt_tree_init(&t);
+    for (nrpt_u32 i = 0; i < n; ++i) nrpt_tree_push(&t, x[i], 0u);
+    return nrpt_tree_finish(&t);
+}
+
+/// The block step's reduction (nrpt_block_tree) of `threads` chunk sums.
+float nrpt_host_block_tree(float* partial, nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d) {
+    return nrpt_block_tree(partial, threads, chunk, d, 0u);
+}
+
+nrpt_u32 nrpt_host_block_shape_ok(nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d) {
+    return nrpt_block_shape_ok(threads, chunk, d) ? 1u : 0u;
+}
+
+nrpt_u32 nrpt_host_team_width(nrpt_u32 chains, nrpt_u32 threads) {
+    return nrpt_team_width(chains, threads);
+}
+
+/// Steps 3-6 of one ensemble, arrays with the given stride; the items of each step of
+/// the team's phase in pair order or, with `reverse`, backwards.
 void nrpt_host_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
                               const NrptIterConsts* ic, float* energies, double* ladder,
                               double* temps, nrpt_u32* replica_at, nrpt_u32* level_of,
                               nrpt_u8* trips, nrpt_u8* gates, nrpt_u8* flags,
                               NrptPairStats* pairs, nrpt_u32 stride, double* buffer,
-                              NrptIndexStats* stats, nrpt_u32* summary) {
+                              NrptIndexStats* stats, nrpt_u32* summary, nrpt_u32 reverse) {
     NrptEnsembleRefs r;
     r.energies = energies;
     r.ladder = ladder;
@@ -116,7 +209,8 @@ void nrpt_host_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrp
     r.flags = flags;
     r.pairs = pairs;
     r.stride = stride;
-    NrptSweepSummary s = nrpt_swap_and_adapt(p, ensemble_key, k, *ic, &r, buffer, stats);
+    NrptTeam team = nrpt_host_team(reverse != 0u);
+    NrptSweepSummary s = nrpt_swap_and_adapt(p, ensemble_key, k, *ic, &r, buffer, stats, &team);
     summary[0] = s.indicators;
     summary[1] = s.swaps;
     summary[2] = s.nonfinite;
@@ -146,7 +240,8 @@ nrpt_u32 nrpt_host_authors_pass(nrpt_u8* trips, nrpt_u32* replica_at, nrpt_u8* f
     r.replica_at = replica_at;
     r.flags = flags;
     r.stride = 1u;
-    return nrpt_authors_pass(&r, chains);
+    NrptTeam team = nrpt_host_team(false);
+    return nrpt_authors_pass(&r, chains, &team);
 }
 
 /// The swap kernel's momentum reset (nrpt_zero_swapped_momenta) on one ensemble's
@@ -157,7 +252,8 @@ void nrpt_host_zero_swapped_momenta(const NrptGpuParams* p, nrpt_u32* replica_at
     r.replica_at = replica_at;
     r.flags = flags;
     r.stride = 1u;
-    nrpt_zero_swapped_momenta(p, &r, momenta);
+    NrptTeam team = nrpt_host_team(false);
+    nrpt_zero_swapped_momenta(p, &r, momenta, &team);
 }
 
 /// The persistent kernel's test for one replica's momentum reset.

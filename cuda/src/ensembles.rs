@@ -16,18 +16,19 @@ use crate::error::{CudaError, driver};
 use crate::host_math;
 use crate::kernels::{Kernel, persistent_shared_bytes};
 use crate::params::{
-    Arrays, ExecutionPath, GpuParams, GpuTarget, IterConsts, MathMode, Noise, Precision,
+    Arrays, BlockShape, ExecutionPath, GpuParams, GpuTarget, IterConsts, MathMode, Noise, Precision,
 };
 
 /// Most iterations one persistent launch (or one chunk of step/swap launches) covers.
 const CHUNK: u64 = 4096;
 /// Threads per block of the one-thread-per-item kernels.
 const THREADS: u32 = 256;
-/// Threads per chain of the cooperative step (kernels/step.cu NRPT_BLOCK_THREADS).
-const BLOCK_THREADS: u32 = 256;
+/// Threads per block of the swap-and-adapt kernel (one team of lanes per ensemble).
+const SWAP_THREADS: u32 = 128;
 /// Largest D stepped by one thread per chain; above it a block per chain.
 const SEQ_MAX_DIM: usize = 64;
-/// Target number of threads per persistent block.
+/// Target (and largest) number of threads per persistent block: the kernel's launch
+/// bound (kernels/persistent.cu NRPT_PERSISTENT_MAX_THREADS, two blocks per SM).
 const PERSISTENT_THREADS: u32 = 512;
 /// Shared memory a block may use without opting in.
 const SHARED_LIMIT: u32 = 48 * 1024;
@@ -216,7 +217,7 @@ struct Buffers {
 #[derive(Debug)]
 struct Functions {
     step: CudaFunction,
-    step_block: bool,
+    step_block: Option<BlockShape>,
     swap: CudaFunction,
     persistent: Option<(CudaFunction, u32)>,
 }
@@ -327,22 +328,27 @@ impl GpuEnsembles {
         let d = config.target.dim();
         let math = config.math;
         let (step_kernel, step_block) = match (d, config.precision) {
-            (2, Precision::F32) => (Kernel::Step2d, false),
+            (2, Precision::F32) => (Kernel::Step2d, None),
             (d, prec) if d <= SEQ_MAX_DIM => (
                 match prec {
                     Precision::F32 => Kernel::StepSeqF32,
                     Precision::Bf16 => Kernel::StepSeqBf16,
                     Precision::F16 => Kernel::StepSeqF16,
                 },
-                false,
+                None,
             ),
-            (_, prec) => (
+            (d, prec) => (
                 match prec {
                     Precision::F32 => Kernel::StepBlockF32,
                     Precision::Bf16 => Kernel::StepBlockBf16,
                     Precision::F16 => Kernel::StepBlockF16,
                 },
-                true,
+                Some(BlockShape::for_dim(d).ok_or_else(|| {
+                    CudaError::Unsupported(format!(
+                        "D = {d} exceeds the block step's {} coordinates per chain",
+                        BlockShape::MAX_DIM
+                    ))
+                })?),
             ),
         };
         let persistent_ok = d == 2 && config.precision == Precision::F32;
@@ -352,8 +358,9 @@ impl GpuEnsembles {
             (_, true, Some(g)) => Some((gpu.function(Kernel::Persistent2d, math)?, g)),
             (ExecutionPath::Persistent, _, _) => {
                 return Err(CudaError::Unsupported(format!(
-                    "the persistent kernel needs D = 2, f32 storage and P ≤ 1024 chains \
-                     whose ensemble fits in 48 KiB of shared memory (D = {d}, P = {p}, {:?})",
+                    "the persistent kernel needs D = 2, f32 storage and P ≤ {PERSISTENT_THREADS} \
+                     chains whose ensemble fits in 48 KiB of shared memory (D = {d}, P = {p}, \
+                     {:?})",
                     config.precision
                 )));
             }
@@ -495,26 +502,35 @@ impl GpuEnsembles {
             unsafe { b.launch(cfg) }.map_err(driver("launching persistent_2d"))?;
         } else {
             let chains = e * p;
-            let step_cfg = if self.funcs.step_block {
+            let shape = self.funcs.step_block;
+            let step_cfg = if let Some(shape) = shape {
                 let blocks = u32::try_from(chains)
                     .map_err(|_| CudaError::Unsupported("too many chains".into()))?;
                 LaunchConfig {
                     grid_dim: (blocks, 1, 1),
-                    block_dim: (BLOCK_THREADS, 1, 1),
+                    block_dim: (shape.threads, 1, 1),
                     shared_mem_bytes: 0,
                 }
             } else {
                 grid(chains, THREADS)?
             };
-            let swap_cfg = grid(e, 128)?;
+            // One team of lanes per ensemble, whole teams per block.
+            let width = team_width(p as u32, SWAP_THREADS);
+            let swap_cfg = grid(e * u64::from(width), SWAP_THREADS)?;
             for i in 0..n {
                 let k = k0 + i;
                 let mut b = s.launch_builder(&self.funcs.step);
                 b.arg(&params).arg(&k).arg(&arrays);
-                // SAFETY: step_*(NrptGpuParams, u64, NrptArrays) matches; the arrays
-                // hold E·P chains of D coordinates of the kernel's storage type; the
-                // per-thread kernels guard c < E·P, the block kernel has one block per
-                // chain.
+                let chunk = shape.map_or(0, |s| s.chunk);
+                if shape.is_some() {
+                    b.arg(&chunk);
+                }
+                // SAFETY: step_2d/step_seq_*(NrptGpuParams, u64, NrptArrays) and
+                // step_block_*(NrptGpuParams, u64, NrptArrays, u32 chunk) match; the
+                // arrays hold E·P chains of D coordinates of the kernel's storage type;
+                // the per-thread kernels guard c < E·P, the block kernel has one block
+                // per chain of BlockShape::for_dim(D) (a shape the kernel takes:
+                // BlockShape::valid_for, at most 256 threads).
                 unsafe { b.launch(step_cfg) }.map_err(driver("launching the step kernel"))?;
                 let ic = cp + i * std::mem::size_of::<IterConsts>() as u64;
                 let rec = if rp == 0 { 0 } else { rp + i * per_iter };
@@ -522,8 +538,9 @@ impl GpuEnsembles {
                 b.arg(&params).arg(&k).arg(&ic).arg(&arrays).arg(&rec);
                 // SAFETY: swap_adapt(NrptGpuParams, u64, const NrptIterConsts*,
                 // NrptArrays, u8*) matches; `ic` points inside consts_d (i < n entries),
-                // `rec` is 0 or inside record_d (E·(P−1) bytes from there); the kernel
-                // guards e < E.
+                // `rec` is 0 or inside record_d (E·(P−1) bytes from there); blocks of
+                // SWAP_THREADS threads hold whole teams of team_width(P, SWAP_THREADS)
+                // lanes (a power of two dividing 128), and the kernel guards e < E.
                 unsafe { b.launch(swap_cfg) }.map_err(driver("launching swap_adapt"))?;
             }
         }
@@ -700,17 +717,29 @@ impl GpuEnsembles {
     }
 }
 
-/// Ensembles per persistent block for P chains and E ensembles: about 512 threads,
-/// within 1024 threads and 48 KiB of shared memory; `None` if one ensemble does not fit.
+/// Ensembles per persistent block for P chains and E ensembles: up to 512 threads
+/// (the kernel's launch bound) and 48 KiB of shared memory; `None` if one ensemble
+/// does not fit.
 pub fn persistent_group(p: u32, e: u32) -> Option<u32> {
-    if p == 0 || p > 1024 {
+    if !(2..=PERSISTENT_THREADS).contains(&p) {
         return None;
     }
     let mut g = (PERSISTENT_THREADS / p).max(1).min(e.max(1));
     while g > 1 && persistent_shared_bytes(g, p) > SHARED_LIMIT {
         g -= 1;
     }
-    (persistent_shared_bytes(g, p) <= SHARED_LIMIT && g * p <= 1024).then_some(g)
+    (persistent_shared_bytes(g, p) <= SHARED_LIMIT && g * p <= PERSISTENT_THREADS).then_some(g)
+}
+
+/// Lanes per ensemble in the swap phase of a block of `threads` threads (kernels/
+/// swap.cuh nrpt_team_width): a power of two, enough for the P − 1 pairs, at most a
+/// warp and at most the block.
+pub fn team_width(p: u32, threads: u32) -> u32 {
+    let mut w = 1;
+    while w < 32 && w < p.saturating_sub(1) && 2 * w <= threads {
+        w *= 2;
+    }
+    w
 }
 
 fn decode(raw: &[u8], precision: Precision) -> Vec<f32> {

@@ -49,6 +49,11 @@ pub enum CudaError {
     Options(nrpt_core::Error),
     /// A configuration the kernels do not support (the message says which part).
     Unsupported(String),
+    /// Precompiled kernels (`NRPT_CUDA_PTX_DIR`) that are missing, stale or altered.
+    Ptx {
+        /// What is wrong and how to rebuild.
+        reason: String,
+    },
 }
 
 impl fmt::Display for CudaError {
@@ -72,6 +77,7 @@ impl fmt::Display for CudaError {
             ),
             CudaError::Options(e) => write!(f, "invalid tempering options: {e}"),
             CudaError::Unsupported(what) => write!(f, "not supported on the GPU: {what}"),
+            CudaError::Ptx { reason } => write!(f, "precompiled kernels refused: {reason}"),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use nrpt_core::index::{IndexStats, PairStats};
 
-use crate::params::{GpuParams, IterConsts};
+use crate::params::{BlockShape, GpuParams, IterConsts};
 
 mod ffi {
     use core::ffi::c_void;
@@ -44,7 +44,7 @@ mod ffi {
             v: *mut c_void,
             storage: u32,
         ) -> f32;
-        pub fn nrpt_host_chain_step_block(
+        pub fn nrpt_host_chain_step_2d_sin(
             p: *const super::GpuParams,
             ensemble_key: u32,
             k: u64,
@@ -53,7 +53,26 @@ mod ffi {
             temp: f64,
             x: *mut f32,
             v: *mut f32,
+            s: *mut f32,
         ) -> f32;
+        pub fn nrpt_host_sines(x0: f32, x1: f32, out: *mut f32);
+        pub fn nrpt_host_chain_step_block(
+            p: *const super::GpuParams,
+            ensemble_key: u32,
+            k: u64,
+            replica: u32,
+            eta: f64,
+            temp: f64,
+            x: *mut c_void,
+            v: *mut c_void,
+            storage: u32,
+            threads: u32,
+            chunk: u32,
+        ) -> f32;
+        pub fn nrpt_host_tree_sum(x: *const f32, n: u32) -> f32;
+        pub fn nrpt_host_block_tree(partial: *mut f32, threads: u32, chunk: u32, d: u32) -> f32;
+        pub fn nrpt_host_team_width(chains: u32, threads: u32) -> u32;
+        pub fn nrpt_host_block_shape_ok(threads: u32, chunk: u32, d: u32) -> u32;
         pub fn nrpt_host_swap_and_adapt(
             p: *const super::GpuParams,
             ensemble_key: u32,
@@ -72,6 +91,7 @@ mod ffi {
             buffer: *mut f64,
             stats: *mut super::IndexStats,
             summary: *mut u32,
+            reverse: u32,
         );
         pub fn nrpt_host_adapt_ladder(
             ladder: *mut f64,
@@ -304,11 +324,17 @@ pub fn chain_step_half(params: &GpuParams, input: &StepInput, bf16: bool, x: &mu
     }
 }
 
-/// One replica's iteration by the cooperative kernel's code (step_block_f32: 256
-/// threads over quads of coordinates, partial energies added by a fixed tree).
+/// One replica's iteration by the cooperative kernel's code (step_block_f32) in the
+/// block shape `shape`: every thread's aligned chunk of coordinates stepped and summed
+/// as a tree, the chunks' sums added by the kernel's warp and block shuffle trees, the
+/// energy noise on thread 0.
+///
+/// Panics if `x` (or a non-empty `v`) is shorter than `params.core.dim` or the shape
+/// is not one the kernel takes ([`BlockShape::valid_for`]).
 pub fn chain_step_block(
     params: &GpuParams,
     input: &StepInput,
+    shape: BlockShape,
     x: &mut [f32],
     v: &mut [f32],
 ) -> f32 {
@@ -317,9 +343,12 @@ pub fn chain_step_block(
     let vp = if v.is_empty() {
         core::ptr::null_mut()
     } else {
-        v.as_mut_ptr()
+        v.as_mut_ptr().cast()
     };
-    // SAFETY: as in chain_step.
+    assert!(shape.valid_for(d), "block shape {shape:?} for D = {d}");
+    assert!(block_shape_ok(shape, params.core.dim), "{shape:?}");
+    // SAFETY: as in chain_step; the shape is one the shim takes (checked above), and
+    // it touches only coordinates below D.
     unsafe {
         ffi::nrpt_host_chain_step_block(
             params,
@@ -328,10 +357,108 @@ pub fn chain_step_block(
             input.replica,
             input.eta,
             input.temperature,
-            x.as_mut_ptr(),
+            x.as_mut_ptr().cast(),
             vp,
+            0,
+            shape.threads,
+            shape.chunk,
         )
     }
+}
+
+/// As [`chain_step_block`] for half-precision states (`bf16 = true` for bfloat16,
+/// else f16) stored as their bits, without momentum.
+pub fn chain_step_block_half(
+    params: &GpuParams,
+    input: &StepInput,
+    shape: BlockShape,
+    bf16: bool,
+    x: &mut [u16],
+) -> f32 {
+    assert!(x.len() >= params.core.dim as usize && params.core.explorer == 0);
+    // SAFETY: x holds at least D half words; no momentum (checked), so v is not read;
+    // the shim returns NaN for a shape it does not take, touching nothing.
+    unsafe {
+        ffi::nrpt_host_chain_step_block(
+            params,
+            input.ensemble_key,
+            input.iteration,
+            input.replica,
+            input.eta,
+            input.temperature,
+            x.as_mut_ptr().cast(),
+            core::ptr::null_mut(),
+            if bf16 { 1 } else { 2 },
+            shape.threads,
+            shape.chunk,
+        )
+    }
+}
+
+/// One 2D replica's iteration as the persistent kernel runs it, with the sines of its
+/// coordinates kept from the last energy: `s` holds sin 2πx of the current state `x`
+/// ([`sines`] after a load) and receives those of the new state.
+pub fn chain_step_2d_sin(
+    params: &GpuParams,
+    input: &StepInput,
+    x: &mut [f32; 2],
+    v: &mut [f32; 2],
+    s: &mut [f32; 2],
+) -> f32 {
+    // SAFETY: two floats each in x, v and s.
+    unsafe {
+        ffi::nrpt_host_chain_step_2d_sin(
+            params,
+            input.ensemble_key,
+            input.iteration,
+            input.replica,
+            input.eta,
+            input.temperature,
+            x.as_mut_ptr(),
+            v.as_mut_ptr(),
+            s.as_mut_ptr(),
+        )
+    }
+}
+
+/// The sines (sin 2πx₀, sin 2πx₁) the persistent kernel computes after loading a state.
+pub fn sines(x: [f32; 2]) -> [f32; 2] {
+    let mut out = [0f32; 2];
+    // SAFETY: writes two floats into `out`.
+    unsafe { ffi::nrpt_host_sines(x[0], x[1], out.as_mut_ptr()) };
+    out
+}
+
+/// The kernels' tree accumulator (`NrptTree`) over `x`, one leaf per push.
+pub fn tree_sum(x: &[f32]) -> f32 {
+    let n = u32::try_from(x.len()).expect("fewer than 2^32 values");
+    assert!(n < 1 << 31);
+    // SAFETY: reads n floats.
+    unsafe { ffi::nrpt_host_tree_sum(x.as_ptr(), n) }
+}
+
+/// The block step's reduction of the chunk sums `partial` (one per thread) of a state
+/// of `dim` coordinates in chunks of `chunk`, one pass (`nrpt_block_tree`); overwrites
+/// `partial`.
+pub fn block_tree(partial: &mut [f32], chunk: u32, dim: u32) -> f32 {
+    let threads = u32::try_from(partial.len()).expect("fewer than 2^32 threads");
+    assert!(threads > 0 && threads % 32 == 0 && threads <= 1024);
+    // SAFETY: reads and writes `threads` floats.
+    unsafe { ffi::nrpt_host_block_tree(partial.as_mut_ptr(), threads, chunk, dim) }
+}
+
+/// The kernels' own check of a block shape for D coordinates (`nrpt_block_shape_ok`).
+pub fn block_shape_ok(shape: BlockShape, dim: u32) -> bool {
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_block_shape_ok(shape.threads, shape.chunk, dim) != 0 }
+}
+
+/// Lanes per ensemble of the swap phase (`nrpt_team_width`) for P chains in a block of
+/// `threads` threads.
+pub fn team_width(chains: u32, threads: u32) -> u32 {
+    assert!(chains >= 2 && threads >= 1);
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_team_width(chains, threads) }
 }
 
 /// One ensemble's arrays for [`swap_and_adapt`], all by level/replica/pair with stride 1
@@ -375,6 +502,20 @@ pub fn swap_and_adapt(
     ic: &IterConsts,
     a: EnsembleArrays<'_>,
 ) -> [u32; 3] {
+    swap_and_adapt_ordered(params, ensemble_key, k, ic, a, false)
+}
+
+/// [`swap_and_adapt`] with the items of every step of the kernels' team phase (the
+/// pairs, levels and checks that lanes share on the GPU) run backwards when `reverse`:
+/// the same results in both orders show that no item of a step depends on another.
+pub fn swap_and_adapt_ordered(
+    params: &GpuParams,
+    ensemble_key: u32,
+    k: u64,
+    ic: &IterConsts,
+    a: EnsembleArrays<'_>,
+    reverse: bool,
+) -> [u32; 3] {
     let p = params.core.chains as usize;
     let s = a.stride.max(1) as usize;
     let need = |n: usize| (n - 1) * s + 1;
@@ -406,6 +547,7 @@ pub fn swap_and_adapt(
             a.buffer,
             a.stats,
             summary.as_mut_ptr(),
+            u32::from(reverse),
         )
     };
     summary

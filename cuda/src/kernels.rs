@@ -186,7 +186,9 @@ pub fn nvrtc_present() -> bool {
 type Cache = Mutex<HashMap<(String, MathMode), String>>;
 
 /// Compiles the program to PTX for `arch` (e.g. `compute_90`) under `mode`, once per
-/// process: later calls return the cached text.
+/// process: later calls return the cached text. Where `NRPT_CUDA_PTX_DIR` names a
+/// folder of precompiled PTX ([`crate::ptx_cache`]), the PTX is read from there
+/// (checked against this source and these options) and NVRTC is not needed.
 pub fn compile_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
@@ -196,36 +198,24 @@ pub fn compile_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
     {
         return Ok(ptx.clone());
     }
-    if !nvrtc_present() {
-        return Err(CudaError::NoNvrtc {
-            reason: "libnvrtc.so not found on the library path (set LD_LIBRARY_PATH, or \
-                     `source scripts/nvrtc-env.sh`)"
-                .to_string(),
-        });
-    }
-    let options = compile_options(arch, mode);
-    let opts = cudarc::nvrtc::CompileOptions {
-        options: options.clone(),
-        name: Some("nrpt_kernels.cu".to_string()),
-        ..Default::default()
+    let text = match crate::ptx_cache::dir_from_env() {
+        Some(dir) => crate::ptx_cache::load_kernels(&dir, arch, mode)?,
+        None => nvrtc_ptx(arch, mode)?,
     };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(program_source(), opts).map_err(|e| {
-        let log = match &e {
-            cudarc::nvrtc::CompileError::CompileError { log, .. } => {
-                log.to_string_lossy().into_owned()
-            }
-            other => format!("{other:?}"),
-        };
-        CudaError::Compile {
-            options: options.clone(),
-            log,
-        }
-    })?;
-    let text = ptx.to_src();
     if let Ok(mut guard) = cache.lock() {
         guard.insert(key, text.clone());
     }
     Ok(text)
+}
+
+/// The program compiled by NVRTC for `arch` under `mode`, uncached and never from
+/// `NRPT_CUDA_PTX_DIR`: what the precompiled PTX must equal.
+pub fn nvrtc_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
+    crate::ptx_cache::nvrtc_compile(
+        "nrpt_kernels.cu",
+        &program_source(),
+        &compile_options(arch, mode),
+    )
 }
 
 /// Dynamic shared memory of the persistent kernel for `g` ensembles of `p` chains

@@ -25,7 +25,10 @@ pub mod ensembles;
 pub mod error;
 pub mod host_math;
 pub mod kernels;
+pub mod limits;
+pub mod mlp;
 pub mod params;
+pub mod ptx_cache;
 
 pub use device::{DeviceInfo, Gpu};
 pub use ensembles::{EnsembleConfig, EnsembleSnapshot, GpuEnsembles, Snapshot};

@@ -103,6 +103,72 @@ pub enum ExecutionPath {
     Persistent,
 }
 
+/// The shape of the block step (`step_block_*`, kernels/step.cu) for one chain of D
+/// coordinates: `threads` threads (a multiple of 32), thread t of pass i stepping the
+/// aligned chunk of `chunk` coordinates (a power of two, 4 to 64) from
+/// (i · threads + t) · chunk; one pass when threads · chunk ≥ D, else passes of
+/// threads · chunk coordinates (then a power of two). Aligned power-of-two chunks and
+/// passes are subtrees of nrpt-core's summation tree (`nrpt_core::reduce`), so every
+/// valid shape gives the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockShape {
+    /// Threads per chain (the block size).
+    pub threads: u32,
+    /// Coordinates per thread and pass.
+    pub chunk: u32,
+}
+
+impl BlockShape {
+    /// Most threads per chain (the kernels' launch bound).
+    pub const MAX_THREADS: u32 = 256;
+    /// Largest chunk (the depth of a thread's tree in the kernel: NRPT_MAX_CHUNK).
+    pub const MAX_CHUNK: u32 = 64;
+    /// Most passes (the kernel's NRPT_MAX_PASSES).
+    pub const MAX_PASSES: u32 = 64;
+    /// Largest D: 64 passes of 256 threads × 64 coordinates (2^20, the command's limit).
+    pub const MAX_DIM: usize = (Self::MAX_THREADS * Self::MAX_CHUNK * Self::MAX_PASSES) as usize;
+
+    /// The shape fitted to D: chunks of four coordinates (one vector access each) while
+    /// 256 threads suffice, doubled as D grows, up to 64; the fewest warps that cover
+    /// the chunks; beyond 256 · 64 coordinates, passes of 256 threads × 64. D = 1024:
+    /// 256 threads of 4; D = 300: 96 threads of 4 (75 chunks); D = 100: 32 threads.
+    /// `None` for D = 0 or beyond [`Self::MAX_DIM`].
+    pub fn for_dim(dim: usize) -> Option<BlockShape> {
+        if dim == 0 || dim > Self::MAX_DIM {
+            return None;
+        }
+        let chunk = dim
+            .div_ceil(Self::MAX_THREADS as usize)
+            .next_power_of_two()
+            .clamp(4, Self::MAX_CHUNK as usize);
+        let threads = dim
+            .div_ceil(chunk)
+            .next_multiple_of(32)
+            .min(Self::MAX_THREADS as usize);
+        Some(BlockShape {
+            threads: threads as u32,
+            chunk: chunk as u32,
+        })
+    }
+
+    /// Passes over a state of `dim` coordinates.
+    pub fn passes(self, dim: usize) -> usize {
+        dim.div_ceil(self.threads as usize * self.chunk as usize)
+    }
+
+    /// `true` when the kernel takes this shape for D (kernels/chain.cuh
+    /// nrpt_block_shape_ok).
+    pub fn valid_for(self, dim: usize) -> bool {
+        let span = self.threads as usize * self.chunk as usize;
+        self.threads.is_multiple_of(32)
+            && (32..=1024).contains(&self.threads)
+            && self.chunk.is_power_of_two()
+            && (4..=Self::MAX_CHUNK).contains(&self.chunk)
+            && (self.passes(dim) <= 1
+                || (span.is_power_of_two() && self.passes(dim) <= Self::MAX_PASSES as usize))
+    }
+}
+
 /// Mirror of `NrptGpuParams` (144 bytes): core's [`KernelParams`] plus what the
 /// kernels need beyond it. `core.ensemble` is the Philox key word of the first
 /// ensemble of the launch; ensemble e uses `core.ensemble + e`.

@@ -2,7 +2,9 @@
 //! streams identical, the first 100 iterations' swap decisions identical, energies
 //! within 1e-5 relative — in fact bit for bit — for the persistent and the step/swap
 //! paths). Without a driver every test says it was skipped and why, and checks that
-//! the API answers with a typed error instead of panicking.
+//! the API answers with a typed error instead of panicking; with `NRPT_REQUIRE_GPU=1`
+//! (scripts/gpu-check.sh sets it) a missing driver, device or NVRTC fails every test
+//! instead, naming what is missing.
 
 mod common;
 
@@ -22,21 +24,35 @@ use nrpt_cuda::{
     Precision,
 };
 
+/// `true` when `NRPT_REQUIRE_GPU` is set (to anything but empty or `0`): then a test
+/// that cannot reach a GPU fails instead of being skipped.
+fn gpu_required() -> bool {
+    std::env::var_os("NRPT_REQUIRE_GPU").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Says that a test was skipped and why, past the test harness's output capture (so
-/// it shows under a plain `cargo test`).
-fn report_skip(message: &str) {
+/// it shows under a plain `cargo test`); a failure instead under `NRPT_REQUIRE_GPU`.
+fn report_skip(test: &str, why: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{message}");
+    if gpu_required() {
+        panic!("{test}: NRPT_REQUIRE_GPU is set, but no GPU can be used: {why}");
+    }
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
 }
 
 fn gpu_or_skip(test: &str) -> Option<Arc<Gpu>> {
     match Gpu::open(0) {
         Ok(gpu) => {
-            println!("{test}: on {} ({})", gpu.info().name, gpu.arch());
+            println!(
+                "{test}: on {} ({}; kernels: {})",
+                gpu.info().name,
+                gpu.arch(),
+                nrpt_cuda::ptx_cache::kernel_origin()
+            );
             Some(Arc::new(gpu))
         }
         Err(e) => {
-            report_skip(&format!("{test}: skipped: {e}"));
+            report_skip(test, &e.to_string());
             None
         }
     }
@@ -50,6 +66,7 @@ fn no_driver_is_a_typed_error_not_a_panic() {
             assert!(matches!(Gpu::open(0), Err(CudaError::NoDriver { .. })));
             assert!(matches!(Gpu::list(), Err(CudaError::NoDriver { .. })));
             println!("no_driver_is_a_typed_error_not_a_panic: no driver here: {e}");
+            assert!(!gpu_required(), "NRPT_REQUIRE_GPU is set, but {e}");
         }
         Ok(()) => {
             let list = Gpu::list().expect("a driver lists its devices");

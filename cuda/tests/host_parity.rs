@@ -1,11 +1,13 @@
 //! The kernels' math, compiled for the CPU from kernels/*.cuh, against nrpt-core:
 //! Philox (with the 64-bit iteration in its counter), uniforms and normals bit for bit;
-//! targets, one step and one energy bit for bit (within 1e-6 relative for the
-//! block-reduced energy); the ladder (Jacobi and in place), the buffer (projected or
+//! targets, one step and one energy bit for bit, for every D and every block shape of
+//! the block kernel (the energies follow nrpt-core's summation tree,
+//! `nrpt_core::reduce`); the ladder (Jacobi and in place), the buffer (projected or
 //! not), the authors' round-trip counting and the whole swap-and-adapt phase decision
-//! for decision; the momentum reset on a swap; and whole runs of the emulated GPU
-//! iteration (step/swap kernels and the persistent kernel's momentum handling) against
-//! nrpt-core's f32 engine. No GPU and no CUDA library is needed.
+//! for decision, its team steps run forwards and backwards; the momentum reset on a
+//! swap; and whole runs of the emulated GPU iteration (step/swap kernels, and the
+//! persistent kernel's kept sines and momentum handling) against nrpt-core's f32
+//! engine. No GPU and no CUDA library is needed.
 
 mod common;
 
@@ -26,7 +28,7 @@ use nrpt_core::target::{Modes2d, Noisy, Potential, SumModes};
 use nrpt_core::window::Scheme;
 use nrpt_core::{Tempering, fastmath};
 use nrpt_cuda::host_math::{self as hm, EnsembleArrays, StepInput};
-use nrpt_cuda::params::{GpuParams, IterConsts};
+use nrpt_cuda::params::{BlockShape, GpuParams, IterConsts};
 use nrpt_cuda::{CudaError, EnsembleConfig, GpuTarget, Noise, Precision};
 
 /// A deterministic source of test words.
@@ -514,8 +516,12 @@ struct Emulated {
     options: TemperingOptions,
     path: Path,
     dim: usize,
-    block: bool,
+    /// The block step's shape where the launcher uses the block kernel (D > 64).
+    block: Option<BlockShape>,
     states: Vec<f32>,
+    /// persistent_2d's registers: sin 2πx of each replica's two coordinates, kept from
+    /// the last energy.
+    sines: Vec<[f32; 2]>,
     momenta: Vec<f32>,
     energies: Vec<f32>,
     ladder: Vec<f64>,
@@ -557,8 +563,24 @@ impl Emulated {
             options,
             path,
             dim,
-            block: dim > 64,
+            block: if dim > 64 {
+                Some(BlockShape::for_dim(dim).expect("a block shape"))
+            } else {
+                None
+            },
             states: s.states().to_vec(),
+            // Computed once after the load, as the kernel does.
+            sines: s
+                .states()
+                .chunks(dim)
+                .map(|x| {
+                    if dim == 2 {
+                        hm::sines([x[0], x[1]])
+                    } else {
+                        [0.0; 2]
+                    }
+                })
+                .collect(),
             momenta: s.momenta().to_vec(),
             energies: s.energies().to_vec(),
             ladder: ladder0,
@@ -594,14 +616,32 @@ impl Emulated {
             } else {
                 &mut self.momenta[r * d..(r + 1) * d]
             };
-            self.energies[level] = if self.block {
-                hm::chain_step_block(&self.params, &input, x, v)
-            } else {
-                hm::chain_step(&self.params, &input, x, v)
+            self.energies[level] = match (self.block, self.path, d) {
+                (Some(shape), _, _) => hm::chain_step_block(&self.params, &input, shape, x, v),
+                // persistent_2d: the sines come from the last energy.
+                (None, Path::Persistent, 2) => {
+                    let mut xr = [x[0], x[1]];
+                    let mut vr = if v.is_empty() { [0.0; 2] } else { [v[0], v[1]] };
+                    let e = hm::chain_step_2d_sin(
+                        &self.params,
+                        &input,
+                        &mut xr,
+                        &mut vr,
+                        &mut self.sines[r],
+                    );
+                    x.copy_from_slice(&xr);
+                    if !v.is_empty() {
+                        v.copy_from_slice(&vr);
+                    }
+                    e
+                }
+                _ => hm::chain_step(&self.params, &input, x, v),
             };
         }
         let ic = IterConsts::at(&self.options, self.k);
-        hm::swap_and_adapt(
+        // The persistent path's emulation runs every step of the team phase backwards
+        // (the GPU's lanes may take the items in any order).
+        hm::swap_and_adapt_ordered(
             &self.params,
             key,
             self.k,
@@ -620,6 +660,7 @@ impl Emulated {
                 buffer: &mut self.buffer,
                 stats: &mut self.stats,
             },
+            self.path == Path::Persistent,
         );
         if !self.momenta.is_empty() {
             match self.path {
@@ -958,12 +999,44 @@ fn momentum_reset_and_carry_run_identically() {
     assert_ne!(finals[0], finals[1], "reset and carry gave the same run");
 }
 
+/// Shapes the block kernel takes for D coordinates: the launcher's, and others with
+/// more or fewer threads and coordinates per thread, several passes included.
+fn block_shapes(d: usize) -> Vec<BlockShape> {
+    let mut shapes = vec![BlockShape::for_dim(d).unwrap()];
+    for chunk in [4u32, 8, 16, 64] {
+        for threads in [32u32, 64, 256, 1024] {
+            let s = BlockShape { threads, chunk };
+            // The fewest warps that cover D, or power-of-two passes.
+            let fit = BlockShape {
+                threads: (d.div_ceil(chunk as usize) as u32).next_multiple_of(32),
+                chunk,
+            };
+            for s in [s, fit] {
+                if s.valid_for(d) && !shapes.contains(&s) {
+                    shapes.push(s);
+                }
+            }
+        }
+    }
+    shapes
+}
+
+/// The block kernel's step, for every block shape, is the per-thread step and core's
+/// step bit for bit (states, momenta, energy), for D just past one warp's chunks, a
+/// quad short of 1024, 1024 and more, with and without momentum and Langevin noise,
+/// and for bf16/f16 storage against the per-thread step on the same storage.
 #[test]
 fn block_step_matches_core_step() {
     for (d, momentum, temp) in [
         (1024usize, false, 1.0f64),
+        (1024, true, 0.3),
         (1000, true, 0.0),
+        (1022, false, 1.0),
         (300, false, 0.0),
+        (65, true, 1.0),
+        (129, false, 1.0),
+        (4099, false, 0.5),
+        (20_000, true, 0.0),
     ] {
         let options = TemperingOptions {
             explorer: if momentum {
@@ -987,33 +1060,221 @@ fn block_step_matches_core_step() {
             temperature: temp,
         };
         let (mut xa, mut va) = (x0.clone(), v0.clone());
-        let (mut xb, mut vb) = (x0.clone(), v0.clone());
         let ea = hm::chain_step(
             &params,
             &input,
             &mut xa,
             if momentum { &mut va } else { &mut [] },
         );
-        let eb = hm::chain_step_block(
-            &params,
-            &input,
-            &mut xb,
-            if momentum { &mut vb } else { &mut [] },
-        );
-        assert_eq!(bits(&xa), bits(&xb), "D = {d}");
-        assert_eq!(bits(&va), bits(&vb), "D = {d}");
-        let scale: f32 = xa.iter().map(|&x| hm::sum_modes_term(x).abs()).sum::<f32>() + 2.0 * 6.0;
-        assert!(
-            ((ea - eb) / scale).abs() < 1e-6,
-            "D = {d}: sequential {ea}, tree {eb}"
-        );
-        // And the sequential step is core's, bit for bit (one iteration of a run).
+        // The per-thread step is core's, bit for bit (one iteration of a run).
         let mut core_x = x0.clone();
         let mut core_v = v0.clone();
         let e_core = core_one_step(&params, &input, &mut core_x, &mut core_v, momentum);
         assert_eq!(bits(&core_x), bits(&xa), "D = {d}");
+        assert_eq!(bits(&core_v), bits(&va), "D = {d}");
         assert_eq!(e_core.to_bits(), ea.to_bits(), "D = {d}");
+        for shape in block_shapes(d) {
+            let (mut xb, mut vb) = (x0.clone(), v0.clone());
+            let eb = hm::chain_step_block(
+                &params,
+                &input,
+                shape,
+                &mut xb,
+                if momentum { &mut vb } else { &mut [] },
+            );
+            assert_eq!(bits(&xa), bits(&xb), "D = {d}, {shape:?}");
+            assert_eq!(bits(&va), bits(&vb), "D = {d}, {shape:?}");
+            assert_eq!(
+                ea.to_bits(),
+                eb.to_bits(),
+                "D = {d}, {shape:?}: {ea} vs {eb}"
+            );
+        }
+        if !momentum {
+            for bf16 in [true, false] {
+                let enc = |x: &f32| {
+                    if bf16 {
+                        half::bf16::from_f32(*x).to_bits()
+                    } else {
+                        half::f16::from_f32(*x).to_bits()
+                    }
+                };
+                let hp = EnsembleConfig {
+                    precision: if bf16 {
+                        Precision::Bf16
+                    } else {
+                        Precision::F16
+                    },
+                    ..EnsembleConfig::new(options, GpuTarget::SumModes { dim: d }, 1, 4)
+                }
+                .params()
+                .unwrap();
+                let mut xs: Vec<u16> = x0.iter().map(enc).collect();
+                let es = hm::chain_step_half(&hp, &input, bf16, &mut xs);
+                for shape in block_shapes(d) {
+                    let mut xb: Vec<u16> = x0.iter().map(enc).collect();
+                    let eb = hm::chain_step_block_half(&hp, &input, shape, bf16, &mut xb);
+                    assert_eq!(xs, xb, "D = {d}, bf16 {bf16}, {shape:?}");
+                    assert_eq!(
+                        es.to_bits(),
+                        eb.to_bits(),
+                        "D = {d}, bf16 {bf16}, {shape:?}"
+                    );
+                }
+            }
+        }
     }
+}
+
+/// The summation order, alone: the kernels' tree accumulator (one thread stepping
+/// coordinates in order) and the block kernel's chunk/warp/block trees give
+/// nrpt-core's `reduce::tree_sum` bit for bit, for D = 2, 64, 65, 1024 and others,
+/// every block shape, on values of mixed magnitudes where the order shows.
+#[test]
+fn energy_sums_follow_core_s_tree_for_every_d() {
+    use nrpt_core::reduce::tree_sum_slice;
+    let mut w = words(30);
+    let mut differs_from_sequential = 0;
+    for d in [
+        1usize, 2, 3, 5, 63, 64, 65, 100, 1000, 1023, 1024, 1025, 5000,
+    ] {
+        for _ in 0..20 {
+            let x: Vec<f32> = (0..d)
+                .map(|i| (f32::uniform(w.next_u32()) - 0.5) * [1.0, 1e4, 1e-3, 50.0][i % 4])
+                .collect();
+            let want = tree_sum_slice(&x);
+            assert_eq!(hm::tree_sum(&x).to_bits(), want.to_bits(), "D = {d}");
+            for shape in block_shapes(d).into_iter().filter(|s| s.passes(d) == 1) {
+                // Each thread's aligned chunk as a tree (core's tree of the chunk), then
+                // the kernel's shuffle trees.
+                let k = shape.chunk as usize;
+                let mut partial: Vec<f32> = (0..shape.threads as usize)
+                    .map(|t| {
+                        let lo = (t * k).min(d);
+                        tree_sum_slice(&x[lo..((t + 1) * k).min(d)])
+                    })
+                    .collect();
+                let got = hm::block_tree(&mut partial, shape.chunk, d as u32);
+                assert_eq!(got.to_bits(), want.to_bits(), "D = {d}, {shape:?}");
+            }
+            let seq = x.iter().fold(0f32, |a, &v| a + v);
+            differs_from_sequential += usize::from(seq.to_bits() != want.to_bits());
+        }
+    }
+    assert!(differs_from_sequential > 100, "{differs_from_sequential}");
+}
+
+/// The launcher's block shapes: whole warps, at most 256 threads, power-of-two chunks
+/// of at least 4 covering D with the fewest warps, D = 1024 in 256 threads of 4; and
+/// the swap phase's team width is the kernels' (`nrpt_team_width`).
+#[test]
+fn block_shapes_and_team_widths() {
+    assert_eq!(
+        BlockShape::for_dim(1024),
+        Some(BlockShape {
+            threads: 256,
+            chunk: 4
+        })
+    );
+    assert_eq!(
+        BlockShape::for_dim(65),
+        Some(BlockShape {
+            threads: 32,
+            chunk: 4
+        })
+    );
+    assert_eq!(BlockShape::for_dim(300).unwrap().threads, 96);
+    assert_eq!(BlockShape::for_dim((1 << 20) + 1), None);
+    assert_eq!(BlockShape::MAX_DIM, 1 << 20);
+    let mut w = words(31);
+    for d in (1..5000)
+        .chain([1 << 14, (1 << 14) + 1, 1 << 16, 100_003, 1 << 20])
+        .chain((0..2000).map(|_| 1 + (w.next_u32() as usize % (1 << 20))))
+    {
+        let s = BlockShape::for_dim(d).unwrap();
+        let (t, k) = (s.threads as usize, s.chunk as usize);
+        assert!(s.valid_for(d), "{d}: {s:?}");
+        assert!(hm::block_shape_ok(s, d as u32), "{d}: {s:?}");
+        assert!(
+            t % 32 == 0 && t <= 256 && k.is_power_of_two() && k >= 4,
+            "{d}: {s:?}"
+        );
+        if s.passes(d) == 1 {
+            assert!(t * k >= d && (t - 32) * k < d, "{d}: {s:?}");
+        } else {
+            assert_eq!((t, k), (256, 64), "{d}");
+        }
+    }
+    // The Rust check is the kernels' own.
+    for d in [1usize, 65, 1000, 1024, 5000, 20_000, 1 << 20] {
+        for threads in [0u32, 1, 32, 96, 100, 256, 1024, 1056] {
+            for chunk in [0u32, 2, 4, 6, 8, 64, 128] {
+                let s = BlockShape { threads, chunk };
+                assert_eq!(s.valid_for(d), hm::block_shape_ok(s, d as u32), "{d} {s:?}");
+            }
+        }
+    }
+    for p in 2..70u32 {
+        for threads in [1u32, 2, 3, 16, 31, 32, 64, 128, 512] {
+            let w = nrpt_cuda::ensembles::team_width(p, threads);
+            assert_eq!(w, hm::team_width(p, threads), "P = {p}, {threads} threads");
+            assert!(w.is_power_of_two() && w <= 32 && w <= threads.max(1));
+            assert!(w >= (p - 1).min(32) || 2 * w > threads, "P = {p}: {w}");
+        }
+    }
+    // The swap kernel's blocks (128 threads) hold whole teams.
+    for p in 2..200 {
+        assert_eq!(128 % nrpt_cuda::ensembles::team_width(p, 128), 0);
+    }
+    // Persistent blocks stay within the kernel's launch bound of 512 threads, and
+    // always hold at least one whole team.
+    for p in 2..=600u32 {
+        for e in [1u32, 3, 64, 10_000] {
+            match nrpt_cuda::ensembles::persistent_group(p, e) {
+                Some(g) => {
+                    assert!(p <= 512 && g >= 1 && g * p <= 512 && g <= e, "P {p}, E {e}");
+                    assert!(hm::team_width(p, g * p) <= g * p);
+                }
+                None => assert!(
+                    p > 512 || nrpt_cuda::kernels::persistent_shared_bytes(1, p) > 48 * 1024
+                ),
+            }
+        }
+    }
+}
+
+/// Whole runs of SumModes at D = 2, 64 (one thread per chain), 65 and 1024 (one block
+/// per chain): the emulated kernels are core's f32 engine bit for bit at every
+/// iteration, energies included (for D > 64 the tree now makes them so).
+#[test]
+fn sum_modes_runs_identically_for_d_2_64_65_1024() {
+    let base = TemperingOptions {
+        seed: 12,
+        ensemble: 7,
+        ladder_min: 0.001,
+        ladder_max: 0.05,
+        scheme: Scheme::Deo { window: 2 },
+        ..TemperingOptions::default()
+    };
+    for (d, p, iters) in [
+        (2usize, 8usize, 400u64),
+        (64, 6, 150),
+        (65, 6, 150),
+        (1024, 4, 60),
+    ] {
+        run_parity(base, GpuTarget::SumModes { dim: d }, Noise::PAPER, p, iters);
+    }
+    run_parity(
+        TemperingOptions {
+            explorer: Explorer::MSGD,
+            temperatures: Temperatures::Constant(0.5),
+            ..base
+        },
+        GpuTarget::SumModes { dim: 1024 },
+        Noise::PAPER,
+        4,
+        40,
+    );
 }
 
 /// One replica's step and energy as Engine::iterate computes it, from core's public
@@ -1119,7 +1380,8 @@ fn half_storage_step_is_the_f32_step_rounded() {
             .collect();
         let want: Vec<f32> = xf.iter().map(|&x| round(x)).collect();
         assert_eq!(bits(&back), bits(&want), "bf16 = {bf16}");
-        let e_want = back.iter().fold(0f32, |u, &x| u + hm::sum_modes_term(x));
+        let terms: Vec<f32> = back.iter().map(|&x| hm::sum_modes_term(x)).collect();
+        let e_want = nrpt_core::reduce::tree_sum_slice(&terms);
         assert_eq!(e.to_bits(), e_want.to_bits());
     }
 }
@@ -1359,7 +1621,8 @@ fn swap_phase_parity(
         let want = reference.step(&options, k);
         swaps += want[1];
         let ic = IterConsts::at(&options, k);
-        let got = hm::swap_and_adapt(
+        // The team's items forwards and backwards on alternate iterations.
+        let got = hm::swap_and_adapt_ordered(
             &params,
             options.ensemble,
             k,
@@ -1378,6 +1641,7 @@ fn swap_phase_parity(
                 buffer: &mut k_buffer,
                 stats: &mut k_stats,
             },
+            k % 2 == 1,
         );
         let label = format!("{case}, k = {k}, P = {p}, {options:?}");
         assert_eq!(got, want, "summary, {label}");

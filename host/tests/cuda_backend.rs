@@ -1,7 +1,9 @@
 //! The CUDA backend: a typed error, never a panic, on a machine without a driver; on a
 //! GPU, the same job run by the CPU and the CUDA engine gives the same samples (bit
 //! for bit in Exact math), traces, index paths and final statistics. Without a GPU the
-//! comparison says that it was skipped and why.
+//! comparison says that it was skipped and why; with `NRPT_REQUIRE_GPU=1`
+//! (scripts/gpu-check.sh sets it) a missing driver, device or NVRTC fails instead,
+//! naming what is missing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,6 +14,12 @@ use nrpt_core::driver::{Temperatures, TemperingOptions};
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use nrpt_cuda::ExecutionPath;
+
+/// `true` when `NRPT_REQUIRE_GPU` is set (to anything but empty or `0`): then a test
+/// that cannot reach a GPU fails instead of being skipped.
+fn gpu_required() -> bool {
+    std::env::var_os("NRPT_REQUIRE_GPU").is_some_and(|v| !v.is_empty() && v != "0")
+}
 
 /// Says that a test was skipped and why, past the test harness's output capture.
 fn report(message: &str) {
@@ -31,6 +39,7 @@ fn open_without_a_driver_is_an_error_not_a_panic() {
                 err.to_string().contains("no CUDA driver was found"),
                 "{err}"
             );
+            assert!(!gpu_required(), "NRPT_REQUIRE_GPU is set, but {message}");
             report(&format!(
                 "open_without_a_driver: as expected here: {message}"
             ));
@@ -114,13 +123,18 @@ fn cuda_runs_equal_cpu_runs() {
     let backend = match CudaBackend::open(0) {
         Ok(b) => b,
         Err(e) => {
+            assert!(
+                !gpu_required(),
+                "cuda_runs_equal_cpu_runs: NRPT_REQUIRE_GPU is set, but no GPU can be used: {e}"
+            );
             report(&format!("cuda_runs_equal_cpu_runs: skipped: {e}"));
             return;
         }
     };
     report(&format!(
-        "cuda_runs_equal_cpu_runs: on {}",
-        backend.device().name
+        "cuda_runs_equal_cpu_runs: on {} (kernels: {})",
+        backend.device().name,
+        nrpt_cuda::ptx_cache::kernel_origin()
     ));
     let paper = TemperingOptions {
         seed: 2023,

@@ -1,4 +1,4 @@
-//! `nrpt bench`: chain-steps per second of the CPU engine.
+//! `nrpt bench`: chain-steps per second of the engines.
 
 use std::time::Instant;
 
@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::cli::BenchArgs;
 use crate::config::RunConfig;
-use crate::engine::{Backend, Record};
+use crate::engine::{Backend, EngineError, Record};
 
 /// The answer of `nrpt bench`.
 #[derive(Debug, Serialize)]
@@ -193,11 +193,25 @@ pub struct MlpReport {
     pub flops_per_chain_step: f64,
     /// GFLOP/s of the run.
     pub gflops: f64,
-    /// GFLOP/s of an n × n × n f32 product (n = --machine-size, 2048 by default) with
-    /// the same library on every thread: the machine's own large-matrix rate.
+    /// The CPU: GFLOP/s of an n × n × n f32 product (n = --machine-size, 2048 by
+    /// default) with the same library on every thread, the machine's own large-matrix
+    /// rate. The GPU: its FP32 peak measured in the same run by an FMA-bound
+    /// micro-kernel.
     pub machine_gflops: f64,
     /// gflops / machine_gflops.
     pub efficiency: f64,
+    /// GPU only: the kernels' floating-point contract, `exact` (no FMA: nrpt-core's
+    /// bits) or `fma`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub math: Option<&'static str>,
+    /// GPU only: the theoretical FP32 peak (SMs × clock × FP32 lanes × 2); NaN where the
+    /// architecture's lanes are not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theoretical_gflops: Option<f64>,
+    /// GPU only: the same bench with FMA contraction (`math` = `fma`), which is faster
+    /// and no longer nrpt-core's bits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fma: Option<Box<MlpReport>>,
 }
 
 /// Parses `128`, `128,64`, `0` or an empty string (softmax regression).
@@ -245,14 +259,19 @@ pub fn machine_gflops(n: usize) -> f64 {
     2.0 * (n as f64).powi(3) / best / 1e9
 }
 
-/// Chain-steps, examples and GFLOP/s of the CPU engine on the MLP data target.
+/// Chain-steps, examples and GFLOP/s on the MLP data target, on the engine of
+/// `--backend`: the CPU engine beside the machine's large-matrix rate, or the CUDA
+/// engine (`cuda`, or `auto` where a GPU opens) beside the device's FP32 peak measured in
+/// the same run, in both of its floating-point contracts.
 pub fn mlp(
     args: &BenchArgs,
     cpu: &crate::engine::cpu::CpuBackend,
     json: bool,
     quiet: bool,
 ) -> Result<()> {
+    use crate::cli::BackendKind;
     use crate::deep::{Model, Rates};
+    use crate::engine::cuda::CudaBackend;
     let (ensembles, chains, iters) = args.sizes();
     let model = Model::new(
         std::sync::Arc::new(crate::data::digits()),
@@ -270,24 +289,103 @@ pub fn mlp(
         rates,
         ..crate::deep::Sampling::default()
     })?;
+    let silent = quiet || json;
+    // The GPU where asked for, or where `auto` finds one that runs this job.
+    let gpu = match args.engine.backend {
+        BackendKind::Cpu => None,
+        BackendKind::Cuda => {
+            let g = CudaBackend::open(args.engine.device)?;
+            if let Some(why) = g.unsupported(&job) {
+                return Err(EngineError::Backend {
+                    backend: "cuda",
+                    message: format!("{why}: run it with --backend cpu"),
+                }
+                .into());
+            }
+            Some(g)
+        }
+        BackendKind::Auto => match CudaBackend::open(args.engine.device) {
+            Ok(g) => match g.unsupported(&job) {
+                None => Some(g),
+                Some(why) => {
+                    if !silent {
+                        eprintln!("backend: cpu for this run ({why})");
+                    }
+                    None
+                }
+            },
+            Err(e) => {
+                if !silent {
+                    eprintln!("backend: cpu (no GPU: {e})");
+                }
+                None
+            }
+        },
+    };
+    let report = match gpu {
+        None => {
+            let machine = machine_gflops(args.machine_size);
+            let mut r = time_mlp(cpu, &model, &job, quiet)?;
+            r.machine_gflops = machine;
+            r.efficiency = r.gflops / machine;
+            r
+        }
+        Some(g) => {
+            let (measured, theoretical) =
+                nrpt_cuda::limits::fp32_peak_gflops(g.gpu()).map_err(|e| EngineError::Backend {
+                    backend: "cuda",
+                    message: format!("measuring the FP32 peak: {e}"),
+                })?;
+            let run = |math: nrpt_cuda::MathMode, name: &'static str| -> Result<MlpReport> {
+                let b = g.clone().with_math(math);
+                let mut r = time_mlp(&b, &model, &job, quiet)?;
+                r.machine_gflops = measured;
+                r.efficiency = r.gflops / measured;
+                r.math = Some(name);
+                r.theoretical_gflops = Some(theoretical);
+                Ok(r)
+            };
+            let mut exact = run(nrpt_cuda::MathMode::Exact, "exact")?;
+            exact.fma = Some(Box::new(run(nrpt_cuda::MathMode::Fma, "fma")?));
+            exact
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    print_mlp(&report);
+    if let Some(f) = &report.fma {
+        print_mlp(f);
+    }
+    Ok(())
+}
+
+/// One timed run of `job` on `backend` after an untimed warm-up of min(10, N)
+/// iterations; the yardstick fields are left to the caller.
+fn time_mlp(
+    backend: &dyn Backend,
+    model: &crate::deep::Model,
+    job: &crate::engine::Job,
+    quiet: bool,
+) -> Result<MlpReport> {
     let warm = crate::engine::Job {
-        iterations: iters.min(10),
+        iterations: job.iterations.min(10),
         ..job.clone()
     };
-    cpu.run(&warm, &|_| {})?;
+    backend.run(&warm, &|_| {})?;
     let started = Instant::now();
-    super::run_job(cpu, &job, "bench mlp", quiet)?;
+    super::run_job(backend, job, "bench mlp", quiet)?;
     let seconds = started.elapsed().as_secs_f64();
-    let steps = (chains * ensembles) as f64 * iters as f64;
+    let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
     let target = model.target();
     let flops = target.flops_per_chain_step();
-    let machine = machine_gflops(args.machine_size);
     let gflops = steps * flops / seconds / 1e9;
-    let r = MlpReport {
-        backend: cpu.name(),
-        ensembles,
-        chains,
-        iterations: iters,
+    Ok(MlpReport {
+        backend: backend.name(),
+        ensembles: job.ensembles,
+        chains: job.chains,
+        iterations: job.iterations,
         layers: target.arch.sizes().collect(),
         parameters: target.dim(),
         batch: target.batch,
@@ -296,26 +394,37 @@ pub fn mlp(
         examples_per_sec: steps * 2.0 * target.batch as f64 / seconds,
         flops_per_chain_step: flops,
         gflops,
-        machine_gflops: machine,
-        efficiency: gflops / machine,
+        machine_gflops: f64::NAN,
+        efficiency: f64::NAN,
+        math: None,
+        theoretical_gflops: None,
+        fma: None,
+    })
+}
+
+fn print_mlp(r: &MlpReport) {
+    let (what, yardstick) = match r.math {
+        None => (r.backend.clone(), "the machine's".to_string()),
+        Some(m) => (
+            format!("{} ({m} math)", r.backend),
+            format!(
+                "the device's measured FP32 peak (theoretical {:.0} GFLOP/s),",
+                r.theoretical_gflops.unwrap_or(f64::NAN)
+            ),
+        ),
     };
-    if json {
-        println!("{}", serde_json::to_string(&r)?);
-    } else {
-        println!(
-            "mlp {:?} (batch {}): {} ensembles × {} chains × {} iterations in {:.2} s: {:.3e} chain-steps/s, {:.3e} examples/s, {:.1} GFLOP/s = {:.0}% of the machine's {:.1} GFLOP/s",
-            r.layers,
-            r.batch,
-            ensembles,
-            chains,
-            iters,
-            seconds,
-            r.chain_steps_per_sec,
-            r.examples_per_sec,
-            gflops,
-            100.0 * r.efficiency,
-            machine
-        );
-    }
-    Ok(())
+    println!(
+        "mlp {:?} (batch {}) on {what}: {} ensembles × {} chains × {} iterations in {:.2} s: {:.3e} chain-steps/s, {:.3e} examples/s, {:.1} GFLOP/s = {:.0}% of {yardstick} {:.1} GFLOP/s",
+        r.layers,
+        r.batch,
+        r.ensembles,
+        r.chains,
+        r.iterations,
+        r.seconds,
+        r.chain_steps_per_sec,
+        r.examples_per_sec,
+        r.gflops,
+        100.0 * r.efficiency,
+        r.machine_gflops
+    );
 }

@@ -13,6 +13,17 @@
 //! precision storage ([`Precision::Bf16`], [`Precision::F16`], SumModes only) rounds
 //! the states and is never bit-identical.
 //!
+//! # Classifiers
+//!
+//! A data target ([`Target::Classifier`]) runs on nrpt-cuda's [`GpuMlp`]: one block per
+//! chain for the fused mini-batch step, the data set resident on the device, the same
+//! swap-and-adapt code as the toy targets. Its reference is nrpt-core's per-example
+//! classifier (`model::Classifier`), which it reproduces bit for bit under
+//! [`MathMode::Exact`]; the CPU engine evaluates the same mini-batches with matrix
+//! products whose sums run in another order, so a CUDA run and a CPU run of a
+//! classifier agree in distribution, not in bits. Given initial states (pre-trained
+//! networks) are uploaded.
+//!
 //! # What is downloaded when
 //!
 //! The run advances on the device in chunks that end exactly at the next iteration
@@ -25,12 +36,17 @@
 use std::sync::Arc;
 
 use nrpt_core::driver::TemperingOptions;
+use nrpt_core::index::{IndexStats, PairStats};
+use nrpt_core::model::DataView;
+use nrpt_cuda::mlp::{GpuMlp, MlpConfig, MlpModel};
 use nrpt_cuda::{
     CudaError, DeviceInfo, EnsembleConfig, ExecutionPath, Gpu, GpuEnsembles, GpuTarget, MathMode,
-    Noise, Precision,
+    Noise, Precision, Snapshot,
 };
 
-use super::{Backend, EngineError, EnsembleResult, Job, RunOutput, Target, Trace};
+use super::{
+    Backend, ClassifierTarget, EngineError, EnsembleResult, Job, RunOutput, Target, Trace,
+};
 
 /// Short name of the backend in reports and errors.
 const NAME: &str = "cuda";
@@ -76,6 +92,84 @@ fn engine_error(e: CudaError) -> EngineError {
 /// no CUDA driver was found). Never panics.
 pub fn list_devices() -> Result<Vec<DeviceInfo>, EngineError> {
     Gpu::list().map_err(engine_error)
+}
+
+/// What the recorder reads from a run on the device, whichever kernels carry it: the
+/// toy targets' [`GpuEnsembles`] or the classifiers' [`GpuMlp`].
+trait DeviceRun {
+    fn advance(&mut self, iterations: u64) -> Result<(), CudaError>;
+    fn buffers(&self) -> Result<Vec<f64>, CudaError>;
+    fn index_stats(&self) -> Result<Vec<IndexStats>, CudaError>;
+    fn pair_stats(&self) -> Result<Vec<PairStats>, CudaError>;
+    fn ladder(&self, ensemble: usize) -> Result<Vec<f64>, CudaError>;
+    fn levels(&self, ensemble: usize) -> Result<Vec<u32>, CudaError>;
+    fn sample_target(&self) -> Result<Vec<f32>, CudaError>;
+    fn snapshot(&self) -> Result<Snapshot, CudaError>;
+    fn states(&self) -> Result<Vec<f32>, CudaError>;
+}
+
+macro_rules! device_run {
+    ($t:ty) => {
+        impl DeviceRun for $t {
+            fn advance(&mut self, iterations: u64) -> Result<(), CudaError> {
+                <$t>::advance(self, iterations)
+            }
+            fn buffers(&self) -> Result<Vec<f64>, CudaError> {
+                <$t>::buffers(self)
+            }
+            fn index_stats(&self) -> Result<Vec<IndexStats>, CudaError> {
+                <$t>::index_stats(self)
+            }
+            fn pair_stats(&self) -> Result<Vec<PairStats>, CudaError> {
+                <$t>::pair_stats(self)
+            }
+            fn ladder(&self, ensemble: usize) -> Result<Vec<f64>, CudaError> {
+                <$t>::ladder(self, ensemble)
+            }
+            fn levels(&self, ensemble: usize) -> Result<Vec<u32>, CudaError> {
+                <$t>::levels(self, ensemble)
+            }
+            fn sample_target(&self) -> Result<Vec<f32>, CudaError> {
+                <$t>::sample_target(self)
+            }
+            fn snapshot(&self) -> Result<Snapshot, CudaError> {
+                <$t>::snapshot(self)
+            }
+            fn states(&self) -> Result<Vec<f32>, CudaError> {
+                <$t>::states(self)
+            }
+        }
+    };
+}
+
+device_run!(GpuEnsembles);
+device_run!(GpuMlp);
+
+/// The nrpt-cuda configuration of a classifier job: ensemble e of the job is ensemble e
+/// of the launch (Philox key (seed, e), as on the CPU), under the backend's math.
+pub fn classifier_config(job: &Job, target: &ClassifierTarget, math: MathMode) -> MlpConfig {
+    MlpConfig {
+        options: TemperingOptions {
+            ensemble: 0,
+            ..job.options
+        },
+        model: MlpModel {
+            arch: target.arch,
+            batch: target.batch,
+            prior_sigma: target.prior_sigma,
+        },
+        ensembles: job.ensembles,
+        chains: job.chains,
+        math,
+    }
+}
+
+/// The training set of a classifier as nrpt-core's checked view.
+fn training_view(target: &ClassifierTarget) -> Result<DataView<'_>, EngineError> {
+    let d = &target.data;
+    Ok(DataView::new(
+        &d.train.x, &d.train.y, d.features, d.classes,
+    )?)
 }
 
 impl CudaBackend {
@@ -134,7 +228,7 @@ impl CudaBackend {
     pub fn config(&self, job: &Job) -> EnsembleConfig {
         let target = match job.target {
             Target::SumModes { dim } => GpuTarget::SumModes { dim },
-            // Classifiers never reach here (`unsupported`); the toy is the fallback.
+            // Classifiers run on GpuMlp (`run_job`) and never use this configuration.
             Target::Modes2d | Target::Classifier(_) => GpuTarget::Modes2d,
         };
         EnsembleConfig {
@@ -208,7 +302,7 @@ impl<'a> Recorder<'a> {
 
     /// Records what the job asks for once `done` iterations are done (after iteration
     /// k = done − 1), as the CPU engine's `observe` does.
-    fn observe(&mut self, run: &GpuEnsembles, done: u64) -> Result<(), CudaError> {
+    fn observe(&mut self, run: &dyn DeviceRun, done: u64) -> Result<(), CudaError> {
         let rec = self.job.record;
         let k = done - 1;
         if rec.trace_every > 0 && done.is_multiple_of(rec.trace_every) {
@@ -229,7 +323,7 @@ impl<'a> Recorder<'a> {
 
     /// One trace entry, with the CPU engine's arithmetic (per-ensemble rates, then
     /// their mean in ensemble order), so the numbers are the same bits.
-    fn trace_entry(&mut self, run: &GpuEnsembles, done: u64) -> Result<(), CudaError> {
+    fn trace_entry(&mut self, run: &dyn DeviceRun, done: u64) -> Result<(), CudaError> {
         let (e, pairs) = (self.job.ensembles, self.job.chains - 1);
         let ef = e as f64;
         let since = self.job.record.trace_every as f64;
@@ -278,7 +372,29 @@ impl CudaBackend {
         job: &Job,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<RunOutput, EngineError> {
-        let mut run = GpuEnsembles::new(&self.gpu, &self.config(job)).map_err(engine_error)?;
+        match &job.target {
+            Target::Classifier(c) => {
+                let view = training_view(c)?;
+                let config = classifier_config(job, c, self.math);
+                let initial = job.initial_states.as_deref().map(Vec::as_slice);
+                let run = GpuMlp::new(&self.gpu, &config, &view, initial).map_err(engine_error)?;
+                self.drive(job, run, progress)
+            }
+            _ => {
+                let run = GpuEnsembles::new(&self.gpu, &self.config(job)).map_err(engine_error)?;
+                self.drive(job, run, progress)
+            }
+        }
+    }
+
+    /// Advances `run` to the job's end in chunks that stop where something is recorded,
+    /// and returns what the CPU engine returns.
+    fn drive(
+        &self,
+        job: &Job,
+        mut run: impl DeviceRun,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<RunOutput, EngineError> {
         let mut recorder = Recorder::new(job);
         let e = job.ensembles as u64;
         let chunk = (CHUNK_WORK / e).clamp(1, CHUNK_ITERATIONS);
@@ -327,6 +443,32 @@ impl CudaBackend {
             paths: recorder.paths,
         })
     }
+
+    /// Why this device cannot run a classifier job, or `None`.
+    fn classifier_unsupported(&self, job: &Job, target: &ClassifierTarget) -> Option<String> {
+        if self.precision != Precision::F32 {
+            return Some("half-precision storage is for SumModes states, not classifiers".into());
+        }
+        if self.path == ExecutionPath::Persistent {
+            return Some("the persistent kernel is for the 2D toy, not classifiers".into());
+        }
+        let view = match training_view(target) {
+            Ok(v) => v,
+            Err(e) => return Some(e.to_string()),
+        };
+        let config = classifier_config(job, target, self.math);
+        if let Err(e) = config.params(view.len(), view.features(), view.classes()) {
+            return Some(match e {
+                CudaError::Options(nrpt_core::Error::Unsupported { what }) => {
+                    format!("the kernels do not implement {what}")
+                }
+                other => other.to_string(),
+            });
+        }
+        nrpt_cuda::mlp::check_shared_memory(&self.gpu, &config.model)
+            .err()
+            .map(|e| e.to_string())
+    }
 }
 
 impl Backend for CudaBackend {
@@ -335,8 +477,8 @@ impl Backend for CudaBackend {
     }
 
     fn unsupported(&self, job: &Job) -> Option<String> {
-        if matches!(job.target, Target::Classifier(_)) {
-            return Some("data targets (classifiers) run on the CPU only".to_string());
+        if let Target::Classifier(c) = &job.target {
+            return self.classifier_unsupported(job, c);
         }
         if job.initial_states.is_some() {
             return Some("given initial states are not uploaded by the CUDA engine".to_string());

@@ -1,0 +1,593 @@
+//! The classifier data target on the GPU: E × P chains of a softmax regression or ReLU
+//! MLP (nrpt-core's [`model`](nrpt_core::model)) on a training set resident in device
+//! memory, each iteration one fused step per chain and one exchange per ensemble.
+//!
+//! - `mlp_step` (`kernels/mlp.cu`): one block of [`THREADS`] threads per chain draws
+//!   the chain's mini-batch from its STEP stream exactly as `model::batch::draw` does,
+//!   gathers the examples into shared memory, runs the forward pass, the deltas at the
+//!   scores and the backward pass as register-tiled products over the whole batch,
+//!   takes the step (momentum SGD, SGHMC, SGD or SGLD at its level's rate and
+//!   temperature), and evaluates the stochastic energy of the new state on the second
+//!   mini-batch of the stream;
+//! - `mlp_exchange`: swap.cuh's swap-and-adapt (the same code as the toy targets'),
+//!   then the momentum reset of the swapped replicas spread over a block;
+//! - `mlp_gather_target`: the target level's states for the samples.
+//!
+//! Under [`MathMode::Exact`] every energy, gradient and state is the f32 that
+//! nrpt-core's `Tempering<f32, model::Classifier<f32>>` computes for the same seed
+//! (its per-example reference path, not the CPU engine's matrix products, whose sums run
+//! in another order): [`host::HostMlp`] runs these kernels' code on the CPU and the
+//! tests (`cuda/tests/mlp_parity.rs`) compare it with nrpt-core bit for bit.
+
+pub mod host;
+mod params;
+
+pub use host::HostMlp;
+pub use params::{
+    EXCHANGE_THREADS, MlpArrays, MlpConfig, MlpLayer, MlpModel, MlpParams, Start, THREADS,
+    shared_bytes,
+};
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::sys::CUdevice_attribute_enum as DeviceAttr;
+use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use nrpt_core::index::{IndexStats, PairStats};
+use nrpt_core::model::DataView;
+
+use crate::device::Gpu;
+use crate::ensembles::{EnsembleSnapshot, Snapshot};
+use crate::error::{CudaError, driver};
+use crate::kernels;
+use crate::params::{Arrays, GpuParams, IterConsts, MathMode};
+
+/// The headers and the kernel file of the program, embedded at build time.
+const FILES: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    ("philox.cuh", include_str!("../../kernels/philox.cuh")),
+    ("fastmath.cuh", include_str!("../../kernels/fastmath.cuh")),
+    ("swap.cuh", include_str!("../../kernels/swap.cuh")),
+    ("mlp.cuh", include_str!("../../kernels/mlp.cuh")),
+    ("mlp.cu", include_str!("../../kernels/mlp.cu")),
+];
+
+/// NVRTC's name of the program.
+pub const PROGRAM_NAME: &str = "nrpt_mlp.cu";
+
+/// Most iterations whose adaptation constants go up in one upload.
+const CHUNK: u64 = 4096;
+
+/// The kernels of the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MlpKernel {
+    /// The fused step, one block per chain.
+    Step,
+    /// Swap-and-adapt and the momentum reset, one block per ensemble.
+    Exchange,
+    /// The target level's states, one block per ensemble.
+    GatherTarget,
+}
+
+impl MlpKernel {
+    /// Every kernel.
+    pub const ALL: [MlpKernel; 3] = [
+        MlpKernel::Step,
+        MlpKernel::Exchange,
+        MlpKernel::GatherTarget,
+    ];
+
+    /// The `extern "C"` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MlpKernel::Step => "mlp_step",
+            MlpKernel::Exchange => "mlp_exchange",
+            MlpKernel::GatherTarget => "mlp_gather_target",
+        }
+    }
+}
+
+/// The program's source: `mlp.cu` with every `#include "x.cuh"` replaced by the
+/// header's text (each header once).
+pub fn program_source() -> String {
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    inline("mlp.cu", &mut out, &mut seen);
+    out
+}
+
+fn inline(name: &str, out: &mut String, seen: &mut Vec<String>) {
+    if seen.iter().any(|s| s == name) {
+        return;
+    }
+    seen.push(name.to_string());
+    let text = FILES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .unwrap_or("");
+    out.push_str(&format!("// ---- {name}\n"));
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("#include \"") {
+            inline(rest.trim_end_matches('"'), out, seen);
+        } else if trimmed != "#pragma once" {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+/// The NVRTC options: those of the other kernels ([`kernels::compile_options`]).
+pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
+    kernels::compile_options(arch, mode)
+}
+
+/// The file stem of this program's precompiled PTX for `arch` and `mode`.
+pub fn program_stem(arch: &str, mode: MathMode) -> String {
+    let mode = match mode {
+        MathMode::Exact => "exact",
+        MathMode::Fma => "fma",
+    };
+    format!("nrpt_mlp.{arch}.{mode}")
+}
+
+type Cache = Mutex<HashMap<(String, MathMode), String>>;
+
+/// The program's PTX for `arch` (e.g. `compute_90`) under `mode`, once per process:
+/// from the folder of precompiled PTX named by `NRPT_CUDA_PTX_DIR` where it is set
+/// (checked against this source and these options), else compiled by NVRTC.
+pub fn compile_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (arch.to_string(), mode);
+    if let Ok(guard) = cache.lock()
+        && let Some(ptx) = guard.get(&key)
+    {
+        return Ok(ptx.clone());
+    }
+    let (source, options) = (program_source(), compile_options(arch, mode));
+    let ptx = match crate::ptx_cache::dir_from_env() {
+        Some(dir) => crate::ptx_cache::load(&dir, &program_stem(arch, mode), &source, &options)?,
+        None => crate::ptx_cache::nvrtc_compile(PROGRAM_NAME, &source, &options)?,
+    };
+    if let Ok(mut guard) = cache.lock() {
+        guard.insert(key, ptx.clone());
+    }
+    Ok(ptx)
+}
+
+/// The bytes of shared memory one chain's block of `model` needs ([`shared_bytes`]),
+/// or an error that says so where the device allows less per block.
+pub fn check_shared_memory(gpu: &Gpu, model: &MlpModel) -> Result<u32, CudaError> {
+    let limit = gpu
+        .context()
+        .attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .map_err(driver("reading the shared memory per block"))?;
+    let need = shared_bytes(&model.arch, model.batch)
+        .and_then(|b| u32::try_from(b).ok())
+        .filter(|&b| i64::from(b) <= i64::from(limit));
+    need.ok_or_else(|| {
+        CudaError::Unsupported(format!(
+            "a chain of this network with mini-batches of {} needs {} bytes of shared memory \
+             (θ and the mini-batch's activations), the device allows {limit} per block: use \
+             a smaller network or mini-batch, or the CPU",
+            model.batch,
+            shared_bytes(&model.arch, model.batch).map_or("over 4 GiB".into(), |b| b.to_string())
+        ))
+    })
+}
+
+#[derive(Debug)]
+struct Buffers {
+    x: CudaSlice<f32>,
+    y: CudaSlice<u32>,
+    states: CudaSlice<f32>,
+    momenta: Option<CudaSlice<f32>>,
+    grad: CudaSlice<f32>,
+    energies: CudaSlice<f32>,
+    ladder: CudaSlice<f64>,
+    temps: CudaSlice<f64>,
+    replica_at: CudaSlice<u32>,
+    level_of: CudaSlice<u32>,
+    trips: CudaSlice<u8>,
+    gates: CudaSlice<u8>,
+    flags: CudaSlice<u8>,
+    pairs: CudaSlice<u64>,
+    buffers: CudaSlice<f64>,
+    stats: CudaSlice<u64>,
+    samples: CudaSlice<f32>,
+}
+
+/// E ensembles of P chains of a classifier stepping together on one GPU.
+#[derive(Debug)]
+pub struct GpuMlp {
+    gpu: Arc<Gpu>,
+    config: MlpConfig,
+    params: MlpParams,
+    exchange: GpuParams,
+    buf: Buffers,
+    step_arrays: MlpArrays,
+    arrays: Arrays,
+    step: CudaFunction,
+    exchange_fn: CudaFunction,
+    gather: CudaFunction,
+    shared: u32,
+    iteration: u64,
+}
+
+fn ptr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
+    let (p, _sync) = s.device_ptr(gpu.stream());
+    p
+}
+
+impl GpuMlp {
+    /// Checks the configuration against the data ([`MlpConfig::params`]) and the
+    /// device's shared memory per block, compiles and loads the kernels, uploads the
+    /// training set and the start of the run ([`Start`]: `initial` states are used with
+    /// `InitialStates::Keep`).
+    pub fn new(
+        gpu: &Arc<Gpu>,
+        config: &MlpConfig,
+        data: &DataView<'_>,
+        initial: Option<&[f32]>,
+    ) -> Result<GpuMlp, CudaError> {
+        let params = config.params(data.len(), data.features(), data.classes())?;
+        let exchange = config.exchange_params()?;
+        let start = Start::new(config, initial)?;
+        let shared = check_shared_memory(gpu, &config.model)?;
+        let module = gpu
+            .context()
+            .load_module(cudarc::nvrtc::Ptx::from_src(compile_ptx(
+                gpu.arch(),
+                config.math,
+            )?))
+            .map_err(driver("loading the classifier kernels"))?;
+        let function = |k: MlpKernel| {
+            module
+                .load_function(k.name())
+                .map_err(driver("finding a classifier kernel"))
+        };
+        let step = function(MlpKernel::Step)?;
+        step.set_attribute(
+            FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared as i32,
+        )
+        .map_err(driver("allowing the step its shared memory"))?;
+        let (e, p) = (config.ensembles, config.chains);
+        let (n, np) = (e * p, e * (p - 1));
+        let momentum = config.options.explorer.has_momentum();
+        let s = gpu.stream();
+        let up = |c| driver(c);
+        let buf = Buffers {
+            x: s.clone_htod(data.x()).map_err(up("uploading the data"))?,
+            y: s.clone_htod(data.y()).map_err(up("uploading the labels"))?,
+            states: s
+                .clone_htod(&start.states)
+                .map_err(up("uploading the states"))?,
+            momenta: if momentum {
+                Some(
+                    s.alloc_zeros::<f32>(start.states.len())
+                        .map_err(up("allocating"))?,
+                )
+            } else {
+                None
+            },
+            grad: s
+                .alloc_zeros::<f32>(start.states.len())
+                .map_err(up("allocating"))?,
+            energies: s.alloc_zeros::<f32>(n).map_err(up("allocating"))?,
+            ladder: s
+                .clone_htod(&start.ladder)
+                .map_err(up("uploading the ladder"))?,
+            temps: s
+                .clone_htod(&start.temps)
+                .map_err(up("uploading the temperatures"))?,
+            replica_at: s
+                .clone_htod(&start.replica_at)
+                .map_err(up("uploading the permutation"))?,
+            level_of: s
+                .clone_htod(&start.level_of)
+                .map_err(up("uploading the permutation"))?,
+            trips: s
+                .clone_htod(&start.trips)
+                .map_err(up("uploading the trip states"))?,
+            gates: s
+                .clone_htod(&vec![1u8; np])
+                .map_err(up("uploading the gates"))?,
+            flags: s.alloc_zeros::<u8>(np).map_err(up("allocating"))?,
+            pairs: s.alloc_zeros::<u64>(4 * np).map_err(up("allocating"))?,
+            buffers: s
+                .clone_htod(&start.buffers)
+                .map_err(up("uploading the buffers"))?,
+            stats: s.alloc_zeros::<u64>(4 * e).map_err(up("allocating"))?,
+            samples: s
+                .alloc_zeros::<f32>(e * params.dim as usize)
+                .map_err(up("allocating"))?,
+        };
+        let step_arrays = MlpArrays {
+            states: ptr(gpu, &buf.states),
+            momenta: buf.momenta.as_ref().map_or(0, |m| ptr(gpu, m)),
+            grad: ptr(gpu, &buf.grad),
+            energies: ptr(gpu, &buf.energies),
+            ladder: ptr(gpu, &buf.ladder),
+            temps: ptr(gpu, &buf.temps),
+            level_of: ptr(gpu, &buf.level_of),
+            data_x: ptr(gpu, &buf.x),
+            data_y: ptr(gpu, &buf.y),
+        };
+        let arrays = Arrays {
+            states: step_arrays.states,
+            momenta: step_arrays.momenta,
+            energies: step_arrays.energies,
+            ladder: step_arrays.ladder,
+            temps: step_arrays.temps,
+            replica_at: ptr(gpu, &buf.replica_at),
+            level_of: step_arrays.level_of,
+            trips: ptr(gpu, &buf.trips),
+            gates: ptr(gpu, &buf.gates),
+            flags: ptr(gpu, &buf.flags),
+            pairs: ptr(gpu, &buf.pairs),
+            buffers: ptr(gpu, &buf.buffers),
+            stats: ptr(gpu, &buf.stats),
+        };
+        let run = GpuMlp {
+            gpu: gpu.clone(),
+            config: MlpConfig {
+                options: config.options.validate()?,
+                ..*config
+            },
+            params,
+            exchange,
+            buf,
+            step_arrays,
+            arrays,
+            step,
+            exchange_fn: function(MlpKernel::Exchange)?,
+            gather: function(MlpKernel::GatherTarget)?,
+            shared,
+            iteration: 0,
+        };
+        run.gpu.synchronize()?;
+        Ok(run)
+    }
+
+    /// The configuration (with validated options).
+    pub fn config(&self) -> &MlpConfig {
+        &self.config
+    }
+
+    /// The step kernel's parameter block.
+    pub fn params(&self) -> &MlpParams {
+        &self.params
+    }
+
+    /// Bytes of dynamic shared memory of a step block.
+    pub fn shared_bytes(&self) -> u32 {
+        self.shared
+    }
+
+    /// Iterations done.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// Runs `iterations` iterations of every ensemble, all on the device.
+    pub fn advance(&mut self, iterations: u64) -> Result<(), CudaError> {
+        let mut done = 0;
+        while done < iterations {
+            let n = (iterations - done).min(CHUNK);
+            self.advance_chunk(n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn advance_chunk(&mut self, n: u64) -> Result<(), CudaError> {
+        let s = self.gpu.stream().clone();
+        let k0 = self.iteration;
+        let consts: Vec<IterConsts> = (k0..k0 + n)
+            .map(|k| IterConsts::at(&self.config.options, k))
+            .collect();
+        let consts_d = s
+            .clone_htod(&consts)
+            .map_err(driver("uploading adaptation constants"))?;
+        let cp = ptr(&self.gpu, &consts_d);
+        let (e, p) = (self.config.ensembles as u32, self.config.chains as u32);
+        let step_cfg = LaunchConfig {
+            grid_dim: (e * p, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: self.shared,
+        };
+        let exchange_cfg = LaunchConfig {
+            grid_dim: (e, 1, 1),
+            block_dim: (EXCHANGE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (params, arrays, exchange, gpu_arrays) =
+            (self.params, self.step_arrays, self.exchange, self.arrays);
+        let record: u64 = 0;
+        for i in 0..n {
+            let k = k0 + i;
+            let mut b = s.launch_builder(&self.step);
+            b.arg(&params).arg(&k).arg(&arrays);
+            // SAFETY: mlp_step(NrptMlpParams, u64, NrptMlpArrays) matches; every array of
+            // `arrays` was allocated in `new` for the E·P chains of D values (states,
+            // momenta unless 0, grad), E·P levels and the N examples of `params`; the
+            // grid has one block per chain (E·P < 2^31, checked by MlpConfig::params)
+            // and the dynamic shared memory of the layout, allowed by set_attribute.
+            unsafe { b.launch(step_cfg) }.map_err(driver("launching mlp_step"))?;
+            let ic = cp + i * std::mem::size_of::<IterConsts>() as u64;
+            let mut b = s.launch_builder(&self.exchange_fn);
+            b.arg(&exchange)
+                .arg(&k)
+                .arg(&ic)
+                .arg(&gpu_arrays)
+                .arg(&record);
+            // SAFETY: mlp_exchange(NrptGpuParams, u64, const NrptIterConsts*, NrptArrays,
+            // u8*) matches; `ic` points inside consts_d (i < n entries, alive until the
+            // synchronize below), `record` is null; the arrays hold E·P levels, E·(P−1)
+            // pairs, E buffers and stats; one block per ensemble.
+            unsafe { b.launch(exchange_cfg) }.map_err(driver("launching mlp_exchange"))?;
+        }
+        self.gpu.synchronize()?;
+        drop(consts_d);
+        self.iteration += n;
+        Ok(())
+    }
+
+    /// Every state, chain-major: chain c = e·P + r at `[c·D .. (c+1)·D]`.
+    pub fn states(&self) -> Result<Vec<f32>, CudaError> {
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.states)
+            .map_err(driver("downloading states"))
+    }
+
+    /// Every momentum, chain-major (empty for Langevin explorers).
+    pub fn momenta(&self) -> Result<Vec<f32>, CudaError> {
+        match &self.buf.momenta {
+            None => Ok(Vec::new()),
+            Some(m) => self
+                .gpu
+                .stream()
+                .clone_dtoh(m)
+                .map_err(driver("downloading momenta")),
+        }
+    }
+
+    /// Energies by level, `[e·P + level]`.
+    pub fn energies(&self) -> Result<Vec<f32>, CudaError> {
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.energies)
+            .map_err(driver("downloading energies"))
+    }
+
+    /// The state at level 0 of every ensemble (the target's samples), E·D values,
+    /// gathered on the device.
+    pub fn sample_target(&self) -> Result<Vec<f32>, CudaError> {
+        let s = self.gpu.stream();
+        let (p, d) = (self.params.chains, self.params.dim);
+        let (states, at) = (
+            ptr(&self.gpu, &self.buf.states),
+            ptr(&self.gpu, &self.buf.replica_at),
+        );
+        let out = ptr(&self.gpu, &self.buf.samples);
+        let cfg = LaunchConfig {
+            grid_dim: (self.params.ensembles, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = s.launch_builder(&self.gather);
+        b.arg(&p).arg(&d).arg(&states).arg(&at).arg(&out);
+        // SAFETY: mlp_gather_target(u32, u32, const float*, const u32*, float*) matches;
+        // states hold E·P·D values, replica_at E·P replicas below P, samples E·D values;
+        // one block per ensemble.
+        unsafe { b.launch(cfg) }.map_err(driver("launching mlp_gather_target"))?;
+        s.clone_dtoh(&self.buf.samples)
+            .map_err(driver("downloading samples"))
+    }
+
+    fn level_range(&self, ensemble: usize) -> Result<std::ops::Range<usize>, CudaError> {
+        if ensemble >= self.config.ensembles {
+            return Err(CudaError::NoSuchEnsemble {
+                ensemble,
+                count: self.config.ensembles,
+            });
+        }
+        let p = self.config.chains;
+        Ok(ensemble * p..(ensemble + 1) * p)
+    }
+
+    /// Level of each replica of ensemble `ensemble` (P values).
+    pub fn levels(&self, ensemble: usize) -> Result<Vec<u32>, CudaError> {
+        let lv = self.level_range(ensemble)?;
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.level_of.slice(lv))
+            .map_err(driver("downloading levels"))
+    }
+
+    /// Learning rate of each level of ensemble `ensemble` (P values).
+    pub fn ladder(&self, ensemble: usize) -> Result<Vec<f64>, CudaError> {
+        let lv = self.level_range(ensemble)?;
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.ladder.slice(lv))
+            .map_err(driver("downloading a ladder"))
+    }
+
+    /// Buffer C of every ensemble (E values).
+    pub fn buffers(&self) -> Result<Vec<f64>, CudaError> {
+        self.gpu
+            .stream()
+            .clone_dtoh(&self.buf.buffers)
+            .map_err(driver("downloading buffers"))
+    }
+
+    /// Round trips, restarts and non-finite energies of every ensemble (E values).
+    pub fn index_stats(&self) -> Result<Vec<IndexStats>, CudaError> {
+        let raw = self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.buf.stats)
+            .map_err(driver("downloading index statistics"))?;
+        Ok(bytemuck::cast_slice(&raw).to_vec())
+    }
+
+    /// Counts of every pair, ensemble-major: pair q of ensemble e at `e·(P−1) + q`.
+    pub fn pair_stats(&self) -> Result<Vec<PairStats>, CudaError> {
+        let raw = self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.buf.pairs)
+            .map_err(driver("downloading pair counts"))?;
+        Ok(bytemuck::cast_slice(&raw).to_vec())
+    }
+
+    /// Every ensemble's ladder, temperatures, buffer, counts, permutation, energies,
+    /// trip states, flags and gates.
+    pub fn snapshot(&self) -> Result<Snapshot, CudaError> {
+        let s = self.gpu.stream();
+        let dl = || driver("downloading a snapshot");
+        let ladder = s.clone_dtoh(&self.buf.ladder).map_err(dl())?;
+        let temps = s.clone_dtoh(&self.buf.temps).map_err(dl())?;
+        let at = s.clone_dtoh(&self.buf.replica_at).map_err(dl())?;
+        let of = s.clone_dtoh(&self.buf.level_of).map_err(dl())?;
+        let energies = s.clone_dtoh(&self.buf.energies).map_err(dl())?;
+        let trips = s.clone_dtoh(&self.buf.trips).map_err(dl())?;
+        let flags = s.clone_dtoh(&self.buf.flags).map_err(dl())?;
+        let gates = s.clone_dtoh(&self.buf.gates).map_err(dl())?;
+        let pairs = s.clone_dtoh(&self.buf.pairs).map_err(dl())?;
+        let buffers = s.clone_dtoh(&self.buf.buffers).map_err(dl())?;
+        let stats = s.clone_dtoh(&self.buf.stats).map_err(dl())?;
+        let pairs: &[PairStats] = bytemuck::cast_slice(&pairs);
+        let stats: &[IndexStats] = bytemuck::cast_slice(&stats);
+        let p = self.config.chains;
+        let ensembles = (0..self.config.ensembles)
+            .map(|e| {
+                let lv = e * p..(e + 1) * p;
+                let pr = e * (p - 1)..(e + 1) * (p - 1);
+                EnsembleSnapshot {
+                    ladder: ladder[lv.clone()].to_vec(),
+                    temperatures: temps[lv.clone()].to_vec(),
+                    buffer: buffers[e],
+                    stats: stats[e],
+                    pair_stats: pairs[pr.clone()].to_vec(),
+                    replica_at: at[lv.clone()].to_vec(),
+                    level_of: of[lv.clone()].to_vec(),
+                    energies: energies[lv.clone()].to_vec(),
+                    trips: trips[lv].to_vec(),
+                    flags: flags[pr.clone()].to_vec(),
+                    gates: gates[pr].to_vec(),
+                }
+            })
+            .collect();
+        Ok(Snapshot {
+            iteration: self.iteration,
+            ensembles,
+        })
+    }
+}
