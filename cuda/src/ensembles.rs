@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use nrpt_core::TemperingOptions;
 use nrpt_core::adapt::initial_ladder;
 use nrpt_core::driver::InitialStates;
@@ -13,6 +13,7 @@ use nrpt_core::rng::MAX_REPLICAS;
 
 use crate::device::Gpu;
 use crate::error::{CudaError, driver};
+use crate::exchange_state::{ExchangeState, ptr};
 use crate::host_math;
 use crate::kernels::{Kernel, persistent_shared_bytes};
 use crate::params::{
@@ -201,17 +202,7 @@ pub struct Snapshot {
 struct Buffers {
     states: CudaSlice<u8>,
     momenta: Option<CudaSlice<u8>>,
-    energies: CudaSlice<f32>,
-    ladder: CudaSlice<f64>,
-    temps: CudaSlice<f64>,
-    replica_at: CudaSlice<u32>,
-    level_of: CudaSlice<u32>,
-    trips: CudaSlice<u8>,
-    gates: CudaSlice<u8>,
-    flags: CudaSlice<u8>,
-    pairs: CudaSlice<u64>,
-    buffers: CudaSlice<f64>,
-    stats: CudaSlice<u64>,
+    exchange: ExchangeState,
 }
 
 #[derive(Debug)]
@@ -233,11 +224,6 @@ pub struct GpuEnsembles {
     funcs: Functions,
     iteration: u64,
     recorded: Option<Vec<u8>>,
-}
-
-fn ptr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
-    let (p, _sync) = s.device_ptr(gpu.stream());
-    p
 }
 
 fn grid(items: u64, threads: u32) -> Result<LaunchConfig, CudaError> {
@@ -267,7 +253,6 @@ impl GpuEnsembles {
 
         let s = gpu.stream();
         let n = e * p;
-        let np = e * (p - 1);
         let bytes = n * d * config.precision.bytes();
         let buf = Buffers {
             states: s.alloc_zeros::<u8>(bytes).map_err(driver("allocating"))?,
@@ -276,33 +261,13 @@ impl GpuEnsembles {
             } else {
                 None
             },
-            energies: s.alloc_zeros::<f32>(n).map_err(driver("allocating"))?,
-            ladder: s.alloc_zeros::<f64>(n).map_err(driver("allocating"))?,
-            temps: s.alloc_zeros::<f64>(n).map_err(driver("allocating"))?,
-            replica_at: s.alloc_zeros::<u32>(n).map_err(driver("allocating"))?,
-            level_of: s.alloc_zeros::<u32>(n).map_err(driver("allocating"))?,
-            trips: s.alloc_zeros::<u8>(n).map_err(driver("allocating"))?,
-            gates: s.alloc_zeros::<u8>(np).map_err(driver("allocating"))?,
-            flags: s.alloc_zeros::<u8>(np).map_err(driver("allocating"))?,
-            pairs: s.alloc_zeros::<u64>(4 * np).map_err(driver("allocating"))?,
-            buffers: s.alloc_zeros::<f64>(e).map_err(driver("allocating"))?,
-            stats: s.alloc_zeros::<u64>(4 * e).map_err(driver("allocating"))?,
+            exchange: ExchangeState::zeros(s, e, p)?,
         };
-        let arrays = Arrays {
-            states: ptr(gpu, &buf.states),
-            momenta: buf.momenta.as_ref().map_or(0, |m| ptr(gpu, m)),
-            energies: ptr(gpu, &buf.energies),
-            ladder: ptr(gpu, &buf.ladder),
-            temps: ptr(gpu, &buf.temps),
-            replica_at: ptr(gpu, &buf.replica_at),
-            level_of: ptr(gpu, &buf.level_of),
-            trips: ptr(gpu, &buf.trips),
-            gates: ptr(gpu, &buf.gates),
-            flags: ptr(gpu, &buf.flags),
-            pairs: ptr(gpu, &buf.pairs),
-            buffers: ptr(gpu, &buf.buffers),
-            stats: ptr(gpu, &buf.stats),
-        };
+        let arrays = buf.exchange.arrays(
+            s,
+            ptr(s, &buf.states),
+            buf.momenta.as_ref().map_or(0, |m| ptr(s, m)),
+        );
 
         let funcs = Self::functions(gpu, config, p32, e32)?;
         let mut run = GpuEnsembles {
@@ -385,8 +350,8 @@ impl GpuEnsembles {
         let n = (self.config.ensembles * self.config.chains) as u64;
         let init = self.gpu.function(Kernel::InitEnsembles, self.config.math)?;
         let (params, arrays) = (self.params, self.arrays);
-        let lp = ptr(&self.gpu, &ladder_d);
-        let tp = ptr(&self.gpu, &temps_d);
+        let lp = ptr(self.gpu.stream(), &ladder_d);
+        let tp = ptr(self.gpu.stream(), &temps_d);
         let mut b = s.launch_builder(&init);
         b.arg(&params).arg(&arrays).arg(&lp).arg(&tp).arg(&buffer0);
         // SAFETY: init_ensembles(NrptGpuParams, NrptArrays, const double*, const double*,
@@ -465,7 +430,7 @@ impl GpuEnsembles {
         let consts_d = s
             .clone_htod(&consts)
             .map_err(driver("uploading adaptation constants"))?;
-        let cp = ptr(&self.gpu, &consts_d);
+        let cp = ptr(self.gpu.stream(), &consts_d);
         let (e, p) = (self.config.ensembles as u64, self.config.chains as u64);
         let per_iter = e * (p - 1);
         let record_d = match self.recorded {
@@ -475,7 +440,7 @@ impl GpuEnsembles {
             ),
             None => None,
         };
-        let rp = record_d.as_ref().map_or(0, |r| ptr(&self.gpu, r));
+        let rp = record_d.as_ref().map_or(0, |r| ptr(self.gpu.stream(), r));
         let (params, arrays) = (self.params, self.arrays);
         if let Some((f, g)) = &self.funcs.persistent {
             let g = *g;
@@ -605,7 +570,7 @@ impl GpuEnsembles {
         let at = self
             .gpu
             .stream()
-            .clone_dtoh(&self.buf.replica_at)
+            .clone_dtoh(&self.buf.exchange.replica_at)
             .map_err(driver("downloading the permutation"))?;
         let (p, d) = (self.config.chains, self.config.target.dim());
         let mut out = Vec::with_capacity(self.config.ensembles * d);
@@ -618,102 +583,34 @@ impl GpuEnsembles {
 
     /// Level of each replica of ensemble `ensemble` (P values; one small download).
     pub fn levels(&self, ensemble: usize) -> Result<Vec<u32>, CudaError> {
-        let lv = self.level_range(ensemble)?;
-        self.gpu
-            .stream()
-            .clone_dtoh(&self.buf.level_of.slice(lv))
-            .map_err(driver("downloading levels"))
+        self.buf.exchange.levels(self.gpu.stream(), ensemble)
     }
 
     /// Learning rate of each level of ensemble `ensemble` (P values).
     pub fn ladder(&self, ensemble: usize) -> Result<Vec<f64>, CudaError> {
-        let lv = self.level_range(ensemble)?;
-        self.gpu
-            .stream()
-            .clone_dtoh(&self.buf.ladder.slice(lv))
-            .map_err(driver("downloading a ladder"))
+        self.buf.exchange.ladder(self.gpu.stream(), ensemble)
     }
 
     /// Buffer C of every ensemble (E values).
     pub fn buffers(&self) -> Result<Vec<f64>, CudaError> {
-        self.gpu
-            .stream()
-            .clone_dtoh(&self.buf.buffers)
-            .map_err(driver("downloading buffers"))
+        self.buf.exchange.buffers(self.gpu.stream())
     }
 
     /// Round trips, restarts and non-finite energies of every ensemble (E values).
     pub fn index_stats(&self) -> Result<Vec<IndexStats>, CudaError> {
-        let raw = self
-            .gpu
-            .stream()
-            .clone_dtoh(&self.buf.stats)
-            .map_err(driver("downloading index statistics"))?;
-        Ok(bytemuck::cast_slice(&raw).to_vec())
+        self.buf.exchange.index_stats(self.gpu.stream())
     }
 
     /// Counts of every pair, ensemble-major: pair q of ensemble e at `e·(P−1) + q`.
     pub fn pair_stats(&self) -> Result<Vec<PairStats>, CudaError> {
-        let raw = self
-            .gpu
-            .stream()
-            .clone_dtoh(&self.buf.pairs)
-            .map_err(driver("downloading pair counts"))?;
-        Ok(bytemuck::cast_slice(&raw).to_vec())
-    }
-
-    fn level_range(&self, ensemble: usize) -> Result<std::ops::Range<usize>, CudaError> {
-        if ensemble >= self.config.ensembles {
-            return Err(CudaError::NoSuchEnsemble {
-                ensemble,
-                count: self.config.ensembles,
-            });
-        }
-        let p = self.config.chains;
-        Ok(ensemble * p..(ensemble + 1) * p)
+        self.buf.exchange.pair_stats(self.gpu.stream())
     }
 
     /// Downloads every ensemble's ladder, buffer, counts, permutation and energies.
     pub fn snapshot(&self) -> Result<Snapshot, CudaError> {
-        let s = self.gpu.stream();
-        let dl = || driver("downloading a snapshot");
-        let ladder = s.clone_dtoh(&self.buf.ladder).map_err(dl())?;
-        let temps = s.clone_dtoh(&self.buf.temps).map_err(dl())?;
-        let at = s.clone_dtoh(&self.buf.replica_at).map_err(dl())?;
-        let of = s.clone_dtoh(&self.buf.level_of).map_err(dl())?;
-        let energies = s.clone_dtoh(&self.buf.energies).map_err(dl())?;
-        let trips = s.clone_dtoh(&self.buf.trips).map_err(dl())?;
-        let flags = s.clone_dtoh(&self.buf.flags).map_err(dl())?;
-        let gates = s.clone_dtoh(&self.buf.gates).map_err(dl())?;
-        let pairs = s.clone_dtoh(&self.buf.pairs).map_err(dl())?;
-        let buffers = s.clone_dtoh(&self.buf.buffers).map_err(dl())?;
-        let stats = s.clone_dtoh(&self.buf.stats).map_err(dl())?;
-        let pairs: &[PairStats] = bytemuck::cast_slice(&pairs);
-        let stats: &[IndexStats] = bytemuck::cast_slice(&stats);
-        let p = self.config.chains;
-        let ensembles = (0..self.config.ensembles)
-            .map(|e| {
-                let lv = e * p..(e + 1) * p;
-                let pr = e * (p - 1)..(e + 1) * (p - 1);
-                EnsembleSnapshot {
-                    ladder: ladder[lv.clone()].to_vec(),
-                    temperatures: temps[lv.clone()].to_vec(),
-                    buffer: buffers[e],
-                    stats: stats[e],
-                    pair_stats: pairs[pr.clone()].to_vec(),
-                    replica_at: at[lv.clone()].to_vec(),
-                    level_of: of[lv.clone()].to_vec(),
-                    energies: energies[lv.clone()].to_vec(),
-                    trips: trips[lv].to_vec(),
-                    flags: flags[pr.clone()].to_vec(),
-                    gates: gates[pr].to_vec(),
-                }
-            })
-            .collect();
-        Ok(Snapshot {
-            iteration: self.iteration,
-            ensembles,
-        })
+        self.buf
+            .exchange
+            .snapshot(self.gpu.stream(), self.iteration)
     }
 }
 

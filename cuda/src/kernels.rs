@@ -127,33 +127,36 @@ impl Kernel {
 /// The program's source: the translation units with every `#include "x.cuh"` replaced
 /// by the header's text (each header once), since NVRTC has no file system here.
 pub fn program_source() -> String {
+    inline_units(UNITS, FILES)
+}
+
+/// The translation units `units` with every `#include "x.cuh"` replaced by the text of
+/// that file of `files` (name, text), each file once, and `#pragma once` dropped: the
+/// one source NVRTC compiles.
+pub(crate) fn inline_units(units: &[&str], files: &[(&str, &str)]) -> String {
     let mut out = String::new();
     let mut seen = Vec::new();
-    for unit in UNITS {
-        inline(unit, &mut out, &mut seen);
+    for unit in units {
+        inline(unit, files, &mut out, &mut seen);
     }
     out
 }
 
-fn inline(name: &str, out: &mut String, seen: &mut Vec<String>) {
-    if seen.iter().any(|s| s == name) {
+fn inline<'a>(name: &'a str, files: &[(&str, &'a str)], out: &mut String, seen: &mut Vec<&'a str>) {
+    if seen.contains(&name) {
         return;
     }
-    seen.push(name.to_string());
-    let text = FILES
+    seen.push(name);
+    let text = files
         .iter()
         .find(|(n, _)| *n == name)
-        .map(|(_, t)| *t)
-        .unwrap_or("");
+        .map_or("", |(_, t)| *t);
     out.push_str(&format!("// ---- {name}\n"));
     for line in text.lines() {
         let trimmed = line.trim();
         if let Some(rest) = trimmed.strip_prefix("#include \"") {
-            let header = rest.trim_end_matches('"');
-            inline(header, out, seen);
-        } else if trimmed == "#pragma once" {
-            continue;
-        } else {
+            inline(rest.trim_end_matches('"'), files, out, seen);
+        } else if trimmed != "#pragma once" {
             out.push_str(line);
             out.push('\n');
         }

@@ -23,6 +23,7 @@
 pub mod device;
 pub mod ensembles;
 pub mod error;
+mod exchange_state;
 pub mod host_math;
 pub mod kernels;
 pub mod limits;

@@ -33,13 +33,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::CUdevice_attribute_enum as DeviceAttr;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::model::DataView;
 
 use crate::device::Gpu;
-use crate::ensembles::{EnsembleSnapshot, Snapshot};
+use crate::ensembles::Snapshot;
 use crate::error::{CudaError, driver};
+use crate::exchange_state::{ExchangeState, ptr};
 use crate::kernels;
 use crate::params::{Arrays, GpuParams, IterConsts, MathMode};
 
@@ -91,32 +92,7 @@ impl MlpKernel {
 /// The program's source: `mlp.cu` with every `#include "x.cuh"` replaced by the
 /// header's text (each header once).
 pub fn program_source() -> String {
-    let mut out = String::new();
-    let mut seen = Vec::new();
-    inline("mlp.cu", &mut out, &mut seen);
-    out
-}
-
-fn inline(name: &str, out: &mut String, seen: &mut Vec<String>) {
-    if seen.iter().any(|s| s == name) {
-        return;
-    }
-    seen.push(name.to_string());
-    let text = FILES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, t)| *t)
-        .unwrap_or("");
-    out.push_str(&format!("// ---- {name}\n"));
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if let Some(rest) = trimmed.strip_prefix("#include \"") {
-            inline(rest.trim_end_matches('"'), out, seen);
-        } else if trimmed != "#pragma once" {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
+    kernels::inline_units(&["mlp.cu"], FILES)
 }
 
 /// The NVRTC options: those of the other kernels ([`kernels::compile_options`]).
@@ -186,18 +162,8 @@ struct Buffers {
     states: CudaSlice<f32>,
     momenta: Option<CudaSlice<f32>>,
     grad: CudaSlice<f32>,
-    energies: CudaSlice<f32>,
-    ladder: CudaSlice<f64>,
-    temps: CudaSlice<f64>,
-    replica_at: CudaSlice<u32>,
-    level_of: CudaSlice<u32>,
-    trips: CudaSlice<u8>,
-    gates: CudaSlice<u8>,
-    flags: CudaSlice<u8>,
-    pairs: CudaSlice<u64>,
-    buffers: CudaSlice<f64>,
-    stats: CudaSlice<u64>,
     samples: CudaSlice<f32>,
+    exchange: ExchangeState,
 }
 
 /// E ensembles of P chains of a classifier stepping together on one GPU.
@@ -215,11 +181,6 @@ pub struct GpuMlp {
     gather: CudaFunction,
     shared: u32,
     iteration: u64,
-}
-
-fn ptr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
-    let (p, _sync) = s.device_ptr(gpu.stream());
-    p
 }
 
 impl GpuMlp {
@@ -256,10 +217,25 @@ impl GpuMlp {
         )
         .map_err(driver("allowing the step its shared memory"))?;
         let (e, p) = (config.ensembles, config.chains);
-        let (n, np) = (e * p, e * (p - 1));
+        let np = e * (p - 1);
         let momentum = config.options.explorer.has_momentum();
         let s = gpu.stream();
-        let up = |c| driver(c);
+        let mut state = ExchangeState::zeros(s, e, p)?;
+        let up = |what: &'static str| driver(what);
+        s.memcpy_htod(&start.ladder, &mut state.ladder)
+            .map_err(up("uploading the ladder"))?;
+        s.memcpy_htod(&start.temps, &mut state.temps)
+            .map_err(up("uploading the temperatures"))?;
+        s.memcpy_htod(&start.replica_at, &mut state.replica_at)
+            .map_err(up("uploading the permutation"))?;
+        s.memcpy_htod(&start.level_of, &mut state.level_of)
+            .map_err(up("uploading the permutation"))?;
+        s.memcpy_htod(&start.trips, &mut state.trips)
+            .map_err(up("uploading the trip states"))?;
+        s.memcpy_htod(&vec![1u8; np], &mut state.gates)
+            .map_err(up("uploading the gates"))?;
+        s.memcpy_htod(&start.buffers, &mut state.buffers)
+            .map_err(up("uploading the buffers"))?;
         let buf = Buffers {
             x: s.clone_htod(data.x()).map_err(up("uploading the data"))?,
             y: s.clone_htod(data.y()).map_err(up("uploading the labels"))?,
@@ -277,60 +253,26 @@ impl GpuMlp {
             grad: s
                 .alloc_zeros::<f32>(start.states.len())
                 .map_err(up("allocating"))?,
-            energies: s.alloc_zeros::<f32>(n).map_err(up("allocating"))?,
-            ladder: s
-                .clone_htod(&start.ladder)
-                .map_err(up("uploading the ladder"))?,
-            temps: s
-                .clone_htod(&start.temps)
-                .map_err(up("uploading the temperatures"))?,
-            replica_at: s
-                .clone_htod(&start.replica_at)
-                .map_err(up("uploading the permutation"))?,
-            level_of: s
-                .clone_htod(&start.level_of)
-                .map_err(up("uploading the permutation"))?,
-            trips: s
-                .clone_htod(&start.trips)
-                .map_err(up("uploading the trip states"))?,
-            gates: s
-                .clone_htod(&vec![1u8; np])
-                .map_err(up("uploading the gates"))?,
-            flags: s.alloc_zeros::<u8>(np).map_err(up("allocating"))?,
-            pairs: s.alloc_zeros::<u64>(4 * np).map_err(up("allocating"))?,
-            buffers: s
-                .clone_htod(&start.buffers)
-                .map_err(up("uploading the buffers"))?,
-            stats: s.alloc_zeros::<u64>(4 * e).map_err(up("allocating"))?,
             samples: s
                 .alloc_zeros::<f32>(e * params.dim as usize)
                 .map_err(up("allocating"))?,
+            exchange: state,
         };
+        let arrays = buf.exchange.arrays(
+            s,
+            ptr(s, &buf.states),
+            buf.momenta.as_ref().map_or(0, |m| ptr(s, m)),
+        );
         let step_arrays = MlpArrays {
-            states: ptr(gpu, &buf.states),
-            momenta: buf.momenta.as_ref().map_or(0, |m| ptr(gpu, m)),
-            grad: ptr(gpu, &buf.grad),
-            energies: ptr(gpu, &buf.energies),
-            ladder: ptr(gpu, &buf.ladder),
-            temps: ptr(gpu, &buf.temps),
-            level_of: ptr(gpu, &buf.level_of),
-            data_x: ptr(gpu, &buf.x),
-            data_y: ptr(gpu, &buf.y),
-        };
-        let arrays = Arrays {
-            states: step_arrays.states,
-            momenta: step_arrays.momenta,
-            energies: step_arrays.energies,
-            ladder: step_arrays.ladder,
-            temps: step_arrays.temps,
-            replica_at: ptr(gpu, &buf.replica_at),
-            level_of: step_arrays.level_of,
-            trips: ptr(gpu, &buf.trips),
-            gates: ptr(gpu, &buf.gates),
-            flags: ptr(gpu, &buf.flags),
-            pairs: ptr(gpu, &buf.pairs),
-            buffers: ptr(gpu, &buf.buffers),
-            stats: ptr(gpu, &buf.stats),
+            states: arrays.states,
+            momenta: arrays.momenta,
+            grad: ptr(s, &buf.grad),
+            energies: arrays.energies,
+            ladder: arrays.ladder,
+            temps: arrays.temps,
+            level_of: arrays.level_of,
+            data_x: ptr(s, &buf.x),
+            data_y: ptr(s, &buf.y),
         };
         let run = GpuMlp {
             gpu: gpu.clone(),
@@ -393,7 +335,7 @@ impl GpuMlp {
         let consts_d = s
             .clone_htod(&consts)
             .map_err(driver("uploading adaptation constants"))?;
-        let cp = ptr(&self.gpu, &consts_d);
+        let cp = ptr(self.gpu.stream(), &consts_d);
         let (e, p) = (self.config.ensembles as u32, self.config.chains as u32);
         let step_cfg = LaunchConfig {
             grid_dim: (e * p, 1, 1),
@@ -461,7 +403,7 @@ impl GpuMlp {
     pub fn energies(&self) -> Result<Vec<f32>, CudaError> {
         self.gpu
             .stream()
-            .clone_dtoh(&self.buf.energies)
+            .clone_dtoh(&self.buf.exchange.energies)
             .map_err(driver("downloading energies"))
     }
 
@@ -471,10 +413,10 @@ impl GpuMlp {
         let s = self.gpu.stream();
         let (p, d) = (self.params.chains, self.params.dim);
         let (states, at) = (
-            ptr(&self.gpu, &self.buf.states),
-            ptr(&self.gpu, &self.buf.replica_at),
+            ptr(self.gpu.stream(), &self.buf.states),
+            ptr(self.gpu.stream(), &self.buf.exchange.replica_at),
         );
-        let out = ptr(&self.gpu, &self.buf.samples);
+        let out = ptr(self.gpu.stream(), &self.buf.samples);
         let cfg = LaunchConfig {
             grid_dim: (self.params.ensembles, 1, 1),
             block_dim: (256, 1, 1),
@@ -490,104 +432,36 @@ impl GpuMlp {
             .map_err(driver("downloading samples"))
     }
 
-    fn level_range(&self, ensemble: usize) -> Result<std::ops::Range<usize>, CudaError> {
-        if ensemble >= self.config.ensembles {
-            return Err(CudaError::NoSuchEnsemble {
-                ensemble,
-                count: self.config.ensembles,
-            });
-        }
-        let p = self.config.chains;
-        Ok(ensemble * p..(ensemble + 1) * p)
-    }
-
     /// Level of each replica of ensemble `ensemble` (P values).
     pub fn levels(&self, ensemble: usize) -> Result<Vec<u32>, CudaError> {
-        let lv = self.level_range(ensemble)?;
-        self.gpu
-            .stream()
-            .clone_dtoh(&self.buf.level_of.slice(lv))
-            .map_err(driver("downloading levels"))
+        self.buf.exchange.levels(self.gpu.stream(), ensemble)
     }
 
     /// Learning rate of each level of ensemble `ensemble` (P values).
     pub fn ladder(&self, ensemble: usize) -> Result<Vec<f64>, CudaError> {
-        let lv = self.level_range(ensemble)?;
-        self.gpu
-            .stream()
-            .clone_dtoh(&self.buf.ladder.slice(lv))
-            .map_err(driver("downloading a ladder"))
+        self.buf.exchange.ladder(self.gpu.stream(), ensemble)
     }
 
     /// Buffer C of every ensemble (E values).
     pub fn buffers(&self) -> Result<Vec<f64>, CudaError> {
-        self.gpu
-            .stream()
-            .clone_dtoh(&self.buf.buffers)
-            .map_err(driver("downloading buffers"))
+        self.buf.exchange.buffers(self.gpu.stream())
     }
 
     /// Round trips, restarts and non-finite energies of every ensemble (E values).
     pub fn index_stats(&self) -> Result<Vec<IndexStats>, CudaError> {
-        let raw = self
-            .gpu
-            .stream()
-            .clone_dtoh(&self.buf.stats)
-            .map_err(driver("downloading index statistics"))?;
-        Ok(bytemuck::cast_slice(&raw).to_vec())
+        self.buf.exchange.index_stats(self.gpu.stream())
     }
 
     /// Counts of every pair, ensemble-major: pair q of ensemble e at `e·(P−1) + q`.
     pub fn pair_stats(&self) -> Result<Vec<PairStats>, CudaError> {
-        let raw = self
-            .gpu
-            .stream()
-            .clone_dtoh(&self.buf.pairs)
-            .map_err(driver("downloading pair counts"))?;
-        Ok(bytemuck::cast_slice(&raw).to_vec())
+        self.buf.exchange.pair_stats(self.gpu.stream())
     }
 
     /// Every ensemble's ladder, temperatures, buffer, counts, permutation, energies,
     /// trip states, flags and gates.
     pub fn snapshot(&self) -> Result<Snapshot, CudaError> {
-        let s = self.gpu.stream();
-        let dl = || driver("downloading a snapshot");
-        let ladder = s.clone_dtoh(&self.buf.ladder).map_err(dl())?;
-        let temps = s.clone_dtoh(&self.buf.temps).map_err(dl())?;
-        let at = s.clone_dtoh(&self.buf.replica_at).map_err(dl())?;
-        let of = s.clone_dtoh(&self.buf.level_of).map_err(dl())?;
-        let energies = s.clone_dtoh(&self.buf.energies).map_err(dl())?;
-        let trips = s.clone_dtoh(&self.buf.trips).map_err(dl())?;
-        let flags = s.clone_dtoh(&self.buf.flags).map_err(dl())?;
-        let gates = s.clone_dtoh(&self.buf.gates).map_err(dl())?;
-        let pairs = s.clone_dtoh(&self.buf.pairs).map_err(dl())?;
-        let buffers = s.clone_dtoh(&self.buf.buffers).map_err(dl())?;
-        let stats = s.clone_dtoh(&self.buf.stats).map_err(dl())?;
-        let pairs: &[PairStats] = bytemuck::cast_slice(&pairs);
-        let stats: &[IndexStats] = bytemuck::cast_slice(&stats);
-        let p = self.config.chains;
-        let ensembles = (0..self.config.ensembles)
-            .map(|e| {
-                let lv = e * p..(e + 1) * p;
-                let pr = e * (p - 1)..(e + 1) * (p - 1);
-                EnsembleSnapshot {
-                    ladder: ladder[lv.clone()].to_vec(),
-                    temperatures: temps[lv.clone()].to_vec(),
-                    buffer: buffers[e],
-                    stats: stats[e],
-                    pair_stats: pairs[pr.clone()].to_vec(),
-                    replica_at: at[lv.clone()].to_vec(),
-                    level_of: of[lv.clone()].to_vec(),
-                    energies: energies[lv.clone()].to_vec(),
-                    trips: trips[lv].to_vec(),
-                    flags: flags[pr.clone()].to_vec(),
-                    gates: gates[pr].to_vec(),
-                }
-            })
-            .collect();
-        Ok(Snapshot {
-            iteration: self.iteration,
-            ensembles,
-        })
+        self.buf
+            .exchange
+            .snapshot(self.gpu.stream(), self.iteration)
     }
 }

@@ -5,49 +5,14 @@
 //! scripts/nvrtc-env.sh`. Without them the tests say they were skipped, or fail when
 //! `NRPT_REQUIRE_NVRTC` is set.
 
-use std::collections::HashMap;
 use std::process::Command;
 
 use nrpt_cuda::MathMode;
-use nrpt_cuda::kernels;
 use nrpt_cuda::mlp::{self, MlpKernel};
 
-/// Prints past the test harness's output capture.
-macro_rules! report {
-    ($($t:tt)*) => {{
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), $($t)*);
-    }};
-}
-
-fn flag(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Reports a skip, or fails when one of `required_by` is set (as in nvrtc.rs: the test
-/// suite sets `NRPT_REQUIRE_NVRTC`, scripts/gpu-check.sh `NRPT_REQUIRE_GPU`).
-fn report_skip(message: &str, required_by: &[&str]) {
-    if let Some(var) = required_by.iter().find(|v| flag(v)) {
-        panic!("{var} is set but {message}");
-    }
-    report!("{message}");
-}
-
-const ARCH: &str = "compute_90";
-
-fn nvrtc_or_skip(test: &str) -> bool {
-    if kernels::nvrtc_present() {
-        true
-    } else {
-        report_skip(
-            &format!(
-                "{test}: skipped: NVRTC not found (`source scripts/nvrtc-env.sh` installs it)"
-            ),
-            &["NRPT_REQUIRE_NVRTC", "NRPT_REQUIRE_GPU"],
-        );
-        false
-    }
-}
+#[macro_use]
+mod toolchain;
+use toolchain::{ARCH, nvrtc_or_skip, parse_ptxas, report_skip};
 
 #[test]
 fn classifier_kernels_compile_for_sm_90() {
@@ -78,49 +43,6 @@ fn classifier_kernels_compile_for_sm_90() {
             assert!(ptx.contains("fma.rn.f32"), "no fma.rn.f32 in Fma PTX");
         }
     }
-}
-
-/// Resources of one function from `ptxas -v`.
-#[derive(Debug, Default)]
-struct Resources {
-    registers: u32,
-    stack: u32,
-    spill_stores: u32,
-    spill_loads: u32,
-    lines: Vec<String>,
-}
-
-fn number_before(line: &str, unit: &str) -> Option<u32> {
-    let i = line.find(unit)?;
-    line[..i].split_whitespace().last()?.parse().ok()
-}
-
-fn parse_ptxas(report: &str) -> HashMap<String, Resources> {
-    let mut out: HashMap<String, Resources> = HashMap::new();
-    let mut current: Option<String> = None;
-    for line in report.lines() {
-        if let Some(rest) = line.split("Function properties for ").nth(1) {
-            current = Some(rest.trim().to_string());
-            out.entry(rest.trim().to_string())
-                .or_default()
-                .lines
-                .push(line.to_string());
-        } else if let Some(rest) = line.split("Compiling entry function '").nth(1) {
-            current = rest.split('\'').next().map(str::to_string);
-        } else if let Some(name) = &current {
-            let r = out.entry(name.clone()).or_default();
-            if line.contains("spill stores") {
-                r.stack = number_before(line, "bytes stack frame").unwrap_or(0);
-                r.spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
-                r.spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
-                r.lines.push(line.to_string());
-            } else if line.contains("Used ") && line.contains("registers") {
-                r.registers = number_before(line, "registers").unwrap_or(0);
-                r.lines.push(line.to_string());
-            }
-        }
-    }
-    out
 }
 
 #[test]
