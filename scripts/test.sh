@@ -13,9 +13,11 @@ rustup component add rustfmt clippy
 
 step "format"
 cargo fmt --all --check
+cargo fmt --manifest-path python/Cargo.toml --check
 
 step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --manifest-path python/Cargo.toml -- -D warnings
 
 step "nrpt-core is no_std: builds for Cortex-M4F and WASM"
 cargo build -p nrpt-core --target thumbv7em-none-eabihf
@@ -51,3 +53,19 @@ step "NumPy speed references: their own checks"
 python3 -c "import numpy" 2>/dev/null || python3 -m pip install --quiet numpy
 python3 benches/numpy/test_nrpt_numpy.py
 python3 benches/numpy/test_mlp_numpy.py
+
+step "Python package: pip install ./python (PyO3; maturin from PyPI), then its tests against the command"
+python_started=$SECONDS
+source scripts/target-dir.sh
+target=$(target_dir)
+venv="$target/python-venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet numpy pytest "mypy==2.4.1"
+# Built into the workspace's target folder, where the release builds above have already
+# compiled most of its dependencies.
+CARGO_TARGET_DIR="$target" "$venv/bin/python" -m pip install --quiet ./python
+# The stubs match the installed package, then the tests (the command line is the debug
+# build of the tests above).
+MYPY_CACHE_DIR="$target/mypy-cache" "$venv/bin/python" -m mypy.stubtest nrpt
+NRPT_BIN="$target/debug/nrpt" NRPT_REQUIRE_CLI=1 "$venv/bin/python" -m pytest -q python/tests
+echo "python package: $((SECONDS - python_started)) s"

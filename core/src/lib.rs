@@ -66,7 +66,9 @@
 //! - [`rng`]: Philox4x32-10, counter-based, so CPU and GPU draw the same numbers;
 //! - [`exact`]: exact tempering on a path π₀^(1−β) π₁^β: MALA, barrier, schedule, log Z;
 //! - [`driver`]: one full iteration over buffers the caller owns ([`Tempering`]), and
-//!   [`fixed`]: the same over arrays of compile-time size ([`FixedTempering`]).
+//!   [`fixed`]: the same over arrays of compile-time size ([`FixedTempering`]);
+//!   [`Controller`]: the swaps, adaptation and counts alone, told the energies by a
+//!   caller that explores by itself (a training loop of P networks: ask/tell).
 //!
 //! Everything runs without `std` and without an allocator (a microcontroller, a WASM
 //! module); bad input is a typed [`Error`], never a panic (property tests drive the
@@ -100,7 +102,7 @@ pub mod swap;
 pub mod target;
 pub mod window;
 
-pub use driver::{Tempering, TemperingOptions};
+pub use driver::{Controller, Tempering, TemperingOptions};
 pub use error::Error;
 pub use fixed::FixedTempering;
 pub use float::Float;

@@ -1,69 +1,17 @@
 //! End-to-end runs of the tempering driver on the paper's 25-mode target.
 
-use nrpt_core::driver::{
-    Buffers as Lent, InitialStates, Temperatures, Tempering, TemperingOptions,
-};
+use nrpt_core::driver::{InitialStates, Temperatures, Tempering, TemperingOptions};
 use nrpt_core::error::Error;
 use nrpt_core::explore::Explorer;
 use nrpt_core::fixed::FixedTempering;
-use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::rng::Rng;
 use nrpt_core::rules::{LadderUpdate, MomentumOnSwap, Rules};
 use nrpt_core::swap::{SwapRule, flags};
 use nrpt_core::target::{EnergyOracle, Modes2d, Noisy, Potential, SumModes};
 use nrpt_core::window::Scheme;
 
-/// Owned buffers for the slice-based driver.
-struct Buffers<F> {
-    states: Vec<F>,
-    momenta: Vec<F>,
-    energies: Vec<F>,
-    ladder: Vec<f64>,
-    temperatures: Vec<f64>,
-    replica_at: Vec<u32>,
-    level_of: Vec<u32>,
-    trips: Vec<TripState>,
-    gates: Vec<bool>,
-    flags: Vec<u8>,
-    pair_stats: Vec<PairStats>,
-    scratch: Vec<F>,
-}
-
-impl<F: nrpt_core::Float> Buffers<F> {
-    fn new(p: usize, d: usize) -> Self {
-        Buffers {
-            states: vec![F::ZERO; p * d],
-            momenta: vec![F::ZERO; p * d],
-            energies: vec![F::ZERO; p],
-            ladder: vec![0.0; p],
-            temperatures: vec![0.0; p],
-            replica_at: vec![0; p],
-            level_of: vec![0; p],
-            trips: vec![0; p],
-            gates: vec![false; p.saturating_sub(1)],
-            flags: vec![0; p.saturating_sub(1)],
-            pair_stats: vec![PairStats::default(); p.saturating_sub(1)],
-            scratch: vec![F::ZERO; 2 * d],
-        }
-    }
-
-    fn storage(&mut self) -> Lent<'_, F> {
-        Lent {
-            states: &mut self.states,
-            momenta: &mut self.momenta,
-            energies: &mut self.energies,
-            ladder: &mut self.ladder,
-            temperatures: &mut self.temperatures,
-            replica_at: &mut self.replica_at,
-            level_of: &mut self.level_of,
-            trips: &mut self.trips,
-            gates: &mut self.gates,
-            flags: &mut self.flags,
-            pair_stats: &mut self.pair_stats,
-            scratch: &mut self.scratch,
-        }
-    }
-}
+mod common;
+use common::Owned;
 
 fn toy(window: u32, seed: u32) -> TemperingOptions {
     TemperingOptions {
@@ -91,12 +39,12 @@ struct Toy {
 /// plus one with the authors' iteration range.
 fn run_toy(rules: Rules, window: u32, seed: u32, iters: u64) -> Toy {
     let total = iters + u64::from(rules == Rules::AUTHORS_CODE);
-    let mut b = Buffers::<f32>::new(16, 2);
+    let mut b = Owned::<f32>::new(16, 2);
     let opts = TemperingOptions {
         rules,
         ..toy(window, seed)
     };
-    let mut t = Tempering::new(opts, Noisy::paper(Modes2d), b.storage()).unwrap();
+    let mut t = Tempering::new(opts, Noisy::paper(Modes2d), b.lend()).unwrap();
     let mut half = Vec::new();
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for k in 0..total {
@@ -234,8 +182,8 @@ fn optimal_window_beats_vanilla_deo_on_the_toy() {
 
 #[test]
 fn adaptation_keeps_the_ends_fixed_and_the_target_mixing() {
-    let mut b = Buffers::<f64>::new(16, 2);
-    let mut t = Tempering::new(toy(8, 7), Noisy::paper(Modes2d), b.storage()).unwrap();
+    let mut b = Owned::<f64>::new(16, 2);
+    let mut t = Tempering::new(toy(8, 7), Noisy::paper(Modes2d), b.lend()).unwrap();
     let mut centre = 0u64;
     for _ in 0..5_000 {
         t.step().unwrap();
@@ -255,8 +203,8 @@ fn adaptation_keeps_the_ends_fixed_and_the_target_mixing() {
 #[test]
 fn same_seed_same_run_and_fixed_owner_agrees_with_slices() {
     let opts = toy(8, 3);
-    let mut b = Buffers::<f32>::new(16, 2);
-    let mut t = Tempering::new(opts, Noisy::paper(Modes2d), b.storage()).unwrap();
+    let mut b = Owned::<f32>::new(16, 2);
+    let mut t = Tempering::new(opts, Noisy::paper(Modes2d), b.lend()).unwrap();
     let mut f = FixedTempering::<f32, _, 16, 2>::new(opts, Noisy::paper(Modes2d)).unwrap();
     for _ in 0..3_000 {
         let a = t.step().unwrap();
@@ -316,8 +264,8 @@ fn every_explorer_and_rule_runs() {
             ladder_max: 0.05,
             ..TemperingOptions::default()
         };
-        let mut b = Buffers::<f64>::new(8, 5);
-        let mut t = Tempering::new(opts, Noisy::exact(SumModes { dim: 5 }), b.storage()).unwrap();
+        let mut b = Owned::<f64>::new(8, 5);
+        let mut t = Tempering::new(opts, Noisy::exact(SumModes { dim: 5 }), b.lend()).unwrap();
         t.run(2_000).unwrap();
         let swaps: u64 = t.storage().pair_stats().iter().map(|p| p.swaps).sum();
         assert!(swaps > 0, "{rule:?} {explorer:?} {temperatures:?}");
@@ -373,12 +321,12 @@ fn a_replica_with_nonfinite_energy_never_swaps() {
             ladder_max: 0.5,
             ..toy(1, 3)
         };
-        let mut b = Buffers::<f64>::new(6, 2);
+        let mut b = Owned::<f64>::new(6, 2);
         for (r, x) in b.states.chunks_mut(2).enumerate() {
             x[0] = if r == 2 { 1000.0 } else { 0.1 * r as f64 };
         }
         let oracle = Noisy::new(Poisoned, 0.5, 0.5).unwrap();
-        let mut t = Tempering::new(opts, oracle, b.storage()).unwrap();
+        let mut t = Tempering::new(opts, oracle, b.lend()).unwrap();
         let mut swaps = 0;
         for _ in 0..2_000 {
             let report = t.step().unwrap();
@@ -417,8 +365,8 @@ fn diverging_explorers_are_counted() {
         },
         ..toy(1, 0)
     };
-    let mut b = Buffers::<f32>::new(4, 2);
-    let mut t = Tempering::new(opts, Noisy::paper(Modes2d), b.storage()).unwrap();
+    let mut b = Owned::<f32>::new(4, 2);
+    let mut t = Tempering::new(opts, Noisy::paper(Modes2d), b.lend()).unwrap();
     t.run(200).unwrap();
     assert!(t.stats().nonfinite_energies > 0);
     let flagged: u64 = t.storage().pair_stats().iter().map(|p| p.nonfinite).sum();
@@ -445,9 +393,9 @@ fn momentum_is_reset_on_a_swap_unless_carried() {
             },
             ..toy(2, 5)
         };
-        let mut b = Buffers::<f64>::new(6, 3);
+        let mut b = Owned::<f64>::new(6, 3);
         let oracle = Noisy::new(SumModes { dim: 3 }, 1.0, 1.0).unwrap();
-        let mut t = Tempering::new(opts, oracle, b.storage()).unwrap();
+        let mut t = Tempering::new(opts, oracle, b.lend()).unwrap();
         let (mut swapped, mut moving) = (0, 0);
         for _ in 0..3_000 {
             t.step().unwrap();
@@ -509,13 +457,13 @@ impl EnergyOracle<f64> for Flaky {
 /// sampler: that call and every later one return the error, nothing moves on.
 #[test]
 fn a_failing_oracle_stops_the_sampler() {
-    let mut b = Buffers::<f64>::new(4, 2);
+    let mut b = Owned::<f64>::new(4, 2);
     // Fails at the 2nd replica of iteration 3 (4 gradients per iteration).
     let oracle = Flaky {
         calls: 0,
         fail_at: 4 * 3 + 2,
     };
-    let mut t = Tempering::new(toy(2, 1), oracle, b.storage()).unwrap();
+    let mut t = Tempering::new(toy(2, 1), oracle, b.lend()).unwrap();
     t.run(3).unwrap();
     assert_eq!(t.step(), Err(DataLost(14)));
     let (states, stats) = (t.storage().states().to_vec(), t.stats());
@@ -533,19 +481,19 @@ fn a_failing_oracle_stops_the_sampler() {
 #[test]
 fn bad_input_gets_a_typed_error() {
     let oracle = Noisy::paper(Modes2d);
-    let mut b = Buffers::<f64>::new(1, 2);
-    let e = Tempering::new(toy(8, 0), oracle, b.storage()).err();
+    let mut b = Owned::<f64>::new(1, 2);
+    let e = Tempering::new(toy(8, 0), oracle, b.lend()).err();
     assert_eq!(e, Some(Error::TooFewChains { chains: 1 }));
 
-    let mut b = Buffers::<f64>::new(4, 2);
-    let e = Tempering::new(toy(0, 0), oracle, b.storage()).err();
+    let mut b = Owned::<f64>::new(4, 2);
+    let e = Tempering::new(toy(0, 0), oracle, b.lend()).err();
     assert_eq!(e, Some(Error::ZeroWindow));
 
     for s in [0.0, 1.0, -0.2, f64::NAN] {
         let mut o = toy(2, 0);
         o.adapt.target_swap_rate = s;
-        let mut b = Buffers::<f64>::new(4, 2);
-        let e = Tempering::new(o, oracle, b.storage()).err();
+        let mut b = Owned::<f64>::new(4, 2);
+        let e = Tempering::new(o, oracle, b.lend()).err();
         assert!(
             matches!(e, Some(Error::SwapRateOutOfRange { .. })),
             "{s}: {e:?}"
@@ -564,8 +512,8 @@ fn bad_input_gets_a_typed_error() {
             ladder_max: max,
             ..toy(2, 0)
         };
-        let mut b = Buffers::<f64>::new(4, 2);
-        let e = Tempering::new(o, oracle, b.storage()).err();
+        let mut b = Owned::<f64>::new(4, 2);
+        let e = Tempering::new(o, oracle, b.lend()).err();
         assert!(
             matches!(e, Some(Error::LadderEnds { .. })),
             "{min} {max}: {e:?}"
@@ -576,9 +524,9 @@ fn bad_input_gets_a_typed_error() {
         initial_buffer: f64::NAN,
         ..toy(2, 0)
     };
-    let mut b = Buffers::<f64>::new(4, 2);
+    let mut b = Owned::<f64>::new(4, 2);
     assert!(matches!(
-        Tempering::new(o, oracle, b.storage()).err(),
+        Tempering::new(o, oracle, b.lend()).err(),
         Some(Error::InvalidValue {
             name: "initial_buffer",
             ..
@@ -589,9 +537,9 @@ fn bad_input_gets_a_typed_error() {
         rule: SwapRule::Metropolis,
         ..toy(2, 0)
     };
-    let mut b = Buffers::<f64>::new(4, 2);
+    let mut b = Owned::<f64>::new(4, 2);
     assert!(matches!(
-        Tempering::new(o, oracle, b.storage()).err(),
+        Tempering::new(o, oracle, b.lend()).err(),
         Some(Error::InvalidValue {
             name: "temperatures",
             ..
@@ -599,35 +547,35 @@ fn bad_input_gets_a_typed_error() {
     ));
 
     // Buffer lengths that do not match P or D.
-    let mut b = Buffers::<f64>::new(4, 2);
+    let mut b = Owned::<f64>::new(4, 2);
     b.states.pop();
     assert!(matches!(
-        Tempering::new(toy(2, 0), oracle, b.storage()).err(),
+        Tempering::new(toy(2, 0), oracle, b.lend()).err(),
         Some(Error::LengthMismatch {
             name: "states",
             expected: 8,
             found: 7
         })
     ));
-    let mut b = Buffers::<f64>::new(4, 3);
+    let mut b = Owned::<f64>::new(4, 3);
     assert!(matches!(
-        Tempering::new(toy(2, 0), oracle, b.storage()).err(),
+        Tempering::new(toy(2, 0), oracle, b.lend()).err(),
         Some(Error::LengthMismatch { .. })
     ));
-    let mut b = Buffers::<f64>::new(4, 2);
+    let mut b = Owned::<f64>::new(4, 2);
     b.gates.push(true);
     assert!(matches!(
-        Tempering::new(toy(2, 0), oracle, b.storage()).err(),
+        Tempering::new(toy(2, 0), oracle, b.lend()).err(),
         Some(Error::LengthMismatch { name: "gates", .. })
     ));
-    let mut b = Buffers::<f64>::new(4, 2);
+    let mut b = Owned::<f64>::new(4, 2);
     b.momenta.clear();
     let o = TemperingOptions {
         explorer: Explorer::MSGD,
         ..toy(2, 0)
     };
     assert!(matches!(
-        Tempering::new(o, oracle, b.storage()).err(),
+        Tempering::new(o, oracle, b.lend()).err(),
         Some(Error::LengthMismatch {
             name: "momenta",
             ..
@@ -646,21 +594,21 @@ fn a_resumed_run_is_the_uninterrupted_run() {
         explorer: Explorer::MSGD,
         ..toy(3, 9)
     };
-    let mut whole = Buffers::<f32>::new(6, 2);
+    let mut whole = Owned::<f32>::new(6, 2);
     let (want_states, want_stats) = {
-        let mut t = Tempering::new(opts, Noisy::paper(Modes2d), whole.storage()).unwrap();
+        let mut t = Tempering::new(opts, Noisy::paper(Modes2d), whole.lend()).unwrap();
         t.run(700).unwrap();
         (t.storage().states().to_vec(), t.stats())
     };
 
-    let mut first = Buffers::<f32>::new(6, 2);
+    let mut first = Owned::<f32>::new(6, 2);
     let progress = {
-        let mut t = Tempering::new(opts, Noisy::paper(Modes2d), first.storage()).unwrap();
+        let mut t = Tempering::new(opts, Noisy::paper(Modes2d), first.lend()).unwrap();
         t.run(300).unwrap();
         t.progress()
     };
     // The saved buffers, copied into fresh memory (as a checkpoint would restore them).
-    let mut copy = Buffers::<f32>::new(6, 2);
+    let mut copy = Owned::<f32>::new(6, 2);
     copy.states.clone_from(&first.states);
     copy.momenta.clone_from(&first.momenta);
     copy.energies.clone_from(&first.energies);
@@ -672,16 +620,16 @@ fn a_resumed_run_is_the_uninterrupted_run() {
     copy.gates.clone_from(&first.gates);
     copy.flags.clone_from(&first.flags);
     copy.pair_stats.clone_from(&first.pair_stats);
-    let mut t = Tempering::resume(opts, Noisy::paper(Modes2d), copy.storage(), progress).unwrap();
+    let mut t = Tempering::resume(opts, Noisy::paper(Modes2d), copy.lend(), progress).unwrap();
     t.run(400).unwrap();
     assert_eq!(t.iteration(), 700);
     assert_eq!(t.stats(), want_stats);
     assert_eq!(t.storage().states(), want_states.as_slice());
 
-    let mut broken = Buffers::<f32>::new(6, 2);
+    let mut broken = Owned::<f32>::new(6, 2);
     broken.replica_at.clone_from(&first.replica_at);
     broken.level_of.clone_from(&first.level_of);
     broken.ladder.clone_from(&first.ladder);
     broken.level_of.swap(0, 1);
-    assert!(Tempering::resume(opts, Noisy::paper(Modes2d), broken.storage(), progress).is_err());
+    assert!(Tempering::resume(opts, Noisy::paper(Modes2d), broken.lend(), progress).is_err());
 }

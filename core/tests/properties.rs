@@ -3,15 +3,15 @@
 //! value or a typed error; nothing panics (proptest reports a panic as a failure), and
 //! the driver's own state stays consistent whatever the caller does.
 
+use nrpt_core::Error;
 use nrpt_core::adapt::{
     AdaptOptions, StepSchedule, StepSize, adapt_buffer, adapt_ladder, initial_ladder,
 };
 use nrpt_core::bernoulli::IndexProcess;
-use nrpt_core::driver::{Buffers, InitialStates, Temperatures, Tempering, TemperingOptions};
+use nrpt_core::driver::{InitialStates, Temperatures, Tempering, TemperingOptions};
 use nrpt_core::explore::Explorer;
 use nrpt_core::fastmath;
 use nrpt_core::fixed::FixedTempering;
-use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::optimal;
 use nrpt_core::rng::PhiloxStream;
 use nrpt_core::rules::{
@@ -20,7 +20,6 @@ use nrpt_core::rules::{
 use nrpt_core::swap::{RuleInputs, SwapBuffers, SwapRule, SweepBuffers, sweep};
 use nrpt_core::target::{Modes2d, Noisy, SumModes};
 use nrpt_core::window::Scheme;
-use nrpt_core::{Error, Float};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
@@ -155,59 +154,8 @@ fn any_options() -> impl Strategy<Value = TemperingOptions> {
         )
 }
 
-/// Owned buffers with every length off by `delta[i]` (mostly 0).
-struct Owned<F> {
-    states: Vec<F>,
-    momenta: Vec<F>,
-    energies: Vec<F>,
-    ladder: Vec<f64>,
-    temperatures: Vec<f64>,
-    replica_at: Vec<u32>,
-    level_of: Vec<u32>,
-    trips: Vec<TripState>,
-    gates: Vec<bool>,
-    flags: Vec<u8>,
-    pair_stats: Vec<PairStats>,
-    scratch: Vec<F>,
-}
-
-impl<F: Float> Owned<F> {
-    fn new(p: usize, d: usize, delta: &[i8; 12], fill: F) -> Self {
-        let len = |n: usize, i: usize| (n as isize + isize::from(delta[i])).max(0) as usize;
-        let pairs = p.saturating_sub(1);
-        Owned {
-            states: vec![fill; len(p * d, 0)],
-            momenta: vec![fill; len(p * d, 1)],
-            energies: vec![fill; len(p, 2)],
-            ladder: vec![0.5; len(p, 3)],
-            temperatures: vec![0.5; len(p, 4)],
-            replica_at: vec![7; len(p, 5)],
-            level_of: vec![9; len(p, 6)],
-            trips: vec![0; len(p, 7)],
-            gates: vec![false; len(pairs, 8)],
-            flags: vec![0; len(pairs, 9)],
-            pair_stats: vec![PairStats::default(); len(pairs, 10)],
-            scratch: vec![fill; len(2 * d, 11)],
-        }
-    }
-
-    fn lend(&mut self) -> Buffers<'_, F> {
-        Buffers {
-            states: &mut self.states,
-            momenta: &mut self.momenta,
-            energies: &mut self.energies,
-            ladder: &mut self.ladder,
-            temperatures: &mut self.temperatures,
-            replica_at: &mut self.replica_at,
-            level_of: &mut self.level_of,
-            trips: &mut self.trips,
-            gates: &mut self.gates,
-            flags: &mut self.flags,
-            pair_stats: &mut self.pair_stats,
-            scratch: &mut self.scratch,
-        }
-    }
-}
+mod common;
+use common::Owned;
 
 /// Length offsets: mostly all exact, sometimes some one off.
 fn deltas() -> impl Strategy<Value = [i8; 12]> {
@@ -281,7 +229,7 @@ fn drive<F: nrpt_core::rng::UnitDraw>(
     noise: f64,
     calls: &[Call],
 ) -> Result<(), TestCaseError> {
-    let mut owned = Owned::<F>::new(p, d, &delta, F::from_f64(0.25));
+    let mut owned = Owned::<F>::with_offsets(p, d, &delta, F::from_f64(0.25));
     let oracle = Noisy {
         potential: SumModes { dim: d },
         gradient_noise: noise,
@@ -476,7 +424,7 @@ proptest! {
         rates in proptest::collection::vec(any_float(), 0..6),
         steps in 0usize..50,
     ) {
-        let mut o = Owned::<f32>::new(p, 1, &delta, 0.0);
+        let mut o = Owned::<f32>::with_offsets(p, 1, &delta, 0.0);
         let scheme = if window == 0 { Scheme::Seo } else { Scheme::Deo { window } };
         let swap = SwapBuffers { replica_at: &mut o.replica_at, level_of: &mut o.level_of, gates: &mut o.gates, flags: &mut o.flags };
         if let Ok(mut ip) = IndexProcess::new(scheme, swap, &mut o.trips, 7, 1) {

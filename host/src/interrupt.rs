@@ -21,3 +21,15 @@ pub fn install() {
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }
+
+/// Asks running work to stop, as Ctrl-C does: for a program that embeds the library
+/// and receives signals itself (the Python package).
+pub fn request() {
+    REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// Forgets a request once the work it stopped has ended, so that a program that goes
+/// on (a Python session after a `KeyboardInterrupt`) can run again.
+pub fn clear() {
+    REQUESTED.store(false, Ordering::SeqCst);
+}

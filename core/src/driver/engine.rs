@@ -1,13 +1,15 @@
 //! The one implementation of an iteration, shared by [`crate::Tempering`] (slices)
 //! and [`crate::FixedTempering`] (arrays).
 
+use core::fmt;
+
 use rand_core::Rng;
 
 use super::IterationReport;
 use super::options::{InitialStates, Temperatures, TemperingOptions};
 use super::storage::Storage;
 use crate::adapt::{StepSize, adapt_buffer, adapt_ladder_indicators, initial_ladder};
-use crate::error::Error;
+use crate::error::{Error, check_len};
 use crate::explore::{Explorer, langevin_step, momentum_step, noise_scale};
 use crate::index::{IndexStats, PairStats, authors_pass, init_identity, observe_arrival};
 use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, UnitDraw, fill_normals, streams};
@@ -58,14 +60,9 @@ impl<O, E: Clone> Engine<O, E> {
         s.pair_stats.fill(PairStats::default());
         s.energies.fill(F::ZERO);
         s.momenta.fill(F::ZERO);
-        if let InitialStates::Uniform { low, high } = options.init {
+        if options.init != InitialStates::Keep {
             for (r, x) in s.states.chunks_mut(s.dim).enumerate() {
-                let mut rng =
-                    PhiloxStream::new(options.seed, options.ensemble, 0, r as u32, streams::INIT);
-                for xi in x.iter_mut() {
-                    let u = f64::uniform(rng.next_u32());
-                    *xi = F::from_f64(low + (high - low) * u);
-                }
+                initial_state(&options, r as u32, x);
             }
         }
         options.temperatures.fill(s.ladder, s.temperatures);
@@ -172,32 +169,25 @@ impl<O, E: Clone> Engine<O, E> {
         let o = self.options;
         let p = s.energies.len();
         let dim = s.dim;
-        let k = self.iteration;
         let per_level = o.rules.pair_energies == PairEnergies::PerLevel;
-        let (grad, noise) = s.scratch.split_at_mut(dim);
-
-        // Explore, then the stochastic energy at the new state, replica by replica from
-        // one Philox stream each (gradient noise, Langevin noise, energy noise).
+        let momentum = o.explorer.has_momentum();
         for r in 0..p {
             let level = s.level_of[r] as usize;
-            let eta = s.ladder[level];
+            let replica = ReplicaStep {
+                iteration: self.iteration,
+                replica: r as u32,
+                eta: s.ladder[level],
+                temperature: s.temperatures[level],
+            };
             let x = &mut s.states[r * dim..(r + 1) * dim];
-            let mut rng = PhiloxStream::new(o.seed, o.ensemble, k, r as u32, streams::STEP);
-            self.oracle.gradient(x, grad, &mut rng)?;
-            let sigma = noise_scale(o.explorer, eta, s.temperatures[level]);
-            if sigma > 0.0 {
-                fill_normals(&mut rng, noise);
-            }
-            let (eta, sigma) = (F::from_f64(eta), F::from_f64(sigma));
-            match o.explorer {
-                Explorer::Langevin => langevin_step(x, grad, noise, eta, sigma),
-                Explorer::Momentum { momentum } => {
-                    let v = &mut s.momenta[r * dim..(r + 1) * dim];
-                    momentum_step(x, v, grad, noise, eta, F::from_f64(momentum), sigma);
-                }
-            }
-            if per_level {
-                s.energies[level] = self.oracle.energy(x, &mut rng)?;
+            let v = if momentum {
+                &mut s.momenta[r * dim..(r + 1) * dim]
+            } else {
+                &mut []
+            };
+            let energy = step_replica(&o, &mut self.oracle, replica, x, v, s.scratch, per_level)?;
+            if let Some(e) = energy {
+                s.energies[level] = e;
             }
         }
         Ok(())
@@ -324,6 +314,130 @@ impl<O, E: Clone> Engine<O, E> {
             nonfinite_pairs: summary.nonfinite,
             round_trips: (self.stats.round_trips - before) as u32,
         })
+    }
+}
+
+/// Where one replica stands for its exploration step: the iteration, the replica's
+/// index (its Philox stream) and the learning rate and temperature of its level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplicaStep {
+    /// Iteration k (0-based).
+    pub iteration: u64,
+    /// Replica r.
+    pub replica: u32,
+    /// Learning rate η of the replica's level.
+    pub eta: f64,
+    /// Temperature T of the replica's level.
+    pub temperature: f64,
+}
+
+/// Why [`explore_replica`] did not step a replica.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplicaError<E> {
+    /// A buffer of the wrong length (nothing was touched).
+    Buffers(Error),
+    /// The oracle's error, from its gradient or energy (the state may be half-stepped).
+    Oracle(E),
+}
+
+impl<E: fmt::Display> fmt::Display for ReplicaError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplicaError::Buffers(e) => e.fmt(f),
+            ReplicaError::Oracle(e) => write!(f, "energy oracle: {e}"),
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> core::error::Error for ReplicaError<E> {}
+
+/// One replica's share of phases 1–2, exactly as [`crate::Tempering::explore`] runs it:
+/// from stream `STEP` of (k, r) the gradient noise (through the oracle), the sampling
+/// noise when its scale ([`noise_scale`]) is above 0, the step of `options.explorer` on
+/// `x` (and on the velocity `v` of a momentum explorer; `v` is not read otherwise and
+/// may be empty), then, when `energy` is set, the stochastic energy at the new state.
+///
+/// Engines that explore outside the driver (or a caller that keeps its own states,
+/// with a [`crate::driver::Controller`] doing the rest) use this to make the same draws
+/// as the driver.
+///
+/// `x` must hold the oracle's D coordinates, `scratch` at least 2·D values (one
+/// gradient and one noise vector) and `v`, with a momentum explorer, D values: anything
+/// else is a [`ReplicaError::Buffers`] that changes nothing.
+pub fn explore_replica<F: UnitDraw, O: EnergyOracle<F>>(
+    options: &TemperingOptions,
+    oracle: &mut O,
+    step: ReplicaStep,
+    x: &mut [F],
+    v: &mut [F],
+    scratch: &mut [F],
+    energy: bool,
+) -> Result<Option<F>, ReplicaError<O::Error>> {
+    let dim = oracle.dim();
+    let checks = check_len("x", x.len(), dim)
+        .and_then(|()| check_len("scratch", scratch.len().min(2 * dim), 2 * dim))
+        .and_then(|()| {
+            if options.explorer.has_momentum() {
+                check_len("v", v.len(), dim)
+            } else {
+                Ok(())
+            }
+        });
+    checks.map_err(ReplicaError::Buffers)?;
+    step_replica(options, oracle, step, x, v, scratch, energy).map_err(ReplicaError::Oracle)
+}
+
+/// [`explore_replica`] over buffers already checked (the driver's, checked once by
+/// [`crate::Tempering::new`]).
+pub(crate) fn step_replica<F: UnitDraw, O: EnergyOracle<F>>(
+    options: &TemperingOptions,
+    oracle: &mut O,
+    step: ReplicaStep,
+    x: &mut [F],
+    v: &mut [F],
+    scratch: &mut [F],
+    energy: bool,
+) -> Result<Option<F>, O::Error> {
+    let o = options;
+    let dim = x.len();
+    let (grad, rest) = scratch.split_at_mut(dim);
+    let noise = &mut rest[..dim];
+    let mut rng = PhiloxStream::new(
+        o.seed,
+        o.ensemble,
+        step.iteration,
+        step.replica,
+        streams::STEP,
+    );
+    oracle.gradient(x, grad, &mut rng)?;
+    let sigma = noise_scale(o.explorer, step.eta, step.temperature);
+    if sigma > 0.0 {
+        fill_normals(&mut rng, noise);
+    }
+    let (eta, sigma) = (F::from_f64(step.eta), F::from_f64(sigma));
+    match o.explorer {
+        Explorer::Langevin => langevin_step(x, grad, noise, eta, sigma),
+        Explorer::Momentum { momentum } => {
+            momentum_step(x, v, grad, noise, eta, F::from_f64(momentum), sigma);
+        }
+    }
+    if energy {
+        Ok(Some(oracle.energy(x, &mut rng)?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// The initial state of replica `replica` as [`crate::Tempering::new`] draws it with
+/// [`InitialStates::Uniform`]: every coordinate uniform in [low, high) from stream
+/// `INIT` of (0, r). Leaves `x` alone with [`InitialStates::Keep`].
+pub fn initial_state<F: UnitDraw>(options: &TemperingOptions, replica: u32, x: &mut [F]) {
+    if let InitialStates::Uniform { low, high } = options.init {
+        let mut rng = PhiloxStream::new(options.seed, options.ensemble, 0, replica, streams::INIT);
+        for xi in x.iter_mut() {
+            let u = f64::uniform(rng.next_u32());
+            *xi = F::from_f64(low + (high - low) * u);
+        }
     }
 }
 

@@ -27,6 +27,15 @@
 //! energies from stream `PAIR` of (k, pair); initial states from stream `INIT` of
 //! (0, r). See [`crate::rng::streams`].
 //!
+//! ## Exploring elsewhere
+//!
+//! A caller that keeps its own states and explores them itself (a training loop of P
+//! networks, a vectorized engine) drives the same iteration through a [`Controller`]:
+//! it tells the P energies by replica and gets the swaps, the ladder and the counts,
+//! the same bits as [`Tempering`] for the same energies. [`explore_replica`] and
+//! [`initial_state`] are the driver's own exploration step and initial draw of one
+//! replica, for callers that want its streams.
+//!
 //! ## Failures
 //!
 //! Bad options and buffers are a typed [`Error`] from [`Tempering::new`]. An oracle
@@ -34,10 +43,13 @@
 //! then refuses to go on: every later call returns the same error (hence
 //! `EnergyOracle::Error: Clone`).
 
+mod controller;
 mod engine;
 mod options;
 mod storage;
 
+pub use controller::{Controller, ControllerBuffers};
+pub use engine::{ReplicaError, ReplicaStep, explore_replica, initial_state};
 pub use options::{InitialStates, Temperatures, TemperingOptions};
 
 pub use storage::{Buffers, ExploreView, Storage};

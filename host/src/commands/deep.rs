@@ -68,8 +68,29 @@ pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
 
 /// Runs the command.
 pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
-    let settings = settings(args)?;
+    settings(args)?;
     let out = OutDir::prepare(&args.out)?;
+    let say = |what: &str| {
+        if !quiet && !json {
+            eprintln!("deep: {what}");
+        }
+    };
+    let report = compute(args, backend, &say)?;
+    write_outputs(out.path(), &report)?;
+    out.commit()?;
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    print_table(&report);
+    println!("\nfigures and data in {}", args.out.display());
+    Ok(())
+}
+
+/// The comparison of a run's flags, without writing anything; `say(what)` is told
+/// what starts.
+pub fn compute(args: &DeepArgs, backend: &dyn Backend, say: &dyn Fn(&str)) -> Result<Report> {
+    let settings = settings(args)?;
     let spec = DataSpec::from_paths(
         args.data.as_deref(),
         args.labels.as_deref(),
@@ -83,21 +104,7 @@ pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> R
         args.batch,
         args.prior_sigma,
     )?;
-    let say = |what: &str| {
-        if !quiet && !json {
-            eprintln!("deep: {what}");
-        }
-    };
-    let report = experiment::run(&model, &settings, backend, &say)?;
-    write_outputs(out.path(), &report)?;
-    out.commit()?;
-    if json {
-        println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
-    }
-    print_table(&report);
-    println!("\nfigures and data in {}", args.out.display());
-    Ok(())
+    experiment::run(&model, &settings, backend, say)
 }
 
 fn print_table(r: &Report) {

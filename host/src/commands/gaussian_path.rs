@@ -80,20 +80,43 @@ pub fn settings(c: &RunConfig) -> ExactSettings {
 /// Points where λ(β) is drawn and written.
 const PROFILE_POINTS: usize = 101;
 
-/// Runs the command's gaussian-path branch.
-pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<()> {
+/// A finished gaussian-path run: its settings, outcome and summary, and its seconds.
+pub struct Computed {
+    /// The settings of the configuration.
+    pub settings: ExactSettings,
+    /// Every ensemble's rounds and records.
+    pub outcome: ExactOutcome,
+    /// What `summary.json` holds.
+    pub summary: ExactSummary,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+}
+
+/// Runs a gaussian-path configuration without writing anything (a progress bar unless
+/// `quiet`).
+pub fn compute(config: &RunConfig, quiet: bool) -> Result<Computed> {
     let s = settings(config);
     exact::check(&s)?;
-    let out_dir = OutDir::prepare(&config.out)?;
     let started = Instant::now();
     // The pilot's share is not known before P is: the bar counts the main run.
     let progress = Progress::new("run", s.iterations * s.ensembles as u64, quiet);
     let out = exact::run(&s, &|n| progress.inc(n))?;
     progress.finish();
     let seconds = started.elapsed().as_secs_f64();
+    let summary = summarize(config, &s, &out);
+    Ok(Computed {
+        settings: s,
+        outcome: out,
+        summary,
+        seconds,
+    })
+}
+
+/// The summary of a finished run.
+fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> ExactSummary {
     let pooled = out.pooled();
     let recommend = |rule: ChainRule| recommended_chains(pooled.lambda, rule).ok();
-    let summary = ExactSummary {
+    ExactSummary {
         config: config.clone(),
         dim: s.dim,
         chains: out.chains,
@@ -130,7 +153,19 @@ pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<
             }
             w
         },
-    };
+    }
+}
+
+/// Runs the command's gaussian-path branch.
+pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<()> {
+    exact::check(&settings(config))?;
+    let out_dir = OutDir::prepare(&config.out)?;
+    let Computed {
+        settings: s,
+        outcome: out,
+        summary,
+        seconds,
+    } = compute(config, quiet)?;
     write_outputs(out_dir.path(), &s, &out, &summary)?;
     out_dir.commit()?;
     for w in &summary.warnings {

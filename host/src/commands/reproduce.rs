@@ -604,13 +604,32 @@ pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) ->
     let started = Instant::now();
     let truth = Truth::new();
     let runs = run_all(&s, backend, quiet)?;
+    let mut results = results(s, &runs, &truth);
+    results.figures = write_figures(out, &runs, &truth, &results.w_sweep, &s)?;
+    results.seconds = started.elapsed().as_secs_f64();
+    write_json(&out.join("results.json"), &results)?;
+    Ok(results)
+}
+
+/// The reproduction's results alone: no figure and no file (`figures` is empty).
+pub fn compute(s: Settings, backend: &dyn Backend, quiet: bool) -> Result<Results> {
+    let started = Instant::now();
+    let truth = Truth::new();
+    let runs = run_all(&s, backend, quiet)?;
+    let mut results = results(s, &runs, &truth);
+    results.seconds = started.elapsed().as_secs_f64();
+    Ok(results)
+}
+
+/// The tables of a reproduction from its runs (no figures yet, no time).
+fn results(s: Settings, runs: &Runs, truth: &Truth) -> Results {
     let deo = &runs.w_sweep[0];
     let star = &runs.s_sweep[2];
     let methods = vec![
-        baseline_result("SGLD×P16", &runs.sgld, &truth),
-        baseline_result("cycSGLD×T16", &runs.cyc, &truth),
-        tempering_result("DEO-SGD×P16", &deo.0, &deo.1, &truth),
-        tempering_result("DEO⋆-SGD×P16", &star.0, &star.1, &truth),
+        baseline_result("SGLD×P16", &runs.sgld, truth),
+        baseline_result("cycSGLD×T16", &runs.cyc, truth),
+        tempering_result("DEO-SGD×P16", &deo.0, &deo.1, truth),
+        tempering_result("DEO⋆-SGD×P16", &star.0, &star.1, truth),
     ];
     let s_sweep = runs
         .s_sweep
@@ -620,7 +639,7 @@ pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) ->
                 &format!("DEO⋆-SGD×P16, S = {}", j.options.adapt.target_swap_rate),
                 j,
                 o,
-                &truth,
+                truth,
             )
         })
         .collect();
@@ -628,7 +647,7 @@ pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) ->
         .w_sweep
         .iter()
         .map(|(j, o)| {
-            let r = tempering_result("", j, o, &truth);
+            let r = tempering_result("", j, o, truth);
             WindowPoint {
                 window: j.options.scheme.window_code(),
                 round_trips_per_1000: r.round_trips_per_1000.unwrap_or(f64::NAN),
@@ -639,7 +658,6 @@ pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) ->
             }
         })
         .collect();
-    let figures = write_figures(out, &runs, &truth, &w_sweep, &s)?;
     let mut variants = Vec::new();
     for ((w, _), (aj, ao)) in NOTEBOOK.iter().zip(&runs.authors) {
         if let Some((pj, po)) = runs
@@ -647,11 +665,11 @@ pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) ->
             .iter()
             .find(|(j, _)| j.options.scheme.window_code() == *w)
         {
-            variants.push(variant_result(Preset::Paper, &s, pj, po, &truth));
+            variants.push(variant_result(Preset::Paper, &s, pj, po, truth));
         }
-        variants.push(variant_result(Preset::AuthorsCode, &s, aj, ao, &truth));
+        variants.push(variant_result(Preset::AuthorsCode, &s, aj, ao, truth));
     }
-    let results = Results {
+    Results {
         settings: s,
         backend: star.1.backend.clone(),
         methods,
@@ -659,19 +677,17 @@ pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) ->
         w_sweep,
         rules: RuleChoices::default().resolve().into(),
         variants,
-        figures,
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    write_json(&out.join("results.json"), &results)?;
-    Ok(results)
+        figures: Vec::new(),
+        seconds: 0.0,
+    }
 }
 
 fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "—".to_string(), |x| format!("{x:.digits$}"))
 }
 
-/// Runs the command.
-pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
+/// The sizes of a reproduction from its flags.
+pub fn settings(args: &ReproduceArgs) -> Result<Settings> {
     let seeds = args.ensembles.unwrap_or(if args.quick { 3 } else { 5 });
     if seeds == 0 {
         return Err(
@@ -688,14 +704,19 @@ pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool)
         )
         .into());
     }
-    let s = Settings {
+    Ok(Settings {
         iterations,
         seeds,
         chains: 16,
         seed: args.seed,
         thin: 10,
         warmup: 100,
-    };
+    })
+}
+
+/// Runs the command.
+pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
+    let s = settings(args)?;
     let out = OutDir::prepare(&args.out)?;
     let r = reproduce(s, out.path(), backend, quiet)?;
     out.commit()?;

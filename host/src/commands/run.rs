@@ -11,7 +11,7 @@ use crate::cli::RunArgs;
 use crate::config::{ConfigError, RunConfig, TargetKind};
 use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
-use crate::engine::{Backend, Record, RunOutput, Target};
+use crate::engine::{Backend, Job, Record, RunOutput, Target};
 use crate::metrics::{Accuracy, Truth};
 use crate::output::{Csv, OutDir, npy_f32, write_atomic, write_json};
 
@@ -331,6 +331,79 @@ fn start(args: &RunArgs) -> Result<(RunConfig, Option<u64>, Option<RunState>)> {
     Ok((config, Some(every), Some(c.state)))
 }
 
+/// What a run records: samples every `thin` iterations after `warmup`, a trace entry
+/// every 1/400 of the iterations.
+pub fn record_for(config: &RunConfig) -> Record {
+    Record {
+        thin: config.thin,
+        warmup: config.warmup,
+        trace_every: (config.iterations / 400).max(1),
+        path_iterations: 0,
+    }
+}
+
+/// The summary of a finished run of `job` (from `config`), as `summary.json` holds it.
+pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
+    let stats = out.total_stats();
+    let e = job.ensembles as f64;
+    let per1000 = |n: u64| n as f64 * 1000.0 / (e * job.iterations as f64);
+    let window = job.options.scheme.window_code();
+    let (pair_indicator_rate, pair_executed_swap_rate) = pair_rates(out, job.iterations);
+    let advice = WindowAdvice::new(job.chains, window, &pair_indicator_rate);
+    // Rates and buffer in the units of the configuration (per example for classifiers).
+    let scale = job.target.energy_scale();
+    let final_ladders: Vec<Vec<f64>> = out
+        .ensembles
+        .iter()
+        .map(|r| r.ladder.iter().map(|eta| eta * scale).collect())
+        .collect();
+    let views: Vec<&[f64]> = final_ladders.iter().map(Vec::as_slice).collect();
+    let (final_ladder_mean, final_ladder_sd) = crate::engine::ladder_spread(&views);
+    Summary {
+        config: config.clone(),
+        backend: out.backend.clone(),
+        window,
+        rules: config.rule_choices().resolve().into(),
+        iterations_run: job.iterations,
+        round_trips_per_1000: per1000(stats.round_trips),
+        round_trips_per_1000_authors: per1000(stats.authors_round_trips),
+        restarts_per_1000: per1000(stats.restarts),
+        model_round_trips_per_1000: (window > 0)
+            .then(|| {
+                nrpt_core::optimal::round_trip_rate_u32(job.chains, window, config.swap_rate).ok()
+            })
+            .flatten()
+            .map(|r| 1000.0 * r),
+        nonfinite_energies: stats.nonfinite_energies,
+        final_buffer_mean: out.ensembles.iter().map(|r| r.buffer).sum::<f64>() / e / scale,
+        final_ladder_mean,
+        final_ladder_sd,
+        final_ladders,
+        pair_indicator_rate,
+        pair_executed_swap_rate,
+        accuracy: (job.target == Target::Modes2d && !out.samples.is_empty())
+            .then(|| Truth::new().accuracy(&out.samples)),
+        classifier: match &job.target {
+            Target::Classifier(t) => {
+                let data = &t.data;
+                let mut bma = crate::deep::metrics::Bma::new(data.test.len(), data.classes);
+                for theta in out.samples.chunks_exact(t.dim()) {
+                    bma.add(t, theta, &data.test.x);
+                }
+                Some(bma.scores(&data.test.y))
+            }
+            _ => None,
+        },
+        lemma1_at_measured_rate: advice,
+        warnings: warnings(
+            config,
+            (job.chains * job.ensembles) as u64 * job.iterations,
+            stats.nonfinite_energies,
+            out.sample_iterations.len(),
+        ),
+    }
+}
+
 /// Runs the command: on `backend`, or segment by segment on `cpu` with checkpoints.
 pub fn run(
     args: &RunArgs,
@@ -353,13 +426,7 @@ pub fn run(
     // Iterations this process runs (a resumed run starts at its checkpoint).
     let resumed_at = saved.as_ref().map_or(0, |s| s.iteration);
     let out_dir = OutDir::prepare(&config.out)?;
-    let record = Record {
-        thin: config.thin,
-        warmup: config.warmup,
-        trace_every: (config.iterations / 400).max(1),
-        path_iterations: 0,
-    };
-    let job = config.job(record)?;
+    let job = config.job(record_for(&config))?;
     let started = Instant::now();
     let ckpt = checkpoint::path_for(&config.out);
     let out = match every {
@@ -417,64 +484,8 @@ pub fn run(
         }
     };
     let seconds = started.elapsed().as_secs_f64();
-    let stats = out.total_stats();
-    let e = job.ensembles as f64;
-    let per1000 = |n: u64| n as f64 * 1000.0 / (e * job.iterations as f64);
-    let window = job.options.scheme.window_code();
-    let (pair_indicator_rate, pair_executed_swap_rate) = pair_rates(&out, job.iterations);
-    let advice = WindowAdvice::new(job.chains, window, &pair_indicator_rate);
-    // Rates and buffer in the units of the configuration (per example for classifiers).
-    let scale = job.target.energy_scale();
-    let final_ladders: Vec<Vec<f64>> = out
-        .ensembles
-        .iter()
-        .map(|r| r.ladder.iter().map(|eta| eta * scale).collect())
-        .collect();
-    let views: Vec<&[f64]> = final_ladders.iter().map(Vec::as_slice).collect();
-    let (final_ladder_mean, final_ladder_sd) = crate::engine::ladder_spread(&views);
-    let summary = Summary {
-        config: config.clone(),
-        backend: out.backend.clone(),
-        window,
-        rules: config.rule_choices().resolve().into(),
-        iterations_run: job.iterations,
-        round_trips_per_1000: per1000(stats.round_trips),
-        round_trips_per_1000_authors: per1000(stats.authors_round_trips),
-        restarts_per_1000: per1000(stats.restarts),
-        model_round_trips_per_1000: (window > 0)
-            .then(|| {
-                nrpt_core::optimal::round_trip_rate_u32(job.chains, window, config.swap_rate).ok()
-            })
-            .flatten()
-            .map(|r| 1000.0 * r),
-        nonfinite_energies: stats.nonfinite_energies,
-        final_buffer_mean: out.ensembles.iter().map(|r| r.buffer).sum::<f64>() / e / scale,
-        final_ladder_mean,
-        final_ladder_sd,
-        final_ladders,
-        pair_indicator_rate,
-        pair_executed_swap_rate,
-        accuracy: (job.target == Target::Modes2d && !out.samples.is_empty())
-            .then(|| Truth::new().accuracy(&out.samples)),
-        classifier: match &job.target {
-            Target::Classifier(t) => {
-                let data = &t.data;
-                let mut bma = crate::deep::metrics::Bma::new(data.test.len(), data.classes);
-                for theta in out.samples.chunks_exact(t.dim()) {
-                    bma.add(t, theta, &data.test.x);
-                }
-                Some(bma.scores(&data.test.y))
-            }
-            _ => None,
-        },
-        lemma1_at_measured_rate: advice,
-        warnings: warnings(
-            &config,
-            (job.chains * job.ensembles) as u64 * job.iterations,
-            stats.nonfinite_energies,
-            out.sample_iterations.len(),
-        ),
-    };
+    let summary = summarize(&config, &job, &out);
+    let (window, scale) = (summary.window, job.target.energy_scale());
     write_outputs(
         out_dir.path(),
         &config,

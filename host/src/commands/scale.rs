@@ -482,15 +482,9 @@ fn print_table(r: &Results) {
 
 /// Runs a sweep (or one shard of it).
 pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
-    let s = settings(a)?;
+    settings(a)?;
     let out = OutDir::prepare(&a.out)?;
-    let all = scale::enumerate(&s);
-    let indices: Vec<usize> = (0..all.len())
-        .filter(|i| a.shard.is_none_or(|sh| i % sh.count == sh.index))
-        .collect();
-    let progress = Progress::new("scale", indices.len() as u64, quiet);
-    let points = scale::run(&s, &indices, backend, &|p| {
-        progress.inc(1);
+    let results = compute(a, backend, quiet, &|p| {
         if !quiet && !json {
             eprintln!(
                 "P = {:>5}, W = {:>5} ({}), S = {}: E[T] = {:.1} (Lemma 1 {:.1}, ratio {:.4}) in {:.1} s",
@@ -505,15 +499,35 @@ pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Res
             );
         }
     })?;
+    finish(out, &results, json, "results in")
+}
+
+/// The points and fits of a sweep (or of one shard of it), without writing anything:
+/// a progress bar unless `quiet`, and `done(point)` as each point is measured.
+pub fn compute(
+    a: &SweepArgs,
+    backend: &dyn Backend,
+    quiet: bool,
+    done: &(dyn Fn(&Point) + Sync),
+) -> Result<Results> {
+    let s = settings(a)?;
+    let all = scale::enumerate(&s);
+    let indices: Vec<usize> = (0..all.len())
+        .filter(|i| a.shard.is_none_or(|sh| i % sh.count == sh.index))
+        .collect();
+    let progress = Progress::new("scale", indices.len() as u64, quiet);
+    let points = scale::run(&s, &indices, backend, &|p| {
+        progress.inc(1);
+        done(p);
+    })?;
     progress.finish();
     let fits = scale::fits(&points);
-    let results = Results {
+    Ok(Results {
         settings: s,
         shard: a.shard,
         points,
         fits,
-    };
-    finish(out, &results, json, "results in")
+    })
 }
 
 /// Merges shard outputs into one sweep.

@@ -1,0 +1,668 @@
+"""nrpt: non-reversible parallel tempering for deep posteriors, from Python.
+
+Deng, Zhang, Feng, Liang and Lin, *Non-reversible Parallel Tempering for Deep
+Posterior Approximation* (AAAI 2023): P chains at P learning rates (level 0 samples
+the target, level P - 1 explores boldly) swap neighbouring states in windows of W
+iterations with the buffered rule ``e[l+1] + C < e[l]``, while a stochastic
+approximation tunes the learning-rate ladder and the buffer C towards a target swap
+rate S.
+
+- :class:`Controller`: the swap controller for your own training loop (ask/tell):
+  tell it the P energies (losses) your models computed, it says which levels swapped,
+  which model sits at which level, each model's learning rate and whether a model must
+  reset its momentum. The same decisions, bit for bit, as nrpt's Rust core.
+- :func:`optimal_window`, :func:`w_star`, :func:`paper_window`, :func:`window`,
+  :func:`expected_round_trip`, :func:`round_trip_rate`: the optimal window W* and the
+  round-trip model of the paper's Lemma 1.
+- :func:`run`, :func:`reproduce`, :func:`deep`, :func:`scale`: the engines of the
+  ``nrpt`` command (built-in targets and data targets) with dictionaries of NumPy arrays
+  in place of output folders; the GIL is released while they run, and Ctrl-C stops
+  them with ``KeyboardInterrupt``.
+- :class:`ToyExplorer`: the exploration step of the built-in toy targets over NumPy
+  states, so a Python loop around a :class:`Controller` reproduces ``nrpt run``.
+
+Every keyword argument of a configuration is a flag of the command line (``swap_rate``
+is ``--swap-rate``), parsed and checked by the command's own code: the defaults and
+the error messages are the command's. Bad input raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _nrpt
+from ._flags import argv as _argv
+from ._nrpt import (
+    expected_round_trip,
+    optimal_window,
+    paper_window,
+    round_trip_rate,
+    w_star,
+    x_star,
+)
+
+__version__: str = _nrpt.__version__
+
+__all__ = [
+    "Controller",
+    "Decision",
+    "ToyExplorer",
+    "deep",
+    "expected_round_trip",
+    "optimal_window",
+    "paper_window",
+    "reproduce",
+    "round_trip_rate",
+    "run",
+    "scale",
+    "w_star",
+    "window",
+    "x_star",
+]
+
+
+def window(chains: int, swap_rate: float) -> Dict[str, Any]:
+    """The optimal window and Lemma 1's round-trip times, as ``nrpt window --json``.
+
+    Keys: ``chains``, ``swap_rate``, ``w_exact`` (the exact W*), ``w_opt`` (the best
+    integer window, what ``window="opt"`` runs), ``w_paper`` (the paper's asymptotic
+    formula), ``x_star``, ``expected_round_trip_w1`` / ``_opt`` / ``_paper`` (E[T] in
+    iterations) and ``round_trips_per_1000_w1`` / ``_opt`` (P / E[T] per 1000
+    iterations of one ensemble).
+
+    >>> window(16, 0.4)["w_opt"]
+    7
+    """
+    return _nrpt.window_report(chains, swap_rate)
+
+
+_NO_FILES = "the results are returned, nothing is written"
+
+
+# ---------------------------------------------------------------------------------
+# The controller.
+
+_CONTROLLER_KEYS = (
+    "chains",
+    "window",
+    "swap_rate",
+    "eta_min",
+    "eta_max",
+    "rule",
+    "explorer",
+    "buffer",
+    "adapt_ladder",
+    "adapt_buffer",
+    "gamma_a",
+    "gamma_alpha",
+    "gamma_b",
+    "buffer_scale",
+    "seed",
+    "preset",
+    "pair_energies",
+    "sweep_order",
+    "ladder_update",
+    "buffer_projection",
+    "momentum_on_swap",
+    "ladder_decimals",
+)
+
+_NONFINITE = ("raise", "warn", "skip")
+
+
+@dataclass(frozen=True, repr=False)
+class Decision:
+    """What one :meth:`Controller.tell` decided. Arrays by *pair* have length P - 1
+    (pair l is levels l and l + 1), by *level* or *replica* length P; replica r is the
+    caller's model r, which never moves: the permutation does."""
+
+    iteration: int
+    """The iteration k (0-based) that this tell completed."""
+    swapped: np.ndarray
+    """By pair: the pair swapped its replicas (bool)."""
+    indicators: np.ndarray
+    """By pair: the swap indicator (``e[l+1] + C < e[l]`` for the buffered rule), which
+    feeds the adaptation whether or not the pair could swap (bool)."""
+    attempted: np.ndarray
+    """By pair: the pair was eligible in this window with its gate open (bool)."""
+    nonfinite: np.ndarray
+    """By pair: one of its two energies was not finite, so it could not swap (bool)."""
+    replica_at: np.ndarray
+    """By level: the replica now at each level (int64)."""
+    level_of: np.ndarray
+    """By replica: the level of each replica now (int64)."""
+    ladder: np.ndarray
+    """By level: the learning rates after this iteration's adaptation (float64)."""
+    learning_rates: np.ndarray
+    """By replica: the learning rate of each model for its next step (float64)."""
+    temperatures: np.ndarray
+    """By replica: the temperature of each model's level (SGLD noise; float64)."""
+    changed_level: np.ndarray
+    """By replica: the model moved to another level (bool)."""
+    momentum_reset: np.ndarray
+    """By replica: the model moved and the rules reset momentum on a swap (the
+    default): zero its optimizer's velocity before its next step (bool)."""
+    buffer: float
+    """The correction buffer C after this iteration's adaptation."""
+    round_trips: int
+    """Standard round trips (0 -> P - 1 -> 0) completed at this iteration."""
+    swaps: int
+    """Swaps executed at this iteration."""
+    indicator_count: int
+    """Pairs whose indicator was 1."""
+    nonfinite_pairs: int
+    """Pairs with a non-finite energy."""
+
+    def __repr__(self) -> str:
+        pairs = np.flatnonzero(self.swapped).tolist()
+        return (
+            f"Decision(iteration={self.iteration}, swapped pairs={pairs}, "
+            f"round_trips={self.round_trips}, buffer={self.buffer:.6g})"
+        )
+
+
+class Controller:
+    """The swap controller of non-reversible parallel tempering for your own loop.
+
+    Keep P models (replicas) that never move; the controller permutes them over the
+    levels of a learning-rate ladder. Each iteration: step every model r with
+    ``learning_rates[r]`` (:meth:`ask`), compute its stochastic energy (a mini-batch
+    loss, summed or averaged, in the units of ``buffer``), and :meth:`tell` the P
+    energies **by replica**. The controller then runs exactly what nrpt's Rust driver
+    runs after its exploration step: the swap indicators, the windowed even-odd swaps
+    (DEO_W), the stochastic approximation of the ladder and of the buffer C towards
+    the target swap rate S, and the round-trip counts in both countings. For the same
+    energies and seed its decisions are the Rust core's, bit for bit.
+
+    Parameters are the keys of ``nrpt run`` (``None``: the command's default):
+
+    chains
+        P, the number of models (>= 2).
+    window
+        The swap window W: a number of iterations, ``"opt"`` (the best integer
+        window by Lemma 1 for P and S; default), ``"paper"`` (the paper's formula) or
+        ``"seo"`` (the reversible baseline).
+    swap_rate
+        Target swap rate S of every adjacent pair (default 0.4).
+    eta_min, eta_max
+        Learning rates of the target level and of the hottest level (defaults 0.003
+        and 0.6); the inner rates start geometric and adapt.
+    rule
+        ``"buffered"`` (default: swap when ``e[l+1] + C < e[l]``) or ``"metropolis"``
+        (exact energies at known temperatures; needs ``explorer="sgld"``).
+    explorer
+        Which temperatures the levels have: ``"sgd"`` (default; T = 1 at level 0, 0
+        above), ``"sgld"`` (T proportional to the learning rate) or ``"msgd"``.
+    buffer
+        Initial correction buffer C (default 4.0), in the units of your energies.
+    adapt_ladder, adapt_buffer
+        Adapt the inner learning rates and the buffer (default ``True``).
+    gamma_a, gamma_alpha, gamma_b
+        Step sizes ``a / (k**alpha + b)`` of the adaptation (defaults 50, 0.8, 500).
+    buffer_scale
+        The buffer moves by gamma / buffer_scale per unit of swap-rate error (1.0).
+    seed, ensemble
+        Philox key of the random draws (the Metropolis rule and SEO draw); ensemble e
+        of ``nrpt run`` uses (seed, e).
+    preset, sweep_order, ladder_update, buffer_projection, momentum_on_swap, ladder_decimals
+        The rules (default: the paper's; ``preset="authors-code"`` with
+        ``pair_energies="per-level"`` for the authors' code's other rules). Fresh
+        energies per pair test cannot be told as P energies and are refused.
+    dtype
+        ``"float64"`` (default) or ``"float32"``: the type of the energies and of the
+        swap rule's comparison. The command line's engines compute in float32: use it
+        to reproduce them bit for bit.
+    nonfinite
+        What a NaN or infinite energy does: ``"raise"`` (default) a ``ValueError``
+        before anything changes; ``"warn"`` a ``RuntimeWarning``, then the command
+        line's policy: that model's pairs do not swap, and the energy is counted in
+        ``stats()["nonfinite_energies"]``; ``"skip"`` the same without a warning.
+
+    Example::
+
+        ctl = nrpt.Controller(4, window=8, eta_min=1e-3, eta_max=1e-1, buffer=0.5)
+        for k in range(steps):
+            lrs = ctl.ask()                      # by replica
+            losses = [train_step(m, lr) for m, lr in zip(models, lrs)]
+            d = ctl.tell(losses)
+            for r in np.flatnonzero(d.momentum_reset):
+                reset_momentum(models[r])
+        samples_from = models[ctl.replica_at[0]]  # the model at the target level
+    """
+
+    def __init__(
+        self,
+        chains: int,
+        *,
+        window: Union[int, str, None] = None,
+        swap_rate: Optional[float] = None,
+        eta_min: Optional[float] = None,
+        eta_max: Optional[float] = None,
+        rule: Optional[str] = None,
+        explorer: Optional[str] = None,
+        buffer: Optional[float] = None,
+        adapt_ladder: Optional[bool] = None,
+        adapt_buffer: Optional[bool] = None,
+        gamma_a: Optional[float] = None,
+        gamma_alpha: Optional[float] = None,
+        gamma_b: Optional[float] = None,
+        buffer_scale: Optional[float] = None,
+        seed: Optional[int] = None,
+        preset: Optional[str] = None,
+        pair_energies: Optional[str] = None,
+        sweep_order: Optional[str] = None,
+        ladder_update: Optional[str] = None,
+        buffer_projection: Optional[str] = None,
+        momentum_on_swap: Optional[str] = None,
+        ladder_decimals: Optional[int] = None,
+        ensemble: int = 0,
+        dtype: str = "float64",
+        nonfinite: str = "raise",
+    ) -> None:
+        options = dict(
+            chains=chains,
+            window=window,
+            swap_rate=swap_rate,
+            eta_min=eta_min,
+            eta_max=eta_max,
+            rule=rule,
+            explorer=explorer,
+            buffer=buffer,
+            adapt_ladder=adapt_ladder,
+            adapt_buffer=adapt_buffer,
+            gamma_a=gamma_a,
+            gamma_alpha=gamma_alpha,
+            gamma_b=gamma_b,
+            buffer_scale=buffer_scale,
+            seed=seed,
+            preset=preset,
+            pair_energies=pair_energies,
+            sweep_order=sweep_order,
+            ladder_update=ladder_update,
+            buffer_projection=buffer_projection,
+            momentum_on_swap=momentum_on_swap,
+            ladder_decimals=ladder_decimals,
+        )
+        if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)):
+            raise TypeError(f"chains must be an int, got {chains!r}")
+        _check_nonfinite(nonfinite)
+        argv = _argv("run", "Controller", options, allowed=_CONTROLLER_KEYS)
+        self._native = _nrpt.NativeController(argv, int(ensemble), dtype)
+        self._nonfinite = nonfinite
+        self._dtype = np.dtype(self._native.dtype)
+
+    # -- ask/tell -------------------------------------------------------------------
+
+    def ask(self) -> np.ndarray:
+        """The learning rate of each model (by replica) for its next step."""
+        return self._native.learning_rates
+
+    def tell(self, energies: Any) -> Decision:
+        """One iteration's swaps, adaptation and counts, given the stochastic energy of
+        every model at its new state, **by replica** (a sequence, a NumPy array or
+        anything with ``__array__``, of length P). A wrong length, a value that is not
+        a number or (with ``nonfinite="raise"``) a NaN raise ``ValueError`` and change
+        nothing."""
+        try:
+            e = np.ascontiguousarray(energies, dtype=self._dtype)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"energies must be {self.chains} numbers, one per replica: {err}"
+            ) from None
+        if e.ndim != 1 or e.shape[0] != self.chains:
+            raise ValueError(
+                f"energies must hold one number per replica: expected shape "
+                f"({self.chains},), got {e.shape}"
+            )
+        if self._nonfinite != "skip":
+            bad = np.flatnonzero(~np.isfinite(e))
+            if bad.size:
+                which = ", ".join(f"replica {r}: {e[r]}" for r in bad[:8])
+                more = f" and {bad.size - 8} more" if bad.size > 8 else ""
+                if self._nonfinite == "raise":
+                    raise ValueError(
+                        f"energies must be finite, got {which}{more} (nonfinite=\"raise\"; "
+                        f"with \"warn\" or \"skip\" those replicas do not swap and are "
+                        f"counted, as in the command line)"
+                    )
+                warnings.warn(
+                    f"non-finite energies at iteration {self.iteration}: {which}{more}; "
+                    f"those replicas do not swap",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+        return Decision(**self._native.tell(e))
+
+    # -- where it stands ------------------------------------------------------------
+
+    @property
+    def chains(self) -> int:
+        """P, the number of models."""
+        return self._native.chains
+
+    @property
+    def iteration(self) -> int:
+        """Iterations told so far."""
+        return self._native.iteration
+
+    @property
+    def buffer(self) -> float:
+        """The correction buffer C."""
+        return self._native.buffer
+
+    @property
+    def window(self) -> int:
+        """The swap window W that runs (0 for SEO)."""
+        return self._native.window
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The type of the energies."""
+        return self._dtype
+
+    @property
+    def ensemble(self) -> int:
+        """The ensemble index (second word of the Philox key)."""
+        return self._native.ensemble
+
+    @property
+    def nonfinite(self) -> str:
+        """The policy for non-finite energies."""
+        return self._nonfinite
+
+    @property
+    def ladder(self) -> np.ndarray:
+        """By level: the learning rates."""
+        return self._native.ladder
+
+    @property
+    def temperature_ladder(self) -> np.ndarray:
+        """By level: the temperatures."""
+        return self._native.temperature_ladder
+
+    @property
+    def replica_at(self) -> np.ndarray:
+        """By level: the replica (model) at each level; ``replica_at[0]`` samples the
+        target."""
+        return self._native.replica_at
+
+    @property
+    def level_of(self) -> np.ndarray:
+        """By replica: the level of each model."""
+        return self._native.level_of
+
+    @property
+    def learning_rates(self) -> np.ndarray:
+        """By replica: the learning rate of each model (same as :meth:`ask`)."""
+        return self._native.learning_rates
+
+    @property
+    def temperatures(self) -> np.ndarray:
+        """By replica: the temperature of each model's level."""
+        return self._native.temperatures
+
+    def stats(self) -> Dict[str, Any]:
+        """Counts so far: ``iterations``, ``round_trips`` (standard: 0 -> P - 1 -> 0),
+        ``authors_round_trips`` (the paper's code's counting), ``restarts``,
+        ``nonfinite_energies``, the same per 1000 iterations, and by pair the counts
+        ``pair_indicators``, ``pair_attempts``, ``pair_swaps``, ``pair_nonfinite`` and
+        the rates ``pair_indicator_rate`` and ``pair_swap_rate``."""
+        s = self._native.stats()
+        n = max(s["iterations"], 1)
+        s["round_trips_per_1000"] = 1000.0 * s["round_trips"] / n
+        s["authors_round_trips_per_1000"] = 1000.0 * s["authors_round_trips"] / n
+        return s
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """The configuration (every key of ``nrpt run``, the irrelevant ones at their
+        defaults), the window that runs and the rules."""
+        return self._native.describe()
+
+    # -- saving ---------------------------------------------------------------------
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The whole state as plain Python values (JSON-ready, floats exact): the
+        configuration, the counters, the buffer, the ladder, the permutation, the
+        gates and the counts. :meth:`from_state_dict` continues it exactly."""
+        state = json.loads(self._native.state_json())
+        state["nonfinite"] = self._nonfinite
+        return state
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> "Controller":
+        """A controller continuing a :meth:`state_dict` (checked: a permutation and its
+        inverse, lengths, finite positive rates)."""
+        state = dict(state)
+        nonfinite = state.pop("nonfinite", "raise")
+        _check_nonfinite(nonfinite)
+        self = cls.__new__(cls)
+        self._native = _nrpt.NativeController.from_state_json(json.dumps(state))
+        self._nonfinite = nonfinite
+        self._dtype = np.dtype(self._native.dtype)
+        return self
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes :meth:`state_dict` as JSON to ``path``."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.state_dict(), f)
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Controller":
+        """A controller from a file written by :meth:`save`."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_state_dict(json.load(f))
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return self.state_dict()
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        other = Controller.from_state_dict(state)
+        self.__dict__.update(other.__dict__)
+
+    def __repr__(self) -> str:
+        return (
+            f"nrpt.Controller(chains={self.chains}, window={self.window}, "
+            f"iteration={self.iteration}, buffer={self.buffer:.4g}, dtype={self._dtype.name!r})"
+        )
+
+
+def _check_nonfinite(policy: Any) -> None:
+    if policy not in _NONFINITE:
+        raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {policy!r}")
+
+
+# ---------------------------------------------------------------------------------
+# The toy targets' exploration.
+
+_TOY_KEYS = ("chains", "target", "dim", "noise", "explorer", "momentum", "seed")
+
+
+class ToyExplorer:
+    """The exploration step of nrpt's toy targets over NumPy states: the paper's
+    25-mode 2D target (``target="modes2d"``) or the D-dimensional ``"sum-modes"``,
+    seen through noisy gradients and energies (``noise``, default 2.0). It is the Rust
+    driver's own step, with the same random streams, so a Python loop that explores
+    with it and tells a :class:`Controller` of the same configuration reproduces
+    ``nrpt run`` (ensemble ``ensemble``, ``dtype="float32"``) bit for bit.
+
+    Parameters are the keys of ``nrpt run``: ``chains``, ``target``, ``dim``,
+    ``noise``, ``explorer`` (``"sgd"``, ``"sgld"``, ``"msgd"``), ``momentum``,
+    ``seed``; and ``ensemble``, ``dtype``.
+    """
+
+    def __init__(
+        self,
+        chains: Optional[int] = None,
+        *,
+        target: Optional[str] = None,
+        dim: Optional[int] = None,
+        noise: Optional[float] = None,
+        explorer: Optional[str] = None,
+        momentum: Optional[float] = None,
+        seed: Optional[int] = None,
+        ensemble: int = 0,
+        dtype: str = "float64",
+    ) -> None:
+        options = dict(
+            chains=chains,
+            target=target,
+            dim=dim,
+            noise=noise,
+            explorer=explorer,
+            momentum=momentum,
+            seed=seed,
+        )
+        argv = _argv("run", "ToyExplorer", options, allowed=_TOY_KEYS)
+        self._native = _nrpt.NativeToyExplorer(argv, int(ensemble), dtype)
+        self._dtype = np.dtype(self._native.dtype)
+
+    @property
+    def chains(self) -> int:
+        """P."""
+        return self._native.chains
+
+    @property
+    def dim(self) -> int:
+        """D, the dimension of a state."""
+        return self._native.dim
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The type of states and energies."""
+        return self._dtype
+
+    def initial_states(self) -> np.ndarray:
+        """The states the Rust driver starts from, by replica: shape (P, D), uniform
+        in [-1, 1)."""
+        return self._native.initial_states()
+
+    def step(
+        self,
+        states: np.ndarray,
+        learning_rates: Any,
+        temperatures: Any,
+        iteration: int,
+        momenta: Optional[np.ndarray] = None,
+    ) -> np.ndarray:
+        """Steps every replica r in place, ``states[r]`` (and ``momenta[r]`` for
+        ``"msgd"``; C-contiguous (P, D) arrays of the explorer's dtype), at iteration
+        ``iteration`` with ``learning_rates[r]`` and ``temperatures[r]``; returns the
+        stochastic energy of every replica at its new state (by replica)."""
+        lr = np.ascontiguousarray(learning_rates, dtype=np.float64)
+        t = np.ascontiguousarray(temperatures, dtype=np.float64)
+        return self._native.step(states, lr, t, int(iteration), momenta)
+
+
+# ---------------------------------------------------------------------------------
+# The engines.
+
+
+def _emit(result: Dict[str, Any], strict: bool, what: str) -> Dict[str, Any]:
+    found = list(result.get("warnings") or [])
+    if strict and found:
+        raise ValueError(
+            f"strict: the {what} gave {len(found)} warning(s): " + "; ".join(found)
+        )
+    for w in found:
+        warnings.warn(w, RuntimeWarning, stacklevel=3)
+    return result
+
+
+def _columns(rows: Sequence[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
+    """Rows of dicts as a dict of arrays (one per key of the first row)."""
+    if not rows:
+        return {}
+    out: Dict[str, np.ndarray] = {}
+    for key in rows[0]:
+        values = [r.get(key) for r in rows]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            out[key] = np.asarray(values)
+        elif all(v is None or isinstance(v, (int, float)) for v in values):
+            out[key] = np.asarray([np.nan if v is None else v for v in values], dtype=float)
+        else:
+            out[key] = np.asarray(values, dtype=object)
+    return out
+
+
+def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict[str, Any]:
+    """``nrpt run``: one configuration of the sampler, E ensembles in parallel, with
+    the outputs as a dict instead of a folder.
+
+    Keyword arguments are the keys of ``nrpt run`` (its flags with underscores):
+    ``target`` (``"modes2d"``, ``"sum-modes"``, ``"classifier"``,
+    ``"gaussian-path"``), ``chains``, ``ensembles``, ``iterations``, ``window``,
+    ``swap_rate``, ``eta_min``, ``eta_max``, ``explorer``, ``buffer``, ``noise``,
+    ``seed``, ``preset`` and the rule keys, ``data``/``labels``/``test_data``/
+    ``test_labels``/``hidden``/``batch``/``prior_sigma`` for classifiers, ``thin``,
+    ``warmup``, ``config`` (a TOML file), ``threads``, ``backend``, ``device``. The
+    defaults are the command's. ``progress=True`` shows its progress bar on stderr;
+    warnings become ``RuntimeWarning`` (``strict=True``: a ``ValueError``).
+
+    The dict holds every field of ``summary.json`` (``round_trips_per_1000``,
+    ``final_ladders``, ``pair_indicator_rate``, ...; vectors as arrays) and
+    ``round_trips``, ``authors_round_trips``, ``restarts`` (totals over ensembles),
+    ``samples`` (the kept target-level samples, shape (S, E, D), float32, as
+    ``samples.npy``), ``sample_iterations``, ``trace`` (a dict of arrays: what
+    ``trace.csv`` and ``ladder.csv`` hold), ``ensembles`` (every ensemble's counts,
+    buffer and final states by level), ``seconds``. The gaussian-path target returns
+    its own summary with a ``lambda_profile``.
+    """
+    argv = _argv(
+        "run",
+        "run",
+        options,
+        refused={"out": _NO_FILES, "checkpoint_every": _NO_FILES, "resume": _NO_FILES},
+    )
+    return _emit(_nrpt.run(argv, progress), strict, "run")
+
+
+def reproduce(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
+    """``nrpt reproduce``: the paper's 2D experiment (its Figures 3-6), the results of
+    ``results.json`` as a dict (``methods``, ``s_sweep``, ``w_sweep``, ``variants``,
+    ...; no figures). Keywords: ``quick``, ``ensembles``, ``iterations``, ``seed``,
+    ``threads``, ``backend``, ``device``."""
+    argv = _argv("reproduce", "reproduce", options, refused={"out": _NO_FILES})
+    result = _nrpt.reproduce(argv, progress)
+    result["w_sweep_columns"] = _columns(result["w_sweep"])
+    return result
+
+
+def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
+    """``nrpt deep``: the deep-learning comparison at toy scale (the paper's Table 2
+    and Figure 7), ``results.json`` as a dict: ``methods`` and ``swap_sweep`` (rows
+    with accuracy, NLL, ECE, round trips), ``curves`` (arrays against epochs), ...
+    Keywords: ``quick``, ``ensembles``, ``epochs``, ``pretrain_epochs``, ``chains``,
+    ``swap_rate``, ``swap_sweep``, ``eta_min``, ``eta_max``, ``hidden``, ``batch``,
+    ``prior_sigma``, ``data``, ``labels``, ``test_data``, ``test_labels``, ``seed``,
+    ``threads``, ``backend``, ``device``."""
+    argv = _argv("deep", "deep", options, refused={"out": _NO_FILES})
+    result = _nrpt.deep(argv, progress)
+    for c in result["curves"]:
+        for key in ("epochs", "round_trips", "ladder", "pair_indicator_rates", "accuracy_by_level"):
+            c[key] = np.asarray(c[key], dtype=float)
+    for row in result["methods"] + result["swap_sweep"]:
+        if row.get("pair_indicator_rates") is not None:
+            row["pair_indicator_rates"] = np.asarray(row["pair_indicator_rates"])
+    return result
+
+
+def scale(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
+    """``nrpt scale``: the expected round-trip time E[T] against P and W beside Lemma
+    1, ``results.json`` as a dict (``settings``, ``points``, ``fits``) plus
+    ``columns``, the points as a dict of arrays (``chains``, ``window``,
+    ``expected_round_trip``, ``model_expected_round_trip``, ``ratio``, ...).
+    Keywords: ``model``, ``chains`` (``"8,16,64"``, ``"8..4096"`` or a list),
+    ``window`` (``"1,opt"`` or a list), ``swap_rate``, ``rates_file``,
+    ``ensembles``, ``target_se``, ``max_iterations``, ``warmup``, ``seed``, ``dim``,
+    ``shard``, ``threads``, ``backend``, ``device``."""
+    argv = _argv("scale", "scale", options, refused={"out": _NO_FILES})
+    result = _nrpt.scale(argv, progress)
+    result["columns"] = _columns(result["points"])
+    return result

@@ -1,0 +1,304 @@
+"""Type stubs of the package ``nrpt`` (see ``nrpt/__init__.py`` for the docs)."""
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Controller",
+    "Decision",
+    "ToyExplorer",
+    "deep",
+    "expected_round_trip",
+    "optimal_window",
+    "paper_window",
+    "reproduce",
+    "round_trip_rate",
+    "run",
+    "scale",
+    "w_star",
+    "window",
+    "x_star",
+]
+
+__version__: str
+
+_Path = Union[str, os.PathLike[str]]
+_Window = Union[int, Literal["opt", "optimal", "paper", "seo"], str]
+_Dtype = Literal["float32", "float64"]
+_Nonfinite = Literal["raise", "warn", "skip"]
+_Rule = Literal["buffered", "metropolis"]
+_Explorer = Literal["sgd", "sgld", "msgd"]
+_Preset = Literal["paper", "authors-code"]
+_Backend = Literal["auto", "cpu", "cuda"]
+
+# -- the optimal window and Lemma 1 ----------------------------------------------------
+
+def optimal_window(chains: int, swap_rate: float) -> int:
+    """The best integer window for P chains at swap rate S (``window="opt"``)."""
+
+def w_star(chains: int, swap_rate: float) -> float:
+    """The exact minimizer W* of Lemma 1's E[T] over real windows W >= 1."""
+
+def paper_window(chains: int, swap_rate: float) -> int:
+    """The paper's asymptotic window ceil((ln P + ln ln P) / -ln(1 - S))."""
+
+def x_star(chains: int) -> Optional[float]:
+    """The root x* = r^W* of the stationarity equation (None for P <= 3)."""
+
+def expected_round_trip(chains: int, window: float, swap_rate: float) -> float:
+    """Lemma 1's E[T] = 2WP (1 + (P - 1) r^W / (1 - r^W)), r = 1 - S."""
+
+def round_trip_rate(chains: int, window: float, swap_rate: float) -> float:
+    """Lemma 1's round trips per iteration of one ensemble, P / E[T]."""
+
+def window(chains: int, swap_rate: float) -> Dict[str, Any]:
+    """``nrpt window --json`` as a dict."""
+
+# -- the controller --------------------------------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class Decision:
+    """What one :meth:`Controller.tell` decided (by pair: P - 1; by level or replica: P)."""
+
+    iteration: int
+    swapped: npt.NDArray[np.bool_]
+    indicators: npt.NDArray[np.bool_]
+    attempted: npt.NDArray[np.bool_]
+    nonfinite: npt.NDArray[np.bool_]
+    replica_at: npt.NDArray[np.int64]
+    level_of: npt.NDArray[np.int64]
+    ladder: npt.NDArray[np.float64]
+    learning_rates: npt.NDArray[np.float64]
+    temperatures: npt.NDArray[np.float64]
+    changed_level: npt.NDArray[np.bool_]
+    momentum_reset: npt.NDArray[np.bool_]
+    buffer: float
+    round_trips: int
+    swaps: int
+    indicator_count: int
+    nonfinite_pairs: int
+
+class Controller:
+    """The swap controller for your own training loop (ask/tell): energies by replica
+    in, swaps, permutation, learning rates and momentum resets out; the Rust core's
+    decisions bit for bit."""
+
+    def __init__(
+        self,
+        chains: int,
+        *,
+        window: Optional[_Window] = None,
+        swap_rate: Optional[float] = None,
+        eta_min: Optional[float] = None,
+        eta_max: Optional[float] = None,
+        rule: Optional[_Rule] = None,
+        explorer: Optional[_Explorer] = None,
+        buffer: Optional[float] = None,
+        adapt_ladder: Optional[bool] = None,
+        adapt_buffer: Optional[bool] = None,
+        gamma_a: Optional[float] = None,
+        gamma_alpha: Optional[float] = None,
+        gamma_b: Optional[float] = None,
+        buffer_scale: Optional[float] = None,
+        seed: Optional[int] = None,
+        preset: Optional[_Preset] = None,
+        pair_energies: Optional[Literal["per-level", "fresh-per-test"]] = None,
+        sweep_order: Optional[Literal["simultaneous", "sequential"]] = None,
+        ladder_update: Optional[Literal["jacobi", "in-place"]] = None,
+        buffer_projection: Optional[Literal["non-negative", "unprojected"]] = None,
+        momentum_on_swap: Optional[Literal["reset", "carry"]] = None,
+        ladder_decimals: Optional[int] = None,
+        ensemble: int = 0,
+        dtype: _Dtype = "float64",
+        nonfinite: _Nonfinite = "raise",
+    ) -> None: ...
+    def ask(self) -> npt.NDArray[np.float64]:
+        """The learning rate of each model (by replica) for its next step."""
+    def tell(self, energies: npt.ArrayLike) -> Decision:
+        """Swaps, adaptation and counts for the P energies, by replica."""
+    @property
+    def chains(self) -> int: ...
+    @property
+    def iteration(self) -> int: ...
+    @property
+    def buffer(self) -> float: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+    @property
+    def ensemble(self) -> int: ...
+    @property
+    def nonfinite(self) -> str: ...
+    @property
+    def ladder(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def temperature_ladder(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def replica_at(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def level_of(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def learning_rates(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def temperatures(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def config(self) -> Dict[str, Any]: ...
+    def stats(self) -> Dict[str, Any]: ...
+    def state_dict(self) -> Dict[str, Any]: ...
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> "Controller": ...
+    def save(self, path: _Path) -> None: ...
+    @classmethod
+    def load(cls, path: _Path) -> "Controller": ...
+    def __getstate__(self) -> Dict[str, Any]: ...
+    def __setstate__(self, state: Mapping[str, Any]) -> None: ...
+
+# -- the toy targets' exploration ------------------------------------------------------
+
+class ToyExplorer:
+    """The Rust driver's exploration step of the toy targets over NumPy states."""
+
+    def __init__(
+        self,
+        chains: Optional[int] = None,
+        *,
+        target: Optional[Literal["modes2d", "sum-modes"]] = None,
+        dim: Optional[int] = None,
+        noise: Optional[float] = None,
+        explorer: Optional[_Explorer] = None,
+        momentum: Optional[float] = None,
+        seed: Optional[int] = None,
+        ensemble: int = 0,
+        dtype: _Dtype = "float64",
+    ) -> None: ...
+    @property
+    def chains(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+    def initial_states(self) -> npt.NDArray[Any]: ...
+    def step(
+        self,
+        states: npt.NDArray[Any],
+        learning_rates: npt.ArrayLike,
+        temperatures: npt.ArrayLike,
+        iteration: int,
+        momenta: Optional[npt.NDArray[Any]] = None,
+    ) -> npt.NDArray[Any]: ...
+
+# -- the engines -----------------------------------------------------------------------
+
+def run(
+    *,
+    progress: bool = False,
+    strict: bool = False,
+    config: Optional[_Path] = None,
+    target: Optional[Literal["modes2d", "sum-modes", "classifier", "gaussian-path"]] = None,
+    dim: Optional[int] = None,
+    chains: Union[int, Literal["auto"], None] = None,
+    ensembles: Optional[int] = None,
+    iterations: Optional[int] = None,
+    window: Optional[_Window] = None,
+    rule: Optional[_Rule] = None,
+    swap_rate: Optional[float] = None,
+    eta_min: Optional[float] = None,
+    eta_max: Optional[float] = None,
+    explorer: Optional[_Explorer] = None,
+    momentum: Optional[float] = None,
+    buffer: Optional[float] = None,
+    noise: Optional[float] = None,
+    adapt_ladder: Optional[bool] = None,
+    adapt_buffer: Optional[bool] = None,
+    gamma_a: Optional[float] = None,
+    gamma_alpha: Optional[float] = None,
+    gamma_b: Optional[float] = None,
+    buffer_scale: Optional[float] = None,
+    seed: Optional[int] = None,
+    preset: Optional[_Preset] = None,
+    pair_energies: Optional[Literal["per-level", "fresh-per-test"]] = None,
+    sweep_order: Optional[Literal["simultaneous", "sequential"]] = None,
+    ladder_update: Optional[Literal["jacobi", "in-place"]] = None,
+    buffer_projection: Optional[Literal["non-negative", "unprojected"]] = None,
+    momentum_on_swap: Optional[Literal["reset", "carry"]] = None,
+    ladder_decimals: Optional[int] = None,
+    inclusive_iterations: Optional[bool] = None,
+    data: Optional[_Path] = None,
+    labels: Optional[_Path] = None,
+    test_data: Optional[_Path] = None,
+    test_labels: Optional[_Path] = None,
+    hidden: Union[Sequence[int], str, None] = None,
+    batch: Optional[int] = None,
+    prior_sigma: Optional[float] = None,
+    thin: Optional[int] = None,
+    warmup: Optional[int] = None,
+    threads: Optional[int] = None,
+    backend: Optional[_Backend] = None,
+    device: Optional[int] = None,
+) -> Dict[str, Any]:
+    """``nrpt run``, its outputs as a dict of values and NumPy arrays."""
+
+def reproduce(
+    *,
+    progress: bool = False,
+    quick: bool = False,
+    ensembles: Optional[int] = None,
+    iterations: Optional[int] = None,
+    seed: Optional[int] = None,
+    threads: Optional[int] = None,
+    backend: Optional[_Backend] = None,
+    device: Optional[int] = None,
+) -> Dict[str, Any]:
+    """``nrpt reproduce``: ``results.json`` as a dict."""
+
+def deep(
+    *,
+    progress: bool = False,
+    quick: bool = False,
+    ensembles: Optional[int] = None,
+    epochs: Optional[float] = None,
+    pretrain_epochs: Optional[float] = None,
+    chains: Optional[int] = None,
+    swap_rate: Optional[float] = None,
+    swap_sweep: Union[Sequence[float], str, None] = None,
+    eta_min: Optional[float] = None,
+    eta_max: Optional[float] = None,
+    hidden: Union[Sequence[int], str, None] = None,
+    batch: Optional[int] = None,
+    prior_sigma: Optional[float] = None,
+    data: Optional[_Path] = None,
+    labels: Optional[_Path] = None,
+    test_data: Optional[_Path] = None,
+    test_labels: Optional[_Path] = None,
+    seed: Optional[int] = None,
+    threads: Optional[int] = None,
+    backend: Optional[_Backend] = None,
+    device: Optional[int] = None,
+) -> Dict[str, Any]:
+    """``nrpt deep``: ``results.json`` as a dict."""
+
+def scale(
+    *,
+    progress: bool = False,
+    model: Optional[Literal["bernoulli", "modes2d", "sum-modes", "gaussian-path"]] = None,
+    chains: Union[Sequence[int], str, None] = None,
+    window: Union[Sequence[Union[int, str]], str, None] = None,
+    swap_rate: Union[Sequence[float], float, str, None] = None,
+    rates_file: Optional[_Path] = None,
+    ensembles: Optional[int] = None,
+    target_se: Optional[float] = None,
+    max_iterations: Optional[int] = None,
+    warmup: Optional[int] = None,
+    seed: Optional[int] = None,
+    dim: Optional[int] = None,
+    shard: Optional[str] = None,
+    threads: Optional[int] = None,
+    backend: Optional[_Backend] = None,
+    device: Optional[int] = None,
+) -> Dict[str, Any]:
+    """``nrpt scale``: ``results.json`` as a dict, with ``columns`` of arrays."""

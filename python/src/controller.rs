@@ -1,0 +1,476 @@
+//! nrpt-core's swap [`Controller`] for Python: owned buffers, a saved [`Progress`],
+//! and the controller resumed over them for every call (the resume checks the state
+//! and costs O(P), nothing beside a training step).
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyType};
+use serde::{Deserialize, Serialize};
+
+use nrpt::config::{ConfigError, RunConfig};
+use nrpt::engine::Record;
+use nrpt_core::driver::{Controller, ControllerBuffers, Progress, TemperingOptions};
+use nrpt_core::index::{PairStats, TripState};
+use nrpt_core::rng::UnitDraw;
+use nrpt_core::rules::PairEnergies;
+use nrpt_core::swap::flags;
+
+use crate::config::run_config;
+use crate::convert::{array1, to_dict, to_py};
+use crate::errors::{command_error, value_error};
+
+/// The floating-point type of the energies (and of the swap rule's comparison).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// `f32`: the engines of the command line (`nrpt run`) compute in it.
+    Float32,
+    /// `f64`.
+    Float64,
+}
+
+impl Dtype {
+    pub fn parse(text: &str) -> PyResult<Self> {
+        match text {
+            "float32" | "f32" => Ok(Dtype::Float32),
+            "float64" | "f64" => Ok(Dtype::Float64),
+            other => Err(value_error(format!(
+                "dtype must be \"float32\" or \"float64\", got {other:?}"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::Float32 => "float32",
+            Dtype::Float64 => "float64",
+        }
+    }
+}
+
+/// The tempering options of a controller (or a toy explorer) from `nrpt run` flags:
+/// the command's own validation, then the ensemble's Philox key word.
+pub fn options_of(config: &RunConfig, ensemble: u32) -> PyResult<TemperingOptions> {
+    let job = config
+        .job(Record::NOTHING)
+        .map_err(|e| command_error(e.into()))?;
+    Ok(TemperingOptions {
+        ensemble,
+        ..job.options
+    })
+}
+
+/// Owned buffers of a controller of P replicas and where it stands.
+#[derive(Clone, Debug)]
+struct Owned<F> {
+    energies: Vec<F>,
+    ladder: Vec<f64>,
+    temperatures: Vec<f64>,
+    replica_at: Vec<u32>,
+    level_of: Vec<u32>,
+    trips: Vec<TripState>,
+    gates: Vec<bool>,
+    flags: Vec<u8>,
+    pair_stats: Vec<PairStats>,
+    progress: Progress,
+}
+
+/// The controller over an [`Owned`]'s buffers: new (no progress yet) or resumed.
+macro_rules! controller {
+    ($o:expr, $options:expr, $progress:expr) => {{
+        let buffers = ControllerBuffers {
+            energies: &mut $o.energies,
+            ladder: &mut $o.ladder,
+            temperatures: &mut $o.temperatures,
+            replica_at: &mut $o.replica_at,
+            level_of: &mut $o.level_of,
+            trips: &mut $o.trips,
+            gates: &mut $o.gates,
+            flags: &mut $o.flags,
+            pair_stats: &mut $o.pair_stats,
+        };
+        match $progress {
+            None => Controller::new($options, buffers),
+            Some(p) => Controller::resume($options, buffers, p),
+        }
+    }};
+}
+
+impl<F: UnitDraw> Owned<F> {
+    fn new(options: TemperingOptions, p: usize) -> Result<Self, nrpt_core::Error> {
+        let pairs = p.saturating_sub(1);
+        let mut o = Owned {
+            energies: vec![F::ZERO; p],
+            ladder: vec![0.0; p],
+            temperatures: vec![0.0; p],
+            replica_at: vec![0; p],
+            level_of: vec![0; p],
+            trips: vec![0; p],
+            gates: vec![false; pairs],
+            flags: vec![0; pairs],
+            pair_stats: vec![PairStats::default(); pairs],
+            progress: Progress {
+                iteration: 0,
+                buffer: 0.0,
+                stats: Default::default(),
+            },
+        };
+        let c = controller!(o, options, None::<Progress>)?;
+        let progress = c.progress();
+        o.progress = progress;
+        Ok(o)
+    }
+
+    /// Runs `f` on the controller resumed over these buffers, then keeps its progress.
+    fn with<T>(
+        &mut self,
+        options: TemperingOptions,
+        f: impl FnOnce(&mut Controller<'_, F>) -> T,
+    ) -> Result<T, nrpt_core::Error> {
+        let progress = self.progress;
+        let mut c = controller!(self, options, Some(progress))?;
+        let out = f(&mut c);
+        let progress = c.progress();
+        self.progress = progress;
+        Ok(out)
+    }
+}
+
+/// The two float types of a controller.
+#[derive(Clone, Debug)]
+enum State {
+    F32(Owned<f32>),
+    F64(Owned<f64>),
+}
+
+/// Applies a generic expression to the [`Owned`] of either float type.
+macro_rules! each {
+    ($state:expr, $o:ident => $body:expr) => {
+        match $state {
+            State::F32($o) => $body,
+            State::F64($o) => $body,
+        }
+    };
+}
+
+/// What a saved controller holds (`Controller.state_dict()` in Python): the
+/// configuration and every buffer that carries state (the energies of the last tell
+/// do not: the next one replaces them all).
+#[derive(Debug, Serialize, Deserialize)]
+struct Saved {
+    format: String,
+    version: u32,
+    dtype: Dtype,
+    ensemble: u32,
+    config: RunConfig,
+    progress: Progress,
+    ladder: Vec<f64>,
+    temperatures: Vec<f64>,
+    replica_at: Vec<u32>,
+    level_of: Vec<u32>,
+    trips: Vec<TripState>,
+    gates: Vec<bool>,
+    flags: Vec<u8>,
+    pair_stats: Vec<PairStats>,
+}
+
+const FORMAT: &str = "nrpt.Controller";
+const VERSION: u32 = 1;
+
+/// The swap controller of one ensemble (wrapped by `nrpt.Controller`).
+#[pyclass(name = "NativeController", module = "nrpt._nrpt")]
+pub struct NativeController {
+    config: RunConfig,
+    ensemble: u32,
+    dtype: Dtype,
+    options: TemperingOptions,
+    state: State,
+}
+
+impl NativeController {
+    fn build(config: RunConfig, ensemble: u32, dtype: Dtype) -> PyResult<Self> {
+        let options = options_of(&config, ensemble)?;
+        if options.rules.pair_energies == PairEnergies::FreshPerTest {
+            let e = ConfigError::new(
+                "pair_energies",
+                "`fresh-per-test` draws a fresh energy for each side of every pair test, which \
+                 needs the energy function itself; a controller is told one energy per replica \
+                 and iteration: use pair_energies=\"per-level\" (with preset=\"authors-code\" \
+                 too, for the preset's other rules)",
+            );
+            return Err(value_error(e));
+        }
+        let p = config.chains;
+        let state = match dtype {
+            Dtype::Float32 => State::F32(Owned::new(options, p).map_err(value_error)?),
+            Dtype::Float64 => State::F64(Owned::new(options, p).map_err(value_error)?),
+        };
+        Ok(NativeController {
+            config,
+            ensemble,
+            dtype,
+            options,
+            state,
+        })
+    }
+
+    fn chains(&self) -> usize {
+        each!(&self.state, o => o.level_of.len())
+    }
+}
+
+/// The decision of one tell as a dict of NumPy arrays.
+fn decision<'py, F: UnitDraw>(
+    py: Python<'py>,
+    c: &Controller<'_, F>,
+    report: nrpt_core::driver::IterationReport,
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = c.buffers();
+    let p = c.chains();
+    let pair = |bit: u8| -> Vec<bool> { s.flags().iter().map(|f| f & bit != 0).collect() };
+    let d = PyDict::new(py);
+    d.set_item("iteration", c.iteration() - 1)?;
+    d.set_item("swapped", array1(py, pair(flags::SWAPPED)))?;
+    d.set_item("indicators", array1(py, pair(flags::INDICATOR)))?;
+    d.set_item("attempted", array1(py, pair(flags::ATTEMPT)))?;
+    d.set_item("nonfinite", array1(py, pair(flags::NONFINITE)))?;
+    d.set_item("replica_at", array1(py, ints(s.replica_at())))?;
+    d.set_item("level_of", array1(py, ints(s.level_of())))?;
+    d.set_item("ladder", array1(py, s.ladder().to_vec()))?;
+    d.set_item(
+        "learning_rates",
+        array1(
+            py,
+            (0..p)
+                .map(|r| c.learning_rate(r).unwrap_or(f64::NAN))
+                .collect(),
+        ),
+    )?;
+    d.set_item(
+        "temperatures",
+        array1(
+            py,
+            (0..p)
+                .map(|r| c.temperature(r).unwrap_or(f64::NAN))
+                .collect(),
+        ),
+    )?;
+    d.set_item(
+        "changed_level",
+        array1(py, (0..p).map(|r| c.swapped(r)).collect::<Vec<_>>()),
+    )?;
+    d.set_item(
+        "momentum_reset",
+        array1(py, (0..p).map(|r| c.momentum_reset(r)).collect::<Vec<_>>()),
+    )?;
+    d.set_item("buffer", c.buffer())?;
+    d.set_item("round_trips", report.round_trips)?;
+    d.set_item("swaps", report.swaps)?;
+    d.set_item("indicator_count", report.indicators)?;
+    d.set_item("nonfinite_pairs", report.nonfinite_pairs)?;
+    Ok(d)
+}
+
+fn ints(v: &[u32]) -> Vec<i64> {
+    v.iter().map(|&x| i64::from(x)).collect()
+}
+
+fn tell_with<'py, F: UnitDraw + numpy::Element>(
+    py: Python<'py>,
+    o: &mut Owned<F>,
+    options: TemperingOptions,
+    energies: &Bound<'py, PyAny>,
+    dtype: Dtype,
+) -> PyResult<Bound<'py, PyDict>> {
+    let array: PyReadonlyArray1<'py, F> = energies.extract().map_err(|_| {
+        value_error(format!(
+            "energies must be a 1-D {} array (one energy per replica)",
+            dtype.name()
+        ))
+    })?;
+    let e = array.as_slice().map_err(value_error)?;
+    o.with(options, |c| {
+        let report = c.tell(e).map_err(value_error)?;
+        decision(py, c, report)
+    })
+    .map_err(value_error)?
+}
+
+#[pymethods]
+impl NativeController {
+    /// A controller configured by `nrpt run` flags (`argv`), for ensemble `ensemble`,
+    /// computing in `dtype`.
+    #[new]
+    fn new(argv: Vec<String>, ensemble: u32, dtype: &str) -> PyResult<Self> {
+        let config = run_config(&argv)?;
+        Self::build(config, ensemble, Dtype::parse(dtype)?)
+    }
+
+    /// One iteration's exchange, given the energies by replica (a contiguous 1-D
+    /// array of the controller's dtype); returns the decision as a dict.
+    fn tell<'py>(
+        &mut self,
+        py: Python<'py>,
+        energies: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (options, dtype) = (self.options, self.dtype);
+        match &mut self.state {
+            State::F32(o) => tell_with(py, o, options, energies, dtype),
+            State::F64(o) => tell_with(py, o, options, energies, dtype),
+        }
+    }
+
+    /// Number of replicas P.
+    #[getter(chains)]
+    fn chains_py(&self) -> usize {
+        self.chains()
+    }
+
+    #[getter]
+    fn iteration(&self) -> u64 {
+        each!(&self.state, o => o.progress.iteration)
+    }
+
+    #[getter]
+    fn buffer(&self) -> f64 {
+        each!(&self.state, o => o.progress.buffer)
+    }
+
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.dtype.name()
+    }
+
+    #[getter]
+    fn ensemble(&self) -> u32 {
+        self.ensemble
+    }
+
+    /// The window W (0 for SEO).
+    #[getter]
+    fn window(&self) -> u32 {
+        self.options.scheme.window_code()
+    }
+
+    /// Learning rate of each level.
+    #[getter]
+    fn ladder<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        array1(py, each!(&self.state, o => o.ladder.clone()))
+    }
+
+    /// Temperature of each level.
+    #[getter]
+    fn temperature_ladder<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        array1(py, each!(&self.state, o => o.temperatures.clone()))
+    }
+
+    /// Replica at each level.
+    #[getter]
+    fn replica_at<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        array1(py, each!(&self.state, o => ints(&o.replica_at)))
+    }
+
+    /// Level of each replica.
+    #[getter]
+    fn level_of<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        array1(py, each!(&self.state, o => ints(&o.level_of)))
+    }
+
+    /// Learning rate of each replica (of its level).
+    #[getter]
+    fn learning_rates<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        let v = each!(&self.state, o => o.level_of.iter().map(|&l| o.ladder[l as usize]).collect());
+        array1(py, v)
+    }
+
+    /// Temperature of each replica (of its level).
+    #[getter]
+    fn temperatures<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        let v = each!(&self.state, o => o.level_of.iter().map(|&l| o.temperatures[l as usize]).collect());
+        array1(py, v)
+    }
+
+    /// Counts so far: round trips in both countings, restarts, non-finite energies,
+    /// and per pair the indicator, attempt, swap and non-finite counts and rates.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (progress, pairs) = each!(&self.state, o => (o.progress, o.pair_stats.clone()));
+        let n = progress.iteration;
+        let d = to_dict(py, &progress.stats)?;
+        d.set_item("iterations", n)?;
+        let column = |f: fn(&PairStats) -> u64| -> Vec<u64> { pairs.iter().map(f).collect() };
+        d.set_item("pair_indicators", array1(py, column(|p| p.indicators)))?;
+        d.set_item("pair_attempts", array1(py, column(|p| p.attempts)))?;
+        d.set_item("pair_swaps", array1(py, column(|p| p.swaps)))?;
+        d.set_item("pair_nonfinite", array1(py, column(|p| p.nonfinite)))?;
+        d.set_item(
+            "pair_indicator_rate",
+            array1(py, pairs.iter().map(|p| p.indicator_rate(n)).collect()),
+        )?;
+        d.set_item(
+            "pair_swap_rate",
+            array1(py, pairs.iter().map(|p| p.swap_rate(n)).collect()),
+        )?;
+        Ok(d)
+    }
+
+    /// The configuration (the keys of `nrpt run`), the window and the rules that run.
+    fn describe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("config", to_py(py, &self.config)?)?;
+        d.set_item("window", self.options.scheme.window_code())?;
+        let rules: nrpt::preset::RulesSummary = self.config.rule_choices().resolve().into();
+        d.set_item("rules", to_py(py, &rules)?)?;
+        Ok(d)
+    }
+
+    /// The whole state as JSON text (floats exact).
+    fn state_json(&self) -> PyResult<String> {
+        let saved = each!(&self.state, o => Saved {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            dtype: self.dtype,
+            ensemble: self.ensemble,
+            config: self.config.clone(),
+            progress: o.progress,
+            ladder: o.ladder.clone(),
+            temperatures: o.temperatures.clone(),
+            replica_at: o.replica_at.clone(),
+            level_of: o.level_of.clone(),
+            trips: o.trips.clone(),
+            gates: o.gates.clone(),
+            flags: o.flags.clone(),
+            pair_stats: o.pair_stats.clone(),
+        });
+        serde_json::to_string(&saved).map_err(value_error)
+    }
+
+    /// A controller from [`NativeController::state_json`]'s text: checked (lengths, a
+    /// permutation and its inverse, finite positive rates) and continued exactly.
+    #[classmethod]
+    fn from_state_json(_cls: &Bound<'_, PyType>, text: &str) -> PyResult<Self> {
+        let saved: Saved = serde_json::from_str(text)
+            .map_err(|e| value_error(format!("not a saved nrpt controller: {e}")))?;
+        if saved.format != FORMAT || saved.version != VERSION {
+            return Err(value_error(format!(
+                "not a saved nrpt controller of this version: format {:?} version {} (this is {FORMAT:?} version {VERSION})",
+                saved.format, saved.version
+            )));
+        }
+        let mut c = Self::build(saved.config, saved.ensemble, saved.dtype)?;
+        let options = c.options;
+        each!(&mut c.state, o => {
+            o.ladder = saved.ladder;
+            o.temperatures = saved.temperatures;
+            o.replica_at = saved.replica_at;
+            o.level_of = saved.level_of;
+            o.trips = saved.trips;
+            o.gates = saved.gates;
+            o.flags = saved.flags;
+            o.pair_stats = saved.pair_stats;
+            o.progress = saved.progress;
+            // The resume checks every length and the consistency of the state.
+            o.with(options, |_| ()).map_err(|e| value_error(format!("a saved controller that does not fit its configuration: {e}")))?;
+        });
+        Ok(c)
+    }
+}

@@ -1,0 +1,92 @@
+//! Rust values to Python ones: JSON-like trees (every report of the host is
+//! `Serialize`) to dicts and lists, vectors to NumPy arrays.
+
+use numpy::ndarray::{Array, Array2, Array3};
+use numpy::{Element, IntoPyArray, PyArray1};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A JSON value as Python objects: dicts, lists, `int`, `float`, `str`, `bool`, `None`.
+pub fn json_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => s.into_pyobject(py)?.into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(json_to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, item) in map {
+                dict.set_item(k, json_to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Any `Serialize` value as Python objects (through JSON values, floats exact).
+pub fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    let v = serde_json::to_value(value)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    json_to_py(py, &v)
+}
+
+/// Any `Serialize` struct as a Python dict.
+pub fn to_dict<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyDict>> {
+    Ok(to_py(py, value)?.cast_into::<PyDict>()?)
+}
+
+/// A vector as a 1-D array.
+pub fn array1<'py, T: Element>(py: Python<'py>, v: Vec<T>) -> Bound<'py, PyArray1<T>> {
+    PyArray1::from_vec(py, v)
+}
+
+/// Rows of equal length as a 2-D array (`rows × width`; width given for zero rows).
+pub fn array2<'py, T: Element + Clone>(
+    py: Python<'py>,
+    rows: &[Vec<T>],
+    width: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let flat: Vec<T> = rows.iter().flatten().cloned().collect();
+    let a = Array2::from_shape_vec((rows.len(), width), flat)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    Ok(a.into_pyarray(py).into_any())
+}
+
+/// A flat vector as an array of the given shape.
+pub fn array3<'py, T: Element>(
+    py: Python<'py>,
+    flat: Vec<T>,
+    shape: (usize, usize, usize),
+) -> PyResult<Bound<'py, PyAny>> {
+    let a = Array3::from_shape_vec(shape, flat)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    Ok(a.into_pyarray(py).into_any())
+}
+
+/// A flat vector as a 2-D array.
+pub fn reshape2<'py, T: Element>(
+    py: Python<'py>,
+    flat: Vec<T>,
+    shape: (usize, usize),
+) -> PyResult<Bound<'py, PyAny>> {
+    let a = Array::from_shape_vec(shape, flat)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    Ok(a.into_pyarray(py).into_any())
+}

@@ -1,0 +1,185 @@
+"""The engines from Python against the command line: the same outputs for the same
+flags and seed, as dicts and NumPy arrays instead of files."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nrpt
+
+TIMING = {"seconds", "chain_steps_per_sec", "figures"}
+
+
+def assert_same(py: Any, cli: Any, path: str = "") -> None:
+    """`py` (with arrays) equals the command's JSON value `cli`, floats to the bit,
+    timing fields aside."""
+    if isinstance(cli, dict):
+        assert isinstance(py, dict), path
+        for key, value in cli.items():
+            if key in TIMING:
+                continue
+            assert key in py, f"{path}.{key} missing"
+            assert_same(py[key], value, f"{path}.{key}")
+    elif isinstance(cli, list):
+        py = py.tolist() if isinstance(py, np.ndarray) else py
+        assert len(py) == len(cli), path
+        for i, (a, b) in enumerate(zip(py, cli)):
+            assert_same(a, b, f"{path}[{i}]")
+    elif isinstance(py, np.ndarray):
+        assert_same(py.tolist(), cli, path)
+    else:
+        assert py == cli, f"{path}: {py!r} != {cli!r}"
+
+
+def without_out(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k != "out"}
+
+
+def test_run_equals_nrpt_run(cli, tmp_path):
+    out = tmp_path / "out"
+    flags = ["--chains", "8", "-e", "2", "-n", "1500", "--seed", "5", "--window", "4"]
+    report = cli.json("run", *flags, "--backend", "cpu", "-o", str(out))
+    r = nrpt.run(chains=8, ensembles=2, iterations=1500, seed=5, window=4, backend="cpu")
+    assert_same(without_out(r["config"]), without_out(report["config"]))
+    report.pop("config")
+    assert_same(r, report)
+    # The round-trip count itself, and the totals behind the rates.
+    e, n = 2, 1500
+    assert r["round_trips"] == round(report["round_trips_per_1000"] * e * n / 1000)
+    assert r["round_trips"] == int(r["ensembles"]["round_trips"].sum()) > 0
+    # samples.npy, bit for bit; (samples, ensembles, D).
+    samples = np.load(out / "samples.npy")
+    assert r["samples"].dtype == np.float32 and r["samples"].shape == samples.shape
+    assert r["samples"].tobytes() == samples.tobytes()
+    assert r["sample_iterations"][0] == 100 and np.all(np.diff(r["sample_iterations"]) == 10)
+    # trace.csv (rounded in the file).
+    with open(out / "trace.csv") as f:
+        rows = list(csv.DictReader(f))
+    t = r["trace"]
+    assert len(rows) == len(t["iterations"])
+    for i, row in enumerate(rows):
+        assert int(row["iteration"]) == t["iterations"][i]
+        assert int(row["round_trips"]) == t["round_trips"][i]
+        assert int(row["authors_round_trips"]) == t["authors_round_trips"][i]
+        assert float(row["buffer"]) == pytest.approx(t["buffer"][i], abs=1e-6)
+    assert t["indicator_rate"].shape == (len(rows), 7)
+    assert t["ladder"].shape == (len(rows), 8)
+    assert r["final_ladders"].shape == (2, 8)
+    assert r["ensembles"]["levels"].shape == (2, 8, 2)
+
+
+def test_run_of_a_data_target_equals_the_command(cli, tmp_path):
+    flags = dict(target="classifier", chains=4, ensembles=1, iterations=60, hidden=[8],
+                 thin=20, warmup=0, seed=2, backend="cpu")
+    argv = ["--target", "classifier", "--chains", "4", "-e", "1", "-n", "60", "--hidden", "8",
+            "--thin", "20", "--warmup", "0", "--seed", "2", "--backend", "cpu"]
+    report = cli.json("run", *argv, "-o", str(tmp_path / "out"))
+    r = nrpt.run(**flags)
+    report.pop("config")
+    assert_same(r, report)
+    assert r["classifier"]["samples"] == 3
+    d = r["samples"].shape[2]
+    assert d == 65 * 8 + 9 * 10
+
+
+def test_run_of_the_gaussian_path_equals_the_command(cli, tmp_path):
+    argv = ["--target", "gaussian-path", "--dim", "1", "--chains", "6", "-e", "2", "-n", "3000"]
+    report = cli.json("run", *argv, "-o", str(tmp_path / "out"))
+    r = nrpt.run(target="gaussian-path", dim=1, chains=6, ensembles=2, iterations=3000)
+    report.pop("config")
+    assert_same(r, report)
+    prof = r["lambda_profile"]
+    assert prof["beta"].shape == prof["estimated"].shape == (101,)
+    assert prof["cumulative_closed_form"][-1] == pytest.approx(r["closed_form"]["lambda"])
+
+
+def test_reproduce_equals_the_command(cli, tmp_path):
+    report = cli.json("reproduce", "-n", "400", "-e", "1", "--backend", "cpu", "-o", str(tmp_path / "o"))
+    r = nrpt.reproduce(iterations=400, ensembles=1, backend="cpu")
+    assert_same(r, report)
+    assert [m["name"] for m in r["methods"]][2:] == ["DEO-SGD×P16", "DEO⋆-SGD×P16"]
+    np.testing.assert_array_equal(r["w_sweep_columns"]["window"], [1, 2, 4, 8, 16, 32])
+    assert r["figures"] == []
+
+
+def test_deep_equals_the_command(cli, tmp_path):
+    argv = ["-e", "1", "--epochs", "3", "--pretrain-epochs", "1", "--chains", "3",
+            "--hidden", "8", "--backend", "cpu"]
+    report = cli.json("deep", *argv, "-o", str(tmp_path / "o"))
+    r = nrpt.deep(ensembles=1, epochs=3, pretrain_epochs=1, chains=3, hidden=[8], backend="cpu")
+    assert_same(r, report)
+    names = [m["name"] for m in r["methods"]]
+    assert len(names) == 5 and names[0].startswith("DEO")
+    curve = r["curves"][0]
+    assert curve["ladder"].shape == (len(curve["epochs"]), 3)
+
+
+def test_scale_equals_the_command(cli, tmp_path):
+    argv = ["--model", "bernoulli", "--chains", "8,16", "--window", "1,opt", "-e", "4",
+            "--max-iterations", "20000", "--warmup", "500"]
+    report = cli.json("scale", *argv, "-o", str(tmp_path / "o"))
+    r = nrpt.scale(model="bernoulli", chains=[8, 16], window=["1", "opt"], ensembles=4,
+                   max_iterations=20000, warmup=500)
+    assert_same(r, report)
+    c = r["columns"]
+    np.testing.assert_array_equal(c["chains"], [8, 8, 16, 16])
+    assert np.all(np.abs(c["ratio"] - 1) < 0.3)
+
+
+def test_runs_release_the_gil():
+    """While a run computes, other Python threads run."""
+    done = threading.Event()
+    out = {}
+
+    def work():
+        start = time.perf_counter()
+        out["r"] = nrpt.run(chains=16, ensembles=8, iterations=100_000, thin=1000, warmup=0, threads=1,
+                            backend="cpu")
+        out["seconds"] = time.perf_counter() - start
+        done.set()
+
+    worker = threading.Thread(target=work)
+    ticks = 0
+    worker.start()
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0.001)
+    worker.join()
+    assert out["r"]["round_trips"] > 0
+    # Holding the GIL would leave this thread a tick or two; free, it ticks every
+    # millisecond or so (allow 10 ms a tick on a busy machine).
+    assert ticks >= out["seconds"] / 0.01, (ticks, out["seconds"])
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_stops_a_run_and_the_next_one_runs():
+    """Ctrl-C (SIGINT to the process) stops a run that would take hours, raising
+    KeyboardInterrupt as soon as the engine has stopped; the next run is not affected."""
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        # About 1.6e10 chain-steps: hours on one thread.
+        nrpt.run(chains=16, ensembles=1, iterations=10**9, thin=10**8, warmup=0, threads=1,
+                 backend="cpu")
+    timer.join()
+    # Stopped, not finished: the bound is a thousand times below the run's length.
+    assert time.monotonic() - started < 60
+    after = nrpt.run(chains=4, iterations=200, backend="cpu")
+    assert after["iterations_run"] == 200
+
+
+def test_warnings_and_strict():
+    with pytest.warns(RuntimeWarning, match="no samples were kept"):
+        r = nrpt.run(chains=4, ensembles=1, iterations=50, warmup=100)
+    assert r["samples"].shape == (0, 1, 2)
+    with pytest.raises(ValueError, match="strict: the run gave 1 warning"):
+        nrpt.run(chains=4, ensembles=1, iterations=50, warmup=100, strict=True)
