@@ -59,13 +59,24 @@ python_started=$SECONDS
 source scripts/target-dir.sh
 target=$(target_dir)
 venv="$target/python-venv"
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet numpy pytest "mypy==2.4.1"
+if { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } && "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    py="$venv/bin/python"
+    install=("$py" -m pip install --quiet)
+else
+    # No working venv module (Debian without python3-venv): everything goes into one
+    # folder of the target directory, put first on PYTHONPATH.
+    echo "python3 -m venv is not available: installing into $target/python-site instead"
+    rm -rf "$venv"
+    py=python3
+    export PYTHONPATH="$target/python-site" PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore
+    install=(python3 -m pip install --quiet --upgrade --target "$target/python-site")
+fi
+"${install[@]}" numpy pytest "mypy==2.4.1"
 # Built into the workspace's target folder, where the release builds above have already
 # compiled most of its dependencies.
-CARGO_TARGET_DIR="$target" "$venv/bin/python" -m pip install --quiet ./python
+CARGO_TARGET_DIR="$target" "${install[@]}" ./python
 # The stubs match the installed package, then the tests (the command line is the debug
 # build of the tests above).
-MYPY_CACHE_DIR="$target/mypy-cache" "$venv/bin/python" -m mypy.stubtest nrpt
-NRPT_BIN="$target/debug/nrpt" NRPT_REQUIRE_CLI=1 "$venv/bin/python" -m pytest -q python/tests
+MYPY_CACHE_DIR="$target/mypy-cache" "$py" -m mypy.stubtest nrpt
+NRPT_BIN="$target/debug/nrpt" NRPT_REQUIRE_CLI=1 "$py" -m pytest -q python/tests
 echo "python package: $((SECONDS - python_started)) s"
