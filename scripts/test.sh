@@ -56,6 +56,8 @@ python3 benches/numpy/test_mlp_numpy.py
 
 step "Python package: pip install ./python (PyO3; maturin from PyPI), then its tests against the command"
 python_started=$SECONDS
+# Its own lock file pins the crates it shares with the workspace at the same versions.
+python3 scripts/check-python-lock.py
 source scripts/target-dir.sh
 target=$(target_dir)
 venv="$target/python-venv"
