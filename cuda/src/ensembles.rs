@@ -144,22 +144,31 @@ impl EnsembleConfig {
     /// nrpt-core's `Engine::start` sets them: `adapt::initial_ladder` of
     /// `options.rules.initial_ladder`, then `Temperatures::fill`.
     pub fn initial_levels(&self) -> Result<(Vec<f64>, Vec<f64>), CudaError> {
-        let options = self.options.validate()?;
-        let p = self.chains;
-        if p < 2 {
-            return Err(nrpt_core::Error::TooFewChains { chains: p }.into());
-        }
-        let mut ladder0 = vec![0.0; p];
-        initial_ladder(
-            options.rules.initial_ladder,
-            options.ladder_min,
-            options.ladder_max,
-            &mut ladder0,
-        )?;
-        let mut temps0 = vec![0.0; p];
-        options.temperatures.fill(&ladder0, &mut temps0);
-        Ok((ladder0, temps0))
+        initial_levels(&self.options, self.chains)
     }
+}
+
+/// The ladder and temperatures of P levels every ensemble of `options` starts from, as
+/// nrpt-core's `Engine::start` sets them: `adapt::initial_ladder` of
+/// `options.rules.initial_ladder`, then `Temperatures::fill`.
+pub(crate) fn initial_levels(
+    options: &TemperingOptions,
+    p: usize,
+) -> Result<(Vec<f64>, Vec<f64>), CudaError> {
+    let options = options.validate()?;
+    if p < 2 {
+        return Err(nrpt_core::Error::TooFewChains { chains: p }.into());
+    }
+    let mut ladder0 = vec![0.0; p];
+    initial_ladder(
+        options.rules.initial_ladder,
+        options.ladder_min,
+        options.ladder_max,
+        &mut ladder0,
+    )?;
+    let mut temps0 = vec![0.0; p];
+    options.temperatures.fill(&ladder0, &mut temps0);
+    Ok((ladder0, temps0))
 }
 
 /// The state of one ensemble as the host sees it after a [`GpuEnsembles::snapshot`].

@@ -2,26 +2,12 @@
 //! codes, determinism across thread counts, and Ctrl-C.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn nrpt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrpt"))
-        .args(args)
-        .output()
-        .expect("the nrpt binary runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "nrpt failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
-}
+mod common;
+use common::{json_of, nrpt};
 
 fn finite(v: &Value, key: &str) -> f64 {
     let x = v[key]

@@ -15,17 +15,8 @@ use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use nrpt_cuda::ExecutionPath;
 
-/// `true` when `NRPT_REQUIRE_GPU` is set (to anything but empty or `0`): then a test
-/// that cannot reach a GPU fails instead of being skipped.
-fn gpu_required() -> bool {
-    std::env::var_os("NRPT_REQUIRE_GPU").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Says that a test was skipped and why, past the test harness's output capture.
-fn report(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{message}");
-}
+mod common;
+use common::{gpu_required, report};
 
 #[test]
 fn open_without_a_driver_is_an_error_not_a_panic() {

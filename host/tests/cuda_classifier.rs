@@ -6,7 +6,6 @@
 //! final states, ladders, buffers and counts. Without a GPU that comparison says that
 //! it was skipped; with `NRPT_REQUIRE_GPU=1` it fails instead.
 
-use std::process::{Command, Output};
 use std::sync::Arc;
 
 use nrpt::deep::{Model, Rates, Sampling};
@@ -17,21 +16,8 @@ use nrpt_core::window::Scheme;
 use nrpt_cuda::MathMode;
 use nrpt_cuda::mlp::HostMlp;
 
-fn gpu_required() -> bool {
-    std::env::var_os("NRPT_REQUIRE_GPU").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-fn report(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{message}");
-}
-
-fn nrpt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrpt"))
-        .args(args)
-        .output()
-        .expect("the nrpt binary runs")
-}
+mod common;
+use common::{gpu_required, nrpt, report};
 
 #[test]
 fn without_a_driver_cuda_is_refused_and_auto_runs_on_the_cpu() {

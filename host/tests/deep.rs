@@ -1,32 +1,8 @@
 //! Data targets end to end: `nrpt deep`, `nrpt run --target classifier`,
 //! `nrpt bench --model mlp`, and users' data files with their errors.
 
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
-fn nrpt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrpt"))
-        .args(args)
-        .output()
-        .expect("the nrpt binary runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "nrpt failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
-}
-
-fn number(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("`{key}` missing or not a number in {v}"))
-}
+mod common;
+use common::{json_of, nrpt, number};
 
 /// A tiny comparison: every method has a row with the documented fields, the
 /// tempering rows their round trips and swap rates; the figures and table are written.

@@ -3,32 +3,8 @@
 //! number of chains its rule gives for the closed-form Λ, and `nrpt scale --model
 //! gaussian-path` measures E[T] beside Lemma 1 and the limit P (2 + 2Λ).
 
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
-fn nrpt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrpt"))
-        .args(args)
-        .output()
-        .expect("the nrpt binary runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "nrpt failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
-}
-
-fn number(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("`{key}` missing or not a number in {v}"))
-}
+mod common;
+use common::{json_of, nrpt, number};
 
 /// Λ = c_d ln 10 with c_d = Γ((d+1)/2)/(√π Γ(d/2)) (nrpt-core's exact::gaussian): the
 /// values for d = 2 and 16, computed independently.
@@ -45,7 +21,7 @@ fn closed_form_lambda(d: usize) -> f64 {
 fn gaussian_path_reports_the_barrier_and_log_z() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("g");
-    let v = json_of(&nrpt(&[
+    let args = &[
         "run",
         "--target",
         "gaussian-path",
@@ -63,7 +39,8 @@ fn gaussian_path_reports_the_barrier_and_log_z() {
         "--quiet",
         "-o",
         out.to_str().unwrap(),
-    ]));
+    ];
+    let v = json_of(&nrpt(args));
     let lambda = closed_form_lambda(2);
     assert!(
         (number(&v["closed_form"], "lambda") - lambda).abs() < 1e-12,
@@ -117,25 +94,7 @@ fn gaussian_path_reports_the_barrier_and_log_z() {
         }
     }
     // Deterministic by seed.
-    let again = json_of(&nrpt(&[
-        "run",
-        "--target",
-        "gaussian-path",
-        "--dim",
-        "2",
-        "-p",
-        "12",
-        "-n",
-        "8000",
-        "-e",
-        "3",
-        "-w",
-        "1",
-        "--json",
-        "--quiet",
-        "-o",
-        out.to_str().unwrap(),
-    ]));
+    let again = json_of(&nrpt(args));
     assert_eq!(again["lambda"], v["lambda"]);
     assert_eq!(again["log_z"], v["log_z"]);
 }

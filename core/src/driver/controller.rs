@@ -299,11 +299,7 @@ impl<'a, F: UnitDraw> Controller<'a, F> {
 
     /// Where the controller stands besides its buffers (see [`Controller::resume`]).
     pub fn progress(&self) -> Progress {
-        Progress {
-            iteration: self.engine.iteration,
-            buffer: self.engine.buffer,
-            stats: self.engine.stats,
-        }
+        self.engine.progress()
     }
 
     /// Iterations told so far.

@@ -5,9 +5,9 @@ use core::fmt;
 
 use rand_core::Rng;
 
-use super::IterationReport;
 use super::options::{InitialStates, Temperatures, TemperingOptions};
 use super::storage::Storage;
+use super::{IterationReport, Progress};
 use crate::adapt::{StepSize, adapt_buffer, adapt_ladder_indicators, initial_ladder};
 use crate::error::{Error, check_len};
 use crate::explore::{Explorer, langevin_step, momentum_step, noise_scale};
@@ -136,6 +136,15 @@ impl<O, E: Clone> Engine<O, E> {
             self.failure = Some(e.clone());
         }
         out
+    }
+
+    /// Where the run stands besides its buffers.
+    pub(crate) fn progress(&self) -> Progress {
+        Progress {
+            iteration: self.iteration,
+            buffer: self.buffer,
+            stats: self.stats,
+        }
     }
 
     /// The step size γ_k of the current iteration (the schedule was validated, so the

@@ -138,11 +138,7 @@ impl<'a, F: UnitDraw, O: EnergyOracle<F>> Tempering<'a, F, O> {
 
     /// Where the run stands besides its buffers (see [`Tempering::resume`]).
     pub fn progress(&self) -> Progress {
-        Progress {
-            iteration: self.engine.iteration,
-            buffer: self.engine.buffer,
-            stats: self.engine.stats,
-        }
+        self.engine.progress()
     }
 
     /// Runs one iteration.

@@ -5,12 +5,12 @@
 
 use bytemuck::{Pod, Zeroable};
 use nrpt_core::TemperingOptions;
-use nrpt_core::adapt::initial_ladder;
-use nrpt_core::driver::InitialStates;
+use nrpt_core::driver::{InitialStates, initial_state};
 use nrpt_core::index::init_identity;
 use nrpt_core::model::{Architecture, MAX_LAYERS};
-use nrpt_core::rng::{MAX_REPLICAS, PhiloxStream, Rng, UnitDraw, streams};
+use nrpt_core::rng::MAX_REPLICAS;
 
+use crate::ensembles::initial_levels;
 use crate::error::CudaError;
 use crate::params::{GpuParams, MathMode};
 
@@ -391,18 +391,7 @@ impl Start {
             config.chains,
             config.model.arch.parameters(),
         );
-        if p < 2 {
-            return Err(nrpt_core::Error::TooFewChains { chains: p }.into());
-        }
-        let mut ladder0 = vec![0.0; p];
-        initial_ladder(
-            options.rules.initial_ladder,
-            options.ladder_min,
-            options.ladder_max,
-            &mut ladder0,
-        )?;
-        let mut temps0 = vec![0.0; p];
-        options.temperatures.fill(&ladder0, &mut temps0);
+        let (ladder0, temps0) = initial_levels(&options, p)?;
         let (mut at0, mut of0, mut trips0) = (vec![0u32; p], vec![0u32; p], vec![0u8; p]);
         init_identity(&mut at0, &mut of0, &mut trips0);
         let n = e
@@ -410,16 +399,17 @@ impl Start {
             .and_then(|n| n.checked_mul(d))
             .ok_or_else(|| unsupported("E·P·D overflows"))?;
         let states = match (options.init, initial) {
-            (InitialStates::Uniform { low, high }, _) => {
+            (InitialStates::Uniform { .. }, _) => {
+                // Ensemble e draws with Philox key `options.ensemble + e`, as the CPU
+                // engine's ensembles do.
                 let mut s = vec![0.0f32; n];
                 for (c, x) in s.chunks_exact_mut(d).enumerate() {
                     let (ens, r) = (c / p, c % p);
-                    let key = options.ensemble.wrapping_add(ens as u32);
-                    let mut rng = PhiloxStream::new(options.seed, key, 0, r as u32, streams::INIT);
-                    for xi in x.iter_mut() {
-                        let u = f64::uniform(rng.next_u32());
-                        *xi = (low + (high - low) * u) as f32;
-                    }
+                    let keyed = TemperingOptions {
+                        ensemble: options.ensemble.wrapping_add(ens as u32),
+                        ..options
+                    };
+                    initial_state(&keyed, r as u32, x);
                 }
                 s
             }
