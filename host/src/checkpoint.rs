@@ -3,28 +3,57 @@
 //! killed at any point can be resumed with `nrpt run --resume <out>` and end with the
 //! same bits as a run that was never interrupted.
 //!
-//! The file is `NRPTCKPT`, a format number (u32, little-endian), the nrpt version that
-//! wrote it, the run's configuration as JSON and the checkpoint cadence, then the
-//! [`RunState`] encoded by `bincode` (floats bit for bit, NaN included). Lengths are
-//! u32 little-endian before each text. A checkpoint
-//! of another format or version, or one whose state does not fit its configuration, is
-//! refused with an error that says which, never misread.
+//! A checkpoint cannot be misread. The file (format 2) is
+//!
+//! | bytes | what |
+//! |---|---|
+//! | 8 | `NRPTCKPT` |
+//! | 4 | the format, u32 little-endian |
+//! | 8 | the length L of the payload, u64 little-endian |
+//! | L | the payload: the nrpt version, the run's configuration (JSON) and its input files (JSON: flag, path, SHA-256 of the bytes), each a u32 length and UTF-8 text; the checkpoint cadence (u64); then the [`RunState`] encoded by `bincode` (floats bit for bit, NaN included) |
+//! | 32 | SHA-256 of everything before |
+//!
+//! Reading checks, in order: the magic, the format, the length, the checksum (any
+//! changed byte is found), the version, the configuration and the state, and the
+//! caller checks the state against the run ([`RunState::check`]: every count and
+//! length) and the input files against their digests ([`changed_inputs`]). Any
+//! failure is a [`CheckpointError`] that names the file and the reason.
 
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::config::RunConfig;
 use crate::engine::state::RunState;
 use crate::output::write_atomic;
 
 const MAGIC: &[u8; 8] = b"NRPTCKPT";
-/// The layout of the file; bumped whenever the state's encoding changes.
-pub const FORMAT: u32 = 1;
+/// The layout of the file; bumped whenever the layout or the state's encoding changes.
+pub const FORMAT: u32 = 2;
+/// Magic, format and length.
+const HEAD: usize = 8 + 4 + 8;
+/// The SHA-256 at the end.
+const SUM: usize = 32;
+
+/// One input file of a run and the digest of its bytes when the checkpoint was written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputDigest {
+    /// The configuration key that names it (`data`, `labels`, …).
+    pub key: String,
+    /// The path, as configured.
+    pub path: PathBuf,
+    /// SHA-256 of its bytes, lowercase hex.
+    pub sha256: String,
+}
 
 /// What a checkpoint holds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Checkpoint {
     /// The configuration of the run.
     pub config: RunConfig,
+    /// Its input files' digests.
+    pub inputs: Vec<InputDigest>,
     /// Iterations between checkpoints.
     pub every: u64,
     /// The state after `state.iteration` iterations.
@@ -61,9 +90,23 @@ pub enum CheckpointError {
     /// The file is not a checkpoint of nrpt.
     #[error("{0} is not a checkpoint of nrpt")]
     NotACheckpoint(String),
-    /// Written by another format or version.
+    /// Another layout.
     #[error(
-        "{path} was written by {found}; this is nrpt {ours} (checkpoint format {FORMAT}): it cannot be resumed by this version"
+        "the checkpoint {path} says it has format {found}, and this nrpt reads format \
+         {FORMAT}: it was written by another version of nrpt (or that byte is damaged); \
+         resume it with the version that wrote it, or start the run again"
+    )]
+    OtherFormat {
+        /// The file.
+        path: String,
+        /// The format number it says.
+        found: u32,
+    },
+    /// Written by another version.
+    #[error(
+        "the checkpoint {path} was written by {found}; this is nrpt {ours}: its bits may \
+         differ, so it cannot be resumed by this version (resume it with {found}, or start \
+         the run again)"
     )]
     OtherVersion {
         /// The file.
@@ -73,7 +116,7 @@ pub enum CheckpointError {
         /// This version.
         ours: &'static str,
     },
-    /// The contents do not decode or do not fit the configuration.
+    /// The contents do not decode, fail their checksum or do not fit the run.
     #[error("the checkpoint {path} is damaged or inconsistent: {message}")]
     Damaged {
         /// The file.
@@ -91,77 +134,188 @@ pub fn path_for(out: &Path) -> PathBuf {
 }
 
 fn version() -> String {
-    format!(
-        "nrpt {} (checkpoint format {FORMAT})",
-        env!("CARGO_PKG_VERSION")
-    )
+    format!("nrpt {}", env!("CARGO_PKG_VERSION"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The digest of every input file that `config` reads (the data files of a classifier),
+/// read with the caps of data files.
+pub fn input_digests(config: &RunConfig) -> Result<Vec<InputDigest>, crate::config::ConfigError> {
+    let mut out = Vec::new();
+    if config.target != crate::config::TargetKind::Classifier {
+        return Ok(out);
+    }
+    for (key, path) in config.input_paths() {
+        let bytes = crate::input::read_all(
+            path,
+            crate::input::max_data_bytes(),
+            "the cap of a data file: a quarter of --max-memory, at most 4 GiB",
+        )
+        .map_err(|e| crate::config::ConfigError::new(key, format!("{}: {e}", path.display())))?;
+        out.push(InputDigest {
+            key: key.to_string(),
+            path: path.to_path_buf(),
+            sha256: hex(&Sha256::digest(&bytes)),
+        });
+    }
+    Ok(out)
+}
+
+/// The inputs whose bytes are not those of `saved` any more (each with the reason).
+pub fn changed_inputs(saved: &[InputDigest], now: &[InputDigest]) -> Vec<String> {
+    let mut changed = Vec::new();
+    for s in saved {
+        match now.iter().find(|n| n.key == s.key) {
+            Some(n) if n.sha256 == s.sha256 && n.path == s.path => {}
+            Some(n) if n.path != s.path => changed.push(format!(
+                "{} was {}, is now {}",
+                s.key,
+                s.path.display(),
+                n.path.display()
+            )),
+            Some(_) => changed.push(format!(
+                "{} ({}) has other bytes (SHA-256 {} then)",
+                s.key,
+                s.path.display(),
+                &s.sha256[..s.sha256.len().min(12)]
+            )),
+            None => changed.push(format!("{} is no longer given", s.key)),
+        }
+    }
+    for n in now {
+        if !saved.iter().any(|s| s.key == n.key) {
+            changed.push(format!("{} was not given then", n.key));
+        }
+    }
+    changed
+}
+
+/// The bytes of a checkpoint (built in place: the state is encoded once, not copied).
+pub fn encode(c: &Checkpoint) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&FORMAT.to_le_bytes());
+    bytes.extend_from_slice(&0u64.to_le_bytes());
+    for text in [
+        version(),
+        serde_json::to_string(&c.config)?,
+        serde_json::to_string(&c.inputs)?,
+    ] {
+        let len = u32::try_from(text.len())?;
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(text.as_bytes());
+    }
+    bytes.extend_from_slice(&c.every.to_le_bytes());
+    bincode::serde::encode_into_std_write(&c.state, &mut bytes, bincode::config::standard())?;
+    let payload = (bytes.len() - HEAD) as u64;
+    bytes[12..HEAD].copy_from_slice(&payload.to_le_bytes());
+    let sum = Sha256::digest(&bytes);
+    bytes.extend_from_slice(&sum);
+    Ok(bytes)
 }
 
 /// Writes a checkpoint atomically (a temporary file renamed into place).
 pub fn write(path: &Path, c: &Checkpoint) -> anyhow::Result<()> {
-    let mut bytes = Vec::new();
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&FORMAT.to_le_bytes());
-    for text in [version(), serde_json::to_string(&c.config)?] {
-        bytes.extend_from_slice(&(text.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(text.as_bytes());
-    }
-    bytes.extend_from_slice(&c.every.to_le_bytes());
-    let body = bincode::serde::encode_to_vec(&c.state, bincode::config::standard())?;
-    bytes.extend_from_slice(&body);
-    write_atomic(path, &bytes)
+    write_atomic(path, &encode(c)?)
 }
 
-/// Reads and checks a checkpoint.
+/// Reads and checks a checkpoint (at most `--max-memory` bytes).
 pub fn read(path: &Path) -> Result<Checkpoint, CheckpointError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| CheckpointError::Read {
+    let bytes = crate::input::read_all(
+        path,
+        crate::limits::get().max_memory,
+        "the cap of a checkpoint: --max-memory",
+    )
+    .map_err(|source| CheckpointError::Read {
         path: name.clone(),
         source,
     })?;
+    decode(&bytes, &name)
+}
+
+/// Decodes and checks the bytes of a checkpoint; `name` names it in errors.
+pub fn decode(bytes: &[u8], name: &str) -> Result<Checkpoint, CheckpointError> {
     let damaged = |message: String| CheckpointError::Damaged {
-        path: name.clone(),
+        path: name.to_string(),
         message,
     };
     if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        return Err(CheckpointError::NotACheckpoint(name));
+        return Err(CheckpointError::NotACheckpoint(name.to_string()));
     }
     let format = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    let mut at = 12;
+    if format != FORMAT {
+        return Err(CheckpointError::OtherFormat {
+            path: name.to_string(),
+            found: format,
+        });
+    }
+    if bytes.len() < HEAD + SUM {
+        return Err(damaged(format!("{} bytes: truncated", bytes.len())));
+    }
+    let mut len = [0u8; 8];
+    len.copy_from_slice(&bytes[12..20]);
+    let len = u64::from_le_bytes(len);
+    let expected = (bytes.len() - HEAD - SUM) as u64;
+    if len != expected {
+        return Err(damaged(format!(
+            "its payload should be {len} bytes, the file holds {expected}: truncated or \
+             extended"
+        )));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - SUM);
+    if Sha256::digest(body).as_slice() != sum {
+        return Err(damaged(
+            "its SHA-256 checksum does not match: the file changed after it was written".into(),
+        ));
+    }
+    let payload = &body[HEAD..];
+    let mut at = 0;
     let mut text = || -> Result<String, CheckpointError> {
-        let len = bytes
+        let len = payload
             .get(at..at + 4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
             .ok_or_else(|| damaged("truncated header".into()))?;
-        let t = bytes
+        let t = payload
             .get(at + 4..(at + 4).saturating_add(len))
             .ok_or_else(|| damaged("truncated header".into()))?;
         at += 4 + len;
-        Ok(String::from_utf8_lossy(t).into_owned())
+        String::from_utf8(t.to_vec()).map_err(|_| damaged("a header text is not UTF-8".into()))
     };
     let found = text()?;
-    if format != FORMAT || found != version() {
+    if found != version() {
         return Err(CheckpointError::OtherVersion {
-            path: name,
+            path: name.to_string(),
             found,
             ours: env!("CARGO_PKG_VERSION"),
         });
     }
     let config: RunConfig =
         serde_json::from_str(&text()?).map_err(|e| damaged(format!("configuration: {e}")))?;
-    let every = bytes
+    let inputs: Vec<InputDigest> =
+        serde_json::from_str(&text()?).map_err(|e| damaged(format!("inputs: {e}")))?;
+    let every = payload
         .get(at..at + 8)
         .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
         .ok_or_else(|| damaged("truncated header".into()))?;
     at += 8;
+    // Through serde, a claimed length preallocates at most about 1 MiB: a huge count
+    // runs out of bytes instead of memory.
     let (state, used): (RunState, usize) =
-        bincode::serde::decode_from_slice(&bytes[at..], bincode::config::standard())
+        bincode::serde::decode_from_slice(&payload[at..], bincode::config::standard())
             .map_err(|e| damaged(e.to_string()))?;
-    if at + used != bytes.len() {
+    if at + used != payload.len() {
         return Err(damaged("trailing bytes after the state".into()));
+    }
+    if every == 0 {
+        return Err(damaged("a checkpoint cadence of 0 iterations".into()));
     }
     Ok(Checkpoint {
         config,
+        inputs,
         every,
         state,
     })
@@ -170,47 +324,88 @@ pub fn read(path: &Path) -> Result<Checkpoint, CheckpointError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Record;
     use crate::engine::cpu::CpuBackend;
 
-    /// A state written and read back is the same; a foreign, truncated or tampered
-    /// file is refused with the reason.
-    #[test]
-    fn round_trip_and_refusals() {
+    fn sample() -> Checkpoint {
         let config = RunConfig {
             iterations: 60,
             ensembles: 2,
             chains: 4,
             ..RunConfig::default()
         };
-        let job = config.job(Record::NOTHING).unwrap();
+        let job = config
+            .job(crate::commands::run::record_for(&config))
+            .unwrap();
         let state = CpuBackend::default()
             .run_from(&job, None, 30, &|_| {})
             .unwrap();
+        Checkpoint {
+            config,
+            inputs: vec![InputDigest {
+                key: "data".into(),
+                path: "d.csv".into(),
+                sha256: "ab".repeat(32),
+            }],
+            every: 30,
+            state,
+        }
+    }
+
+    /// A state written and read back is the same; a foreign, truncated or tampered
+    /// file is refused with the reason.
+    #[test]
+    fn round_trip_and_refusals() {
+        let c = sample();
         let dir = tempfile::tempdir().unwrap();
         let path = path_for(&dir.path().join("out"));
         assert!(path.ends_with("out.checkpoint"));
-        let c = Checkpoint {
-            config,
-            every: 30,
-            state,
-        };
         write(&path, &c).unwrap();
         assert_eq!(read(&path).unwrap(), c);
         let bytes = std::fs::read(&path).unwrap();
-        std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
-        assert!(matches!(read(&path), Err(CheckpointError::Damaged { .. })));
-        let mut other = bytes.clone();
-        other[8] = 99;
-        std::fs::write(&path, &other).unwrap();
         assert!(matches!(
-            read(&path),
-            Err(CheckpointError::OtherVersion { .. })
+            decode(&bytes[..bytes.len() - 3], "c"),
+            Err(CheckpointError::Damaged { .. })
         ));
-        std::fs::write(&path, b"hello world, not a checkpoint").unwrap();
+        let mut other = bytes.clone();
+        other[8] = 1;
+        let e = decode(&other, "c").unwrap_err();
+        assert!(
+            matches!(e, CheckpointError::OtherFormat { found: 1, .. }),
+            "{e}"
+        );
         assert!(matches!(
-            read(&path),
+            decode(b"hello world, not a checkpoint", "c"),
             Err(CheckpointError::NotACheckpoint(_))
         ));
+    }
+
+    /// Every single flipped bit of a checkpoint is found (the format's own bytes name
+    /// the format, the magic's say it is no checkpoint, all others fail the checksum).
+    #[test]
+    fn every_flipped_byte_is_found() {
+        let bytes = encode(&sample()).unwrap();
+        let step = (bytes.len() / 997).max(1);
+        for i in (0..bytes.len()).step_by(step).chain(0..HEAD) {
+            let mut b = bytes.clone();
+            b[i] ^= 1 << (i % 8);
+            assert!(decode(&b, "c").is_err(), "byte {i} flipped was not found");
+        }
+    }
+
+    #[test]
+    fn changed_inputs_are_named() {
+        let d = |key: &str, path: &str, sum: &str| InputDigest {
+            key: key.into(),
+            path: path.into(),
+            sha256: sum.into(),
+        };
+        let saved = vec![d("data", "a.npy", "00aa"), d("labels", "y.npy", "11")];
+        assert!(changed_inputs(&saved, &saved).is_empty());
+        let now = vec![d("data", "a.npy", "00ab"), d("test_data", "t.npy", "22")];
+        let c = changed_inputs(&saved, &now);
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert!(c[0].contains("other bytes"), "{c:?}");
+        assert!(c[1].contains("no longer given"), "{c:?}");
+        assert!(c[2].contains("not given then"), "{c:?}");
     }
 }

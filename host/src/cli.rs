@@ -26,11 +26,35 @@ pub struct Cli {
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The most memory a run may plan to use, checked before it starts (bytes, or with
+    /// K, M, G, T: `512M`, `4G`); data files are capped at a quarter of it [three
+    /// quarters of the machine's memory, or of its container's limit].
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_max_memory)]
+    pub max_memory: Option<u64>,
+    /// Read inputs that are not regular files: FIFOs (such as `<(zcat data.csv.gz)`) and
+    /// devices. They are still size-capped, and Ctrl-C stops a wait for them.
+    #[arg(long, global = true)]
+    pub allow_special_files: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
+fn parse_max_memory(text: &str) -> Result<u64, String> {
+    let bytes = crate::limits::parse_size(text)?;
+    if bytes < MIN_MAX_MEMORY {
+        return Err(format!(
+            "{text} is below {}, too little for any run",
+            crate::limits::human(MIN_MAX_MEMORY)
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The smallest --max-memory accepted.
+pub const MIN_MAX_MEMORY: u64 = 64 << 20;
+
+/// Replace an existing output folder that nrpt did not write (see `--out`).
 /// The most worker threads accepted by --threads.
 pub const MAX_THREADS: usize = 1024;
 
@@ -276,7 +300,8 @@ pub struct RunFlags {
     /// Iterations before the first kept sample.
     #[arg(long)]
     pub warmup: Option<u64>,
-    /// Output folder [nrpt-out].
+    /// Output folder [nrpt-out], replaced whole when the run ends: an empty folder or
+    /// one nrpt wrote (see --force).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -401,6 +426,12 @@ pub struct RunArgs {
     /// errors: exit with status 1 after writing the outputs.
     #[arg(long)]
     pub strict: bool,
+    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
+    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
+    /// Never the root, the home folder, or a folder holding the current directory or an
+    /// input.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `nrpt reproduce`.
@@ -431,6 +462,12 @@ pub struct ReproduceArgs {
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
+    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
+    /// Never the root, the home folder, or a folder holding the current directory or an
+    /// input.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `nrpt deep`.
@@ -496,6 +533,12 @@ pub struct DeepArgs {
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
+    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
+    /// Never the root, the home folder, or a folder holding the current directory or an
+    /// input.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl BenchArgs {
@@ -544,8 +587,9 @@ pub struct BenchArgs {
     pub batch: usize,
     /// `mlp`: the size n of the n × n × n product that measures the machine's
     /// large-matrix GFLOP/s.
-    #[arg(long, default_value_t = 2048, value_name = "N")]
-    pub machine_size: usize,
+    #[arg(long, default_value_t = 2048, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(16..=16384))]
+    pub machine_size: u32,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -590,6 +634,12 @@ pub struct MergeArgs {
     /// Output folder of the merged sweep.
     #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
     pub out: PathBuf,
+    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
+    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
+    /// Never the root, the home folder, or a folder holding the current directory or an
+    /// input.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// A scaling sweep.
@@ -641,6 +691,12 @@ pub struct SweepArgs {
     /// Output folder.
     #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
     pub out: PathBuf,
+    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
+    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
+    /// Never the root, the home folder, or a folder holding the current directory or an
+    /// input.
+    #[arg(long)]
+    pub force: bool,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,

@@ -388,6 +388,9 @@ fn non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
     }
 }
 
+/// What a run too large for `--max-memory` can lower.
+pub const RUN_MEMORY_ADVICE: &str = "--ensembles, --chains or --iterations, raise --thin";
+
 /// Largest P accepted.
 pub const MAX_CHAINS: usize = 65_536;
 /// Largest D accepted.
@@ -461,6 +464,21 @@ impl RunConfig {
     /// [`RunConfig::from_toml_for`] with the file's own target.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         RunConfig::from_toml_for(text, None)
+    }
+
+    /// The input files this configuration names, with their keys: the classifier's data
+    /// files (whatever the target; the keys are then ignored, but a folder holding one
+    /// is still never replaced by --out).
+    pub fn input_paths(&self) -> Vec<(&'static str, &std::path::Path)> {
+        [
+            ("data", &self.data),
+            ("labels", &self.labels),
+            ("test_data", &self.test_data),
+            ("test_labels", &self.test_labels),
+        ]
+        .into_iter()
+        .filter_map(|(k, p)| p.as_deref().map(|p| (k, p)))
+        .collect()
     }
 
     /// The classifier of a `classifier` target: its data loaded and checked.
@@ -616,7 +634,7 @@ impl RunConfig {
             &mut ladder,
         )
         .map_err(|e| ConfigError::new("ladder_decimals", e.to_string()))?;
-        Ok(Job {
+        let job = Job {
             options,
             noise: if matches!(target, Target::Classifier(_)) {
                 0.0
@@ -629,7 +647,38 @@ impl RunConfig {
             iterations: self.iterations + u64::from(resolved.inclusive_iterations),
             record,
             initial_states: None,
-        })
+        };
+        crate::engine::memory::check(&self.footprint(&job), RUN_MEMORY_ADVICE)
+            .map_err(|m| ConfigError::new("max_memory", m))?;
+        Ok(job)
+    }
+
+    /// The memory of running `job` (made from this configuration) as `nrpt run` does:
+    /// [`crate::engine::memory::of_job`] and the outputs it builds in memory (CSV text,
+    /// the `.npy` bytes, the summary).
+    pub fn footprint(&self, job: &Job) -> crate::engine::memory::Footprint {
+        use crate::engine::memory::{kept_samples, trace_entries};
+        let mut f = crate::engine::memory::of_job(job);
+        let (e, p, d) = (
+            job.ensembles as u64,
+            job.chains as u64,
+            job.target.dim() as u64,
+        );
+        let (samples, entries) = (kept_samples(job), trace_entries(job));
+        let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+        // About 12 bytes of text per CSV cell (measured: 7 to 13).
+        let csv_cells = m(&[entries, p.saturating_add(4)])
+            .saturating_add(m(&[entries, m(&[2, p]).saturating_add(1)]))
+            .saturating_add(if d <= crate::commands::run::MAX_CSV_DIM as u64 {
+                m(&[samples, e, d.saturating_add(3)])
+            } else {
+                0
+            });
+        let outputs = m(&[csv_cells, 12])
+            .saturating_add(m(&[samples, e, d, 4]))
+            .saturating_add(m(&[e, p, 64]));
+        f.add("outputs", outputs);
+        f
     }
 }
 
@@ -641,11 +690,22 @@ fn check_memory(c: &RunConfig, record: &Record, dim: usize) -> Result<(), Config
     let gib = |v: u128| v as f64 * 4.0 / f64::from(1u32 << 30);
     let states = c.chains as u128 * c.ensembles as u128 * dim as u128;
     if states > MAX_VALUES {
+        // Blame what makes a chain large when one chain alone is (the network, or D).
+        let (field, lower) = match c.target {
+            TargetKind::Classifier if (dim as u128) * 2 > MAX_VALUES / c.chains as u128 => (
+                "hidden",
+                "smaller --hidden layers (a network of that many parameters does not fit)",
+            ),
+            TargetKind::SumModes if (dim as u128) * 2 > MAX_VALUES / c.chains as u128 => {
+                ("dim", "a smaller --dim")
+            }
+            _ => ("ensembles", "lower --ensembles or --chains"),
+        };
         return Err(ConfigError::new(
-            "ensembles",
+            field,
             format!(
                 "{} chains × {} ensembles × {dim} coordinates = {states} state values \
-                 ({:.1} GiB): more than the {MAX_VALUES} accepted; lower --ensembles or --chains",
+                 ({:.1} GiB): more than the {MAX_VALUES} accepted; {lower}",
                 c.chains,
                 c.ensembles,
                 gib(states)

@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::fmt::Display;
 use std::fs;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -323,8 +323,7 @@ fn render(stem: &Path, fig: &impl Figure) -> Result<()> {
         root.present().plot()?;
     }
     let svg_path = target("svg");
-    write_then_rename(&temporary("svg"), &svg_path, svg.as_bytes())
-        .with_context(|| format!("writing {}", svg_path.display()))?;
+    crate::output::write_atomic(&svg_path, svg.as_bytes())?;
 
     // PNG: the bitmap backend encodes by file extension, so the temporary name ends in .png.
     let png_path = target("png");
@@ -341,14 +340,6 @@ fn render(stem: &Path, fig: &impl Figure) -> Result<()> {
         let _ = fs::remove_file(&png_tmp);
     }
     moved.with_context(|| format!("writing {}", png_path.display()))
-}
-
-fn write_then_rename(tmp: &PathBuf, path: &Path, bytes: &[u8]) -> Result<()> {
-    let result = fs::write(tmp, bytes).and_then(|()| fs::rename(tmp, path));
-    if result.is_err() {
-        let _ = fs::remove_file(tmp);
-    }
-    Ok(result?)
 }
 
 // ---------------------------------------------------------------------------------------

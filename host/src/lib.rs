@@ -35,6 +35,8 @@
 //! println!("{} round trips", out.total_stats().round_trips);
 //! # Ok::<(), nrpt::engine::EngineError>(())
 //! ```
+#[macro_use]
+pub mod console;
 pub mod baselines;
 pub mod checkpoint;
 pub mod cli;
@@ -45,7 +47,9 @@ pub mod deep;
 pub mod engine;
 pub mod exact;
 pub mod figures;
+pub mod input;
 pub mod interrupt;
+pub mod limits;
 pub mod metrics;
 pub mod output;
 pub mod preset;

@@ -3,22 +3,49 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use nrpt::cli::{Cli, Command, EngineArgs};
+use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
 use nrpt::commands;
 use nrpt::config::ConfigError;
+use nrpt::console::StdoutError;
 use nrpt::engine::EngineError;
 use nrpt::engine::cpu::{CpuBackend, Simd};
+use nrpt::limits::Limits;
+use nrpt::output::Committed;
+
+/// The worker threads of the global pool: `--threads`, else `RAYON_NUM_THREADS` (held to
+/// the same bound as `--threads`, with a note), else one per core.
+fn thread_count(flag: Option<usize>, quiet: bool) -> usize {
+    if let Some(n) = flag {
+        return n;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .map(|v| v.trim().parse::<usize>())
+    {
+        Some(Ok(n)) if (1..=MAX_THREADS).contains(&n) => n,
+        Some(Ok(0)) | None => cores.min(MAX_THREADS),
+        Some(_) => {
+            let n = cores.min(MAX_THREADS);
+            if !quiet {
+                nrpt::note!(
+                    "note: RAYON_NUM_THREADS is not a thread count from 1 to {MAX_THREADS}: \
+                     using {n} threads"
+                );
+            }
+            n
+        }
+    }
+}
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
     let quiet = cli.quiet || cli.json;
-    // The CPU engine of a command's --threads (and one pool for all the command runs in
-    // parallel).
+    // The CPU engine of a command's --threads, and one global pool of that size (what
+    // rayon would otherwise size from RAYON_NUM_THREADS, without a bound).
     let cpu = |e: &EngineArgs| {
-        if let Some(n) = e.threads() {
-            let _ = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build_global();
-        }
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(thread_count(e.threads(), quiet))
+            .build_global();
         CpuBackend {
             threads: e.threads(),
             simd: Simd::Auto,
@@ -70,40 +97,81 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     }
 }
 
+/// Whether `e` or anything it wraps is an `E`.
+fn has<E: std::error::Error + Send + Sync + 'static>(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<E>())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    nrpt::interrupt::install();
-    match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, version and usage errors: clap's text and status (0 or 2), or 1 (141 for
+        // a closed pipe) when the text cannot be written.
         Err(e) => {
-            if let Some(w) = e.downcast_ref::<nrpt::checkpoint::InterruptedWithCheckpoint>() {
-                eprintln!("{w}");
-                return ExitCode::from(130);
-            }
-            if let Some(w) = e.downcast_ref::<nrpt::output::InterruptedWhileWriting>() {
-                eprintln!("{w}");
-                return ExitCode::from(130);
-            }
-            if matches!(
-                e.downcast_ref::<EngineError>(),
-                Some(EngineError::Interrupted)
-            ) || nrpt::interrupt::requested()
-            {
-                eprintln!(
-                    "interrupted (Ctrl-C or SIGTERM) before the outputs were complete: \
-                     nothing was written; an existing output folder is as it was"
-                );
-                return ExitCode::from(130);
-            }
-            eprintln!("error: {e:#}");
-            // Bad input (flags, configuration, data files) exits with 2.
-            if e.downcast_ref::<ConfigError>().is_some()
-                || e.downcast_ref::<nrpt::data::DataError>().is_some()
-            {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
+            return match e.print() {
+                Ok(()) => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+                Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+                Err(_) => ExitCode::FAILURE,
+            };
         }
+    };
+    nrpt::interrupt::install();
+    let defaults = Limits::default();
+    nrpt::limits::set(Limits {
+        max_memory: cli.max_memory.unwrap_or(defaults.max_memory),
+        allow_special_files: cli.allow_special_files,
+    });
+    let Err(e) = run(&cli) else {
+        return ExitCode::SUCCESS;
+    };
+    // After the outputs were put in place: the message says so, never "nothing was
+    // written".
+    if let Some(Committed(folder)) = e.downcast_ref::<Committed>() {
+        let cause: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
+        if e.chain().any(|c| {
+            c.downcast_ref::<StdoutError>()
+                .is_some_and(StdoutError::is_broken_pipe)
+        }) {
+            // The reader went away (`| head`): nothing to report, the usual status.
+            return ExitCode::from(141);
+        }
+        nrpt::note!(
+            "error: {}; the outputs are complete in {}",
+            cause.join(": "),
+            folder.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    if let Some(w) = e.downcast_ref::<nrpt::checkpoint::InterruptedWithCheckpoint>() {
+        nrpt::note!("{w}");
+        return ExitCode::from(130);
+    }
+    if let Some(w) = e.downcast_ref::<nrpt::output::InterruptedWhileWriting>() {
+        nrpt::note!("{w}");
+        return ExitCode::from(130);
+    }
+    if matches!(
+        e.downcast_ref::<EngineError>(),
+        Some(EngineError::Interrupted)
+    ) || nrpt::interrupt::requested()
+    {
+        nrpt::note!(
+            "interrupted (Ctrl-C or SIGTERM) before the outputs were complete: \
+             nothing was written; an existing output folder is as it was"
+        );
+        return ExitCode::from(130);
+    }
+    if e.chain().any(|c| {
+        c.downcast_ref::<StdoutError>()
+            .is_some_and(StdoutError::is_broken_pipe)
+    }) {
+        return ExitCode::from(141);
+    }
+    nrpt::note!("error: {e:#}");
+    // Bad input (flags, configuration, data files) exits with 2.
+    if has::<ConfigError>(&e) || has::<nrpt::data::DataError>(&e) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
     }
 }

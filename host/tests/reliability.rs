@@ -5,78 +5,41 @@
 //! computation, and random argument vectors and configuration files get exit status 0
 //! or 2 with a message, never a panic (101) or a signal.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-fn nrpt() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_nrpt"));
-    c.env_remove(PAUSE);
-    c
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use common::{PAUSE, files, siblings, signal, stderr, wait, wait_for};
+
+fn nrpt() -> std::process::Command {
+    common::command()
 }
 
 fn output(args: &[&str]) -> Output {
     nrpt().args(args).output().expect("the nrpt binary runs")
 }
 
-/// The test hook of `OutDir::commit` (host/src/output.rs).
-const PAUSE: &str = "NRPT_PAUSE_BEFORE_COMMIT_MS";
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Waits for `child` at most `limit`, then kills it and fails.
-fn wait(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            return s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: nrpt still ran after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Waits until `cond` holds (at most 60 s).
-fn wait_for(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{what} never happened"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([&format!("-{sig}"), &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(ok.success(), "kill -{sig} failed");
-}
-
-/// The hidden siblings `.NAME.nrpt-PID.tmp` of `out` that exist now.
-fn siblings(out: &Path) -> Vec<PathBuf> {
-    let name = out.file_name().unwrap().to_string_lossy().into_owned();
-    let prefix = format!(".{name}.nrpt-");
-    std::fs::read_dir(out.parent().unwrap())
+/// A run that would take hours, writing to `out`, started (stderr kept).
+fn long_run(out: &Path) -> std::process::Child {
+    nrpt()
+        .args([
+            "run",
+            "-e",
+            "4",
+            "-n",
+            "100000000",
+            "--thin",
+            "0",
+            "--quiet",
+            "-o",
+        ])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(&prefix)
-        })
-        .collect()
 }
 
 /// An output folder from an earlier run: one file with known contents.
@@ -105,13 +68,7 @@ fn interruption_while_computing_keeps_the_old_folder() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         old_folder(&out);
-        let mut child = nrpt()
-            .args(["run", "-e", "4", "-n", "100000000", "--quiet", "-o"])
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = long_run(&out);
         // The sibling exists once the command has checked --out and started computing.
         wait_for("the temporary sibling", || !siblings(&out).is_empty());
         std::thread::sleep(Duration::from_millis(200));
@@ -126,13 +83,7 @@ fn interruption_while_computing_keeps_the_old_folder() {
         assert_old_folder_intact(&out);
         // And where there was nothing, nothing stays.
         let fresh = dir.path().join("fresh");
-        let mut child = nrpt()
-            .args(["run", "-e", "4", "-n", "100000000", "--quiet", "-o"])
-            .arg(&fresh)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = long_run(&fresh);
         wait_for("the temporary sibling", || !siblings(&fresh).is_empty());
         signal(&child, sig);
         assert_eq!(
@@ -184,22 +135,6 @@ fn interruption_while_writing_keeps_the_old_folder() {
         "old"
     );
     assert!(out.join("samples.npy").exists() && siblings(&out).is_empty());
-}
-
-/// Every file of a folder, by name.
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]
@@ -277,15 +212,8 @@ fn checkpoints_of_other_versions_or_damaged_ones_are_refused() {
     assert!(stderr(&o).contains("nothing to resume"), "{}", stderr(&o));
     // A checkpoint made by an interrupted run (kept because SIGINT stopped it).
     let mut child = nrpt()
-        .args([
-            "run",
-            "-n",
-            "100000000",
-            "--checkpoint-every",
-            "200",
-            "--quiet",
-            "-o",
-        ])
+        .args(common::FOREVER)
+        .args(["--checkpoint-every", "200", "--quiet", "-o"])
         .arg(&out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -316,11 +244,12 @@ fn checkpoints_of_other_versions_or_damaged_ones_are_refused() {
     refused(b"something else entirely", "not a checkpoint");
     let mut other = good.clone();
     other[8] ^= 0x40; // the format number
-    refused(&other, "cannot be resumed by this version");
+    refused(&other, "written by another version of nrpt");
     let mut other = good.clone();
-    // The version string follows the magic (8), the format (4) and its length (4).
-    other[16] = b'X';
-    refused(&other, "cannot be resumed by this version");
+    // The version string follows the magic (8), the format (4), the payload's length (8)
+    // and its own length (4): any change fails the checksum.
+    other[24] = b'X';
+    refused(&other, "checksum does not match");
 }
 
 #[test]

@@ -611,8 +611,10 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     ``samples`` (the kept target-level samples, shape (S, E, D), float32, as
     ``samples.npy``), ``sample_iterations``, ``trace`` (a dict of arrays: what
     ``trace.csv`` and ``ladder.csv`` hold), ``ensembles`` (every ensemble's counts,
-    buffer and final states by level), ``seconds``. The gaussian-path target returns
-    its own summary with a ``lambda_profile``.
+    buffer and final states by level), ``seconds``, ``memory_estimate_bytes`` (what
+    the run was estimated to need, checked before it started) and ``peak_memory_bytes``
+    (this process's peak resident memory so far; ``None`` where the system does not
+    say). The gaussian-path target returns its own summary with a ``lambda_profile``.
     """
     argv = _argv(
         "run",

@@ -91,8 +91,11 @@ pub fn run<'py>(
     .map_err(command_error)?;
     match ran {
         Ran::Sgd(b) => {
-            let (_, job, out, summary, seconds) = *b;
-            sgd_result(py, &job, out, &summary, seconds)
+            let (config, job, out, summary, seconds) = *b;
+            let d = sgd_result(py, &job, out, &summary, seconds)?;
+            d.set_item("memory_estimate_bytes", config.footprint(&job).total())?;
+            d.set_item("peak_memory_bytes", nrpt::limits::peak_memory())?;
+            Ok(d)
         }
         Ran::Exact(b) => {
             let (config, c) = *b;

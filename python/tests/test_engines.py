@@ -16,7 +16,7 @@ import pytest
 
 import nrpt
 
-TIMING = {"seconds", "chain_steps_per_sec", "figures"}
+TIMING = {"seconds", "chain_steps_per_sec", "figures", "peak_memory_bytes"}
 
 
 def assert_same(py: Any, cli: Any, path: str = "") -> None:

@@ -76,9 +76,9 @@ pub fn run(
             / (job.ensembles as f64 * job.iterations as f64),
     };
     if json {
-        println!("{}", serde_json::to_string(&report)?);
+        say!("{}", serde_json::to_string(&report)?)?;
     } else {
-        println!(
+        say!(
             "{}: {} ensembles × {} chains × {} iterations in {:.3} s: {:.3e} chain-steps/s",
             report.backend,
             report.ensembles,
@@ -86,7 +86,7 @@ pub fn run(
             report.iterations,
             seconds,
             report.chain_steps_per_sec
-        );
+        )?;
     }
     Ok(())
 }
@@ -151,16 +151,16 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         pair_updates_per_sec: updates / seconds,
     };
     if json {
-        println!("{}", serde_json::to_string(&r)?);
+        say!("{}", serde_json::to_string(&r)?)?;
     } else {
-        println!(
+        say!(
             "bernoulli: {} ensembles × {} pairs × {} iterations in {:.3} s: {:.3e} pair-updates/s",
             r.ensembles,
             r.chains - 1,
             r.iterations,
             seconds,
             r.pair_updates_per_sec
-        );
+        )?;
     }
     Ok(())
 }
@@ -309,14 +309,14 @@ pub fn mlp(
                 None => Some(g),
                 Some(why) => {
                     if !silent {
-                        eprintln!("backend: cpu for this run ({why})");
+                        note!("backend: cpu for this run ({why})");
                     }
                     None
                 }
             },
             Err(e) => {
                 if !silent {
-                    eprintln!("backend: cpu (no GPU: {e})");
+                    note!("backend: cpu (no GPU: {e})");
                 }
                 None
             }
@@ -324,7 +324,7 @@ pub fn mlp(
     };
     let report = match gpu {
         None => {
-            let machine = machine_gflops(args.machine_size);
+            let machine = machine_gflops(args.machine_size as usize);
             let mut r = time_mlp(cpu, &model, &job, quiet)?;
             r.machine_gflops = machine;
             r.efficiency = r.gflops / machine;
@@ -351,12 +351,12 @@ pub fn mlp(
         }
     };
     if json {
-        println!("{}", serde_json::to_string(&report)?);
+        say!("{}", serde_json::to_string(&report)?)?;
         return Ok(());
     }
-    print_mlp(&report);
+    print_mlp(&report)?;
     if let Some(f) = &report.fma {
-        print_mlp(f);
+        print_mlp(f)?;
     }
     Ok(())
 }
@@ -402,7 +402,7 @@ fn time_mlp(
     })
 }
 
-fn print_mlp(r: &MlpReport) {
+fn print_mlp(r: &MlpReport) -> Result<(), crate::console::StdoutError> {
     let (what, yardstick) = match r.math {
         None => (r.backend.clone(), "the machine's".to_string()),
         Some(m) => (
@@ -413,7 +413,7 @@ fn print_mlp(r: &MlpReport) {
             ),
         ),
     };
-    println!(
+    say!(
         "mlp {:?} (batch {}) on {what}: {} ensembles × {} chains × {} iterations in {:.2} s: {:.3e} chain-steps/s, {:.3e} examples/s, {:.1} GFLOP/s = {:.0}% of {yardstick} {:.1} GFLOP/s",
         r.layers,
         r.batch,
@@ -426,5 +426,5 @@ fn print_mlp(r: &MlpReport) {
         r.gflops,
         100.0 * r.efficiency,
         r.machine_gflops
-    );
+    )
 }

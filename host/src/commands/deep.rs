@@ -8,12 +8,16 @@ use anyhow::Result;
 use crate::cli::DeepArgs;
 use crate::commands::bench::parse_hidden;
 use crate::config::ConfigError;
+use crate::console::StdoutError;
 use crate::data::{self, DataSpec};
 use crate::deep::experiment::{self, Curves, Report, Row, Settings};
 use crate::deep::{Model, Rates};
 use crate::engine::Backend;
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, OutDir, write_json};
+use crate::output::{Csv, OutDir, OutPolicy, write_json};
+
+/// The most swap rates of `--swap-sweep`.
+pub const MAX_SWAP_SWEEP: usize = 32;
 
 /// The settings of a run from its flags.
 pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
@@ -28,8 +32,17 @@ pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
                     format!("`{t}` is not a swap rate strictly between 0 and 1"),
                 )),
             })
-            .collect::<Result<_, _>>()?,
+            .collect::<Result<Vec<f64>, _>>()?,
     };
+    if swap_sweep.len() > MAX_SWAP_SWEEP {
+        return Err(ConfigError::new(
+            "swap_sweep",
+            format!(
+                "{} swap rates: at most {MAX_SWAP_SWEEP} (each is a whole tempering run per seed)",
+                swap_sweep.len()
+            ),
+        ));
+    }
     let s = Settings {
         chains: args.chains,
         seeds: args.ensembles.unwrap_or(if args.quick { 3 } else { 5 }),
@@ -69,22 +82,36 @@ pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
 /// Runs the command.
 pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
     settings(args)?;
-    let out = OutDir::prepare(&args.out)?;
+    let inputs = [&args.data, &args.labels, &args.test_data, &args.test_labels]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    let out = OutDir::prepare(
+        &args.out,
+        &OutPolicy {
+            command: "deep",
+            force: args.force,
+            inputs,
+        },
+    )?;
     let say = |what: &str| {
         if !quiet && !json {
-            eprintln!("deep: {what}");
+            note!("deep: {what}");
         }
     };
     let report = compute(args, backend, &say)?;
     write_outputs(out.path(), &report)?;
-    out.commit()?;
-    if json {
-        println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
-    }
-    print_table(&report);
-    println!("\nfigures and data in {}", args.out.display());
-    Ok(())
+    let folder = out.commit()?;
+    super::after_commit(&folder, || {
+        if json {
+            say!("{}", serde_json::to_string(&report)?)?;
+            return Ok(());
+        }
+        print_table(&report)?;
+        say!("\nfigures and data in {}", folder.display())?;
+        Ok(())
+    })
 }
 
 /// The comparison of a run's flags, without writing anything; `say(what)` is told
@@ -107,8 +134,8 @@ pub fn compute(args: &DeepArgs, backend: &dyn Backend, say: &dyn Fn(&str)) -> Re
     experiment::run(&model, &settings, backend, say)
 }
 
-fn print_table(r: &Report) {
-    println!(
+fn print_table(r: &Report) -> Result<(), StdoutError> {
+    say!(
         "{}: {} training and {} test examples; MLP {:?}, batch {}; {} chains, {} seeds, {} + {} epochs ({} iterations per chain; {:.1} s)",
         r.data,
         r.examples.0,
@@ -121,12 +148,12 @@ fn print_table(r: &Report) {
         r.settings.epochs,
         r.iterations,
         r.seconds
-    );
-    println!(
+    )?;
+    say!(
         "pre-trained networks alone: test accuracy {:.2}%\n",
         100.0 * r.pretrained_accuracy
-    );
-    println!(
+    )?;
+    say!(
         "{:<24} {:>6} {:>16} {:>16} {:>8} {:>14} {:>16} {:>8}",
         "method",
         "window",
@@ -136,20 +163,21 @@ fn print_table(r: &Report) {
         "ECE (%)",
         "trips/100 ep.",
         "seconds"
-    );
+    )?;
     for m in r.methods.iter().chain(&r.swap_sweep) {
-        print_row(m);
+        print_row(m)?;
     }
     for m in r.methods.iter().chain(&r.swap_sweep) {
         if let Some(rates) = &m.pair_indicator_rates {
             let list: Vec<String> = rates.iter().map(|v| format!("{v:.3}")).collect();
-            println!("  swap rates of {}: {}", m.name, list.join(" "));
+            say!("  swap rates of {}: {}", m.name, list.join(" "))?;
         }
     }
+    Ok(())
 }
 
-fn print_row(m: &Row) {
-    println!(
+fn print_row(m: &Row) -> Result<(), StdoutError> {
+    say!(
         "{:<24} {:>6} {:>8.2} ± {:<5.2} {:>8.4} ± {:<5.4} {:>8.1} {:>6.2} ± {:<5.2} {:>16} {:>8.1}",
         m.name,
         m.window.map_or("—".to_string(), |w| w.to_string()),
@@ -166,7 +194,7 @@ fn print_row(m: &Row) {
                 m.round_trips_per_100_epochs_sd.unwrap_or(0.0)
             )),
         m.seconds
-    );
+    )
 }
 
 fn write_outputs(dir: &Path, r: &Report) -> Result<()> {

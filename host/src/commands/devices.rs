@@ -56,21 +56,25 @@ pub fn run(json: bool) -> Result<()> {
         },
     };
     if json {
-        println!("{}", serde_json::to_string(&report)?);
+        say!("{}", serde_json::to_string(&report)?)?;
         return Ok(());
     }
     if report.devices.is_empty() {
-        println!(
+        say!(
             "no GPU found: {}",
             report.reason.as_deref().unwrap_or("unknown reason")
-        );
-        println!("nrpt runs on the CPU (--backend cpu, which `auto` falls back to).");
+        )?;
+        say!("nrpt runs on the CPU (--backend cpu, which `auto` falls back to).")?;
     }
     for d in &report.devices {
-        println!(
+        say!(
             "{}: {} (compute capability {}, {:.0} GiB, {} multiprocessors)",
-            d.ordinal, d.name, d.compute_capability, d.memory_gib, d.multiprocessors
-        );
+            d.ordinal,
+            d.name,
+            d.compute_capability,
+            d.memory_gib,
+            d.multiprocessors
+        )?;
     }
     Ok(())
 }

@@ -10,11 +10,12 @@ use nrpt_core::exact::{ChainRule, GaussianPath, PairRecord, recommended_chains};
 use serde::Serialize;
 
 use crate::config::RunConfig;
+use crate::console::StdoutError;
 use crate::exact::{
     self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
 };
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, OutDir, write_json};
+use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
 
 /// `summary.json` of a gaussian-path run.
@@ -157,9 +158,15 @@ fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> Exact
 }
 
 /// Runs the command's gaussian-path branch.
-pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<()> {
+pub fn run(
+    config: &RunConfig,
+    policy: &OutPolicy,
+    strict: bool,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
     exact::check(&settings(config))?;
-    let out_dir = OutDir::prepare(&config.out)?;
+    let out_dir = OutDir::prepare(&config.out, policy)?;
     let Computed {
         settings: s,
         outcome: out,
@@ -167,9 +174,14 @@ pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<
         seconds,
     } = compute(config, quiet)?;
     write_outputs(out_dir.path(), &s, &out, &summary)?;
-    out_dir.commit()?;
+    let folder = out_dir.commit()?;
+    super::after_commit(&folder, || report(&summary, seconds, strict, json))
+}
+
+/// Prints the warnings and the results of a run whose outputs are written.
+fn report(summary: &ExactSummary, seconds: f64, strict: bool, json: bool) -> Result<()> {
     for w in &summary.warnings {
-        eprintln!("warning: {w}");
+        note!("warning: {w}");
     }
     if json {
         #[derive(Serialize)]
@@ -178,15 +190,9 @@ pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<
             summary: &'a ExactSummary,
             seconds: f64,
         }
-        println!(
-            "{}",
-            serde_json::to_string(&Report {
-                summary: &summary,
-                seconds
-            })?
-        );
+        say!("{}", serde_json::to_string(&Report { summary, seconds })?)?;
     } else {
-        print_text(&summary, seconds);
+        print_text(summary, seconds)?;
     }
     if strict && !summary.warnings.is_empty() {
         return Err(super::run::StrictError {
@@ -197,18 +203,18 @@ pub fn run(config: &RunConfig, strict: bool, json: bool, quiet: bool) -> Result<
     Ok(())
 }
 
-fn print_text(s: &ExactSummary, seconds: f64) {
+fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
     let p = &s.pooled;
     let cf = &s.closed_form;
-    println!(
+    say!(
         "exact tempering, Gaussian path N(0, I_{d}) → N(0, I_{d}/10): {} ensembles × {} chains × {} iterations in {seconds:.2} s",
         s.config.ensembles,
         s.chains,
         s.iterations_run,
         d = s.dim
-    );
+    )?;
     if let Some(pilot) = s.pilot {
-        println!(
+        say!(
             "pilot: {} chains × {} iterations, Λ̂ = {:.3}{}",
             pilot.chains,
             pilot.iterations,
@@ -221,9 +227,9 @@ fn print_text(s: &ExactSummary, seconds: f64) {
             } else {
                 String::new()
             }
-        );
+        )?;
     }
-    println!(
+    say!(
         "window {}{}",
         if s.window == 0 {
             "SEO".to_string()
@@ -233,16 +239,23 @@ fn print_text(s: &ExactSummary, seconds: f64) {
         s.window_swap_rate
             .map(|r| format!(" (for the equal-rejection swap rate S = {r:.3})"))
             .unwrap_or_default()
-    );
-    println!(
+    )?;
+    say!(
         "barrier Λ̂ = {:.4} ± {:.4} (closed form {:.4}); pair rejections {:.3} to {:.3}",
-        p.lambda, p.lambda_sd, cf.lambda, p.rejection_range.0, p.rejection_range.1
-    );
-    println!(
+        p.lambda,
+        p.lambda_sd,
+        cf.lambda,
+        p.rejection_range.0,
+        p.rejection_range.1
+    )?;
+    say!(
         "log Z = {:.4} ± {:.4} (closed form {:.4}; reverse stepping stone {:.4})",
-        p.log_z, p.log_z_se, cf.log_z, p.log_z_reverse
-    );
-    println!(
+        p.log_z,
+        p.log_z_se,
+        cf.log_z,
+        p.log_z_reverse
+    )?;
+    say!(
         "round trips per 1000 iterations: {:.1} measured, {:.1} predicted from the rejections{}, limit {:.1} = 1000/(2 + 2Λ̂)",
         p.round_trips_per_1000,
         p.predicted_round_trips_per_1000,
@@ -251,16 +264,16 @@ fn print_text(s: &ExactSummary, seconds: f64) {
             .map(|l| format!(" ({l:.1} by Lemma 1 with W = {})", s.window))
             .unwrap_or_default(),
         p.limit_round_trips_per_1000
-    );
+    )?;
     if let (Some(c), Some(n)) = (
         s.recommended_chains.cost_optimal,
         s.recommended_chains.near_limit_5_percent,
     ) {
-        println!(
+        say!(
             "chains for this Λ̂: {c} (most round trips per chain-iteration), {n} (within 5 % of the limit, for chains in parallel)"
-        );
+        )?;
     }
-    println!("wrote {}", s.config.out.display());
+    say!("wrote {}", s.config.out.display())
 }
 
 fn write_outputs(

@@ -9,6 +9,8 @@ pub mod run;
 pub mod scale;
 pub mod window;
 
+use std::path::Path;
+
 use crate::cli::BackendKind;
 use crate::engine::cpu::CpuBackend;
 use crate::engine::cuda::CudaBackend;
@@ -30,13 +32,13 @@ pub fn select_backend(
         BackendKind::Auto => match CudaBackend::open(device) {
             Ok(gpu) => {
                 if !silent {
-                    eprintln!("backend: cuda ({})", gpu.device().name);
+                    note!("backend: cuda ({})", gpu.device().name);
                 }
                 Ok(Box::new(Auto { gpu, cpu, silent }))
             }
             Err(e) => {
                 if !silent {
-                    eprintln!("backend: cpu (no GPU: {e})");
+                    note!("backend: cpu (no GPU: {e})");
                 }
                 Ok(Box::new(cpu))
             }
@@ -61,7 +63,7 @@ impl Backend for Auto {
             None => self.gpu.run(job, progress),
             Some(why) => {
                 if !self.silent {
-                    eprintln!("backend: cpu for this run ({why})");
+                    note!("backend: cpu for this run ({why})");
                 }
                 self.cpu.run(job, progress)
             }
@@ -80,4 +82,13 @@ pub fn run_job(
     let out = backend.run(job, &|n| progress.inc(n));
     progress.finish();
     out
+}
+
+/// Runs `report` (the printing of results, `--strict`) after the outputs were put in
+/// place in `folder`: any error it gives then says that the outputs are complete.
+pub fn after_commit(
+    folder: &Path,
+    report: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    report().map_err(|e| e.context(crate::output::Committed(folder.to_path_buf())))
 }

@@ -13,7 +13,7 @@ use crate::config::{RunConfig, WindowSpec};
 use crate::engine::{Backend, EngineError, Job, Record, RunOutput};
 use crate::figures::{self, DensityPanel, LineChart, PathPanel, Series, Style};
 use crate::metrics::{Grid, Truth};
-use crate::output::{Csv, OutDir, write_json};
+use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::preset::{Preset, RuleChoices, RulesSummary};
 use crate::progress::Progress;
 
@@ -717,23 +717,44 @@ pub fn settings(args: &ReproduceArgs) -> Result<Settings> {
 /// Runs the command.
 pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
     let s = settings(args)?;
-    let out = OutDir::prepare(&args.out)?;
+    let out = OutDir::prepare(
+        &args.out,
+        &OutPolicy {
+            command: "reproduce",
+            force: args.force,
+            inputs: Vec::new(),
+        },
+    )?;
     let r = reproduce(s, out.path(), backend, quiet)?;
-    out.commit()?;
+    let folder = out.commit()?;
+    super::after_commit(&folder, || print(&s, &r, &folder, json))
+}
+
+/// Prints the results of a reproduction whose outputs are in `folder`.
+fn print(s: &Settings, r: &Results, folder: &Path, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string(&r)?);
+        say!("{}", serde_json::to_string(&r)?)?;
         return Ok(());
     }
-    println!(
+    say!(
         "The paper's 2D experiment: 25-mode target, {} chains, {} iterations, {} seeds per method ({} backend, {:.1} s)\n",
-        s.chains, s.iterations, s.seeds, r.backend, r.seconds
-    );
-    println!(
+        s.chains,
+        s.iterations,
+        s.seeds,
+        r.backend,
+        r.seconds
+    )?;
+    say!(
         "{:<26} {:>6} {:>22} {:>10} {:>10} {:>9}",
-        "method", "window", "round trips/1000 (std)", "(authors)", "TV grid", "TV modes"
-    );
+        "method",
+        "window",
+        "round trips/1000 (std)",
+        "(authors)",
+        "TV grid",
+        "TV modes"
+    )?;
     for m in &r.methods {
-        println!(
+        say!(
             "{:<26} {:>6} {:>22} {:>10} {:>10.3} {:>9.3}",
             m.name,
             m.window.map_or("—".into(), |w| w.to_string()),
@@ -741,38 +762,44 @@ pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool)
             fmt_opt(m.round_trips_per_1000_authors, 1),
             m.tv_distance,
             m.tv_modes
-        );
+        )?;
     }
-    println!("\nTarget swap rate S (DEO⋆, window from the solver):");
+    say!("\nTarget swap rate S (DEO⋆, window from the solver):")?;
     for m in &r.s_sweep {
-        println!(
+        say!(
             "  S = {:<4} W = {:<3} round trips/1000 {:>5}  TV grid {:.3}  TV modes {:.3}",
             m.swap_rate.unwrap_or(f64::NAN),
             m.window.unwrap_or(0),
             fmt_opt(m.round_trips_per_1000, 1),
             m.tv_distance,
             m.tv_modes
-        );
+        )?;
     }
-    println!("\nWindow W at S = 0.4 (round trips per 1000 iterations; Lemma 1 in brackets):");
+    say!("\nWindow W at S = 0.4 (round trips per 1000 iterations; Lemma 1 in brackets):")?;
     for p in &r.w_sweep {
-        println!(
+        say!(
             "  W = {:<3} {:>5.1} standard, {:>5.1} authors' counting  [{:.1}]",
             p.window,
             p.round_trips_per_1000,
             p.round_trips_per_1000_authors,
             p.model_round_trips_per_1000
-        );
+        )?;
     }
-    println!(
+    say!(
         "\nThe paper's rules (the runs above) against the authors' code (--preset authors-code):"
-    );
-    println!(
+    )?;
+    say!(
         "  {:<13} {:>3} {:>10} {:>10} {:>10} {:>8} {:>9}",
-        "rules", "W", "standard", "authors'", "notebook", "TV grid", "TV modes"
-    );
+        "rules",
+        "W",
+        "standard",
+        "authors'",
+        "notebook",
+        "TV grid",
+        "TV modes"
+    )?;
     for v in &r.variants {
-        println!(
+        say!(
             "  {:<13} {:>3} {:>10.1} {:>10.1} {:>10} {:>8.3} {:>9.3}",
             match v.preset {
                 Preset::Paper => "paper",
@@ -784,12 +811,12 @@ pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool)
             fmt_opt(v.notebook_round_trips_per_1000, 2),
             v.tv_distance,
             v.tv_modes
-        );
+        )?;
     }
-    println!(
+    say!(
         "  (round trips per 1000 iterations; the notebook column is one run of the authors' \
          code, their counting)"
-    );
-    println!("\nfigures and data in {}", args.out.display());
+    )?;
+    say!("\nfigures and data in {}", folder.display())?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `nrpt run`: one configuration, everything written to an output folder.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -13,7 +13,7 @@ use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
 use crate::engine::{Backend, Job, Record, RunOutput, Target};
 use crate::metrics::{Accuracy, Truth};
-use crate::output::{Csv, OutDir, npy_f32, write_atomic, write_json};
+use crate::output::{Csv, OutDir, OutPolicy, npy_f32, write_atomic, write_json};
 
 /// `summary.json`.
 #[derive(Debug, Serialize)]
@@ -161,6 +161,11 @@ pub struct RunReport<'a> {
     pub seconds: f64,
     /// Chain-steps per second of this process's part of the run.
     pub chain_steps_per_sec: f64,
+    /// What the run was estimated to need before it started, in bytes (checked against
+    /// `--max-memory`).
+    pub memory_estimate_bytes: u64,
+    /// The peak resident memory of the process, in bytes (Linux; `null` elsewhere).
+    pub peak_memory_bytes: Option<u64>,
 }
 
 /// Mean per-pair rates over ensembles: (indicator rate, executed swap rate).
@@ -182,7 +187,12 @@ pub fn pair_rates(out: &RunOutput, iterations: u64) -> (Vec<f64>, Vec<f64>) {
 pub fn load_config(args: &RunArgs) -> Result<RunConfig> {
     let mut c = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            let text = crate::input::read_text(
+                path,
+                crate::input::MAX_CONFIG_BYTES,
+                "the cap of a configuration file",
+            )
+            .map_err(|e| ConfigError {
                 field: "config".into(),
                 flag: "config".into(),
                 message: format!("cannot read {}: {e}", path.display()),
@@ -289,17 +299,48 @@ pub fn write_outputs(
 /// samples.npy only.
 pub const MAX_CSV_DIM: usize = 64;
 
-/// The configuration, checkpoint cadence and saved state of a run: from `--resume` (the
-/// checkpoint's, which the other flags must agree with) or from the flags.
-fn start(args: &RunArgs) -> Result<(RunConfig, Option<u64>, Option<RunState>)> {
+/// Where a run starts: its configuration, checkpoint cadence, saved state (when resumed)
+/// and the digests of its input files (when it checkpoints).
+struct Start {
+    config: RunConfig,
+    every: Option<u64>,
+    saved: Option<RunState>,
+    inputs: Vec<checkpoint::InputDigest>,
+}
+
+/// The start of a run: from `--resume` (the checkpoint's configuration, which the other
+/// flags must agree with, and its input files, which must not have changed) or from the
+/// flags.
+fn start(args: &RunArgs) -> Result<Start> {
+    if args.checkpoint_every == Some(0) {
+        return Err(ConfigError::new("checkpoint_every", "must be at least 1 iteration").into());
+    }
     let Some(dir) = &args.resume else {
-        if args.checkpoint_every == Some(0) {
-            return Err(
-                ConfigError::new("checkpoint_every", "must be at least 1 iteration").into(),
-            );
-        }
-        return Ok((load_config(args)?, args.checkpoint_every, None));
+        let config = load_config(args)?;
+        let inputs = if args.checkpoint_every.is_some() {
+            checkpoint::input_digests(&config)?
+        } else {
+            Vec::new()
+        };
+        return Ok(Start {
+            config,
+            every: args.checkpoint_every,
+            saved: None,
+            inputs,
+        });
     };
+    if let Some(out) = &args.flags.out
+        && out != dir
+    {
+        return Err(ConfigError::new(
+            "out",
+            format!(
+                "a resumed run writes its outputs to the folder it resumes ({}); leave out                  --out, or give the same folder",
+                dir.display()
+            ),
+        )
+        .into());
+    }
     let path = checkpoint::path_for(dir);
     if !path.exists() {
         return Err(ConfigError::new(
@@ -327,8 +368,42 @@ fn start(args: &RunArgs) -> Result<(RunConfig, Option<u64>, Option<RunState>)> {
         )
         .into());
     }
-    let every = args.checkpoint_every.unwrap_or(c.every).max(1);
-    Ok((config, Some(every), Some(c.state)))
+    let now = checkpoint::input_digests(&config)?;
+    let changed = checkpoint::changed_inputs(&c.inputs, &now);
+    if !changed.is_empty() {
+        return Err(ConfigError::new(
+            "resume",
+            format!(
+                "the input files changed since {} was written ({}): a resumed run must read \
+                 the same data; restore it, or start the run again",
+                path.display(),
+                changed.join("; ")
+            ),
+        )
+        .into());
+    }
+    Ok(Start {
+        config,
+        every: Some(args.checkpoint_every.unwrap_or(c.every)),
+        saved: Some(c.state),
+        inputs: c.inputs,
+    })
+}
+
+/// What `--out` may replace for `nrpt run`: the inputs are the data files and the
+/// configuration file.
+pub fn out_policy(args: &RunArgs, config: &RunConfig) -> OutPolicy {
+    let mut inputs: Vec<PathBuf> = config
+        .input_paths()
+        .into_iter()
+        .map(|(_, p)| p.to_path_buf())
+        .collect();
+    inputs.extend(args.config.clone());
+    OutPolicy {
+        command: "run",
+        force: args.force,
+        inputs,
+    }
 }
 
 /// What a run records: samples every `thin` iterations after `warmup`, a trace entry
@@ -412,7 +487,13 @@ pub fn run(
     json: bool,
     quiet: bool,
 ) -> Result<()> {
-    let (config, every, saved) = start(args)?;
+    let Start {
+        config,
+        every,
+        saved,
+        inputs,
+    } = start(args)?;
+    let policy = out_policy(args, &config);
     if super::gaussian_path::applies(&config) {
         if every.is_some() {
             return Err(ConfigError::new(
@@ -421,21 +502,40 @@ pub fn run(
             )
             .into());
         }
-        return super::gaussian_path::run(&config, args.strict, json, quiet);
+        return super::gaussian_path::run(&config, &policy, args.strict, json, quiet);
     }
     // Iterations this process runs (a resumed run starts at its checkpoint).
     let resumed_at = saved.as_ref().map_or(0, |s| s.iteration);
-    let out_dir = OutDir::prepare(&config.out)?;
+    let out_dir = OutDir::prepare(&config.out, &policy)?;
     let job = config.job(record_for(&config))?;
-    let started = Instant::now();
     let ckpt = checkpoint::path_for(&config.out);
+    if let Some(s) = &saved {
+        s.check(&job).map_err(|m| {
+            ConfigError::new(
+                "resume",
+                format!(
+                    "the checkpoint {} does not fit its run: {m}",
+                    ckpt.display()
+                ),
+            )
+        })?;
+    }
+    if every.is_some() {
+        let mut footprint = config.footprint(&job);
+        footprint.add("checkpoint", crate::engine::memory::checkpoint(&job));
+        crate::engine::memory::check(&footprint, crate::config::RUN_MEMORY_ADVICE)
+            .map_err(|m| ConfigError::new("max_memory", m))?;
+        // Temporary files of checkpoint writers that were killed.
+        crate::output::temp::clean_file_temps(&ckpt);
+    }
+    let started = Instant::now();
     let out = match every {
         None => super::run_job(backend, &job, "run", quiet)?,
         Some(every) => {
             let progress =
                 crate::progress::Progress::new("run", job.iterations * job.ensembles as u64, quiet);
             if backend.name() != "cpu" && !quiet {
-                eprintln!("note: runs with checkpoints run on the CPU engine");
+                note!("note: runs with checkpoints run on the CPU engine");
             }
             let mut state = saved;
             if let Some(s) = &state {
@@ -453,6 +553,7 @@ pub fn run(
                     }
                     let c = checkpoint::Checkpoint {
                         config: config.clone(),
+                        inputs: inputs.clone(),
                         every,
                         state: s,
                     };
@@ -485,7 +586,7 @@ pub fn run(
     };
     let seconds = started.elapsed().as_secs_f64();
     let summary = summarize(&config, &job, &out);
-    let (window, scale) = (summary.window, job.target.energy_scale());
+    let scale = job.target.energy_scale();
     write_outputs(
         out_dir.path(),
         &config,
@@ -494,28 +595,59 @@ pub fn run(
         &out,
         &summary,
     )?;
-    out_dir.commit()?;
+    let folder = out_dir.commit()?;
     // The outputs are complete: the checkpoint has served.
     let _ = std::fs::remove_file(&ckpt);
+    let chain_steps_per_sec = (job.chains * job.ensembles) as f64
+        * (job.iterations - resumed_at.min(job.iterations)) as f64
+        / seconds;
+    super::after_commit(&folder, || {
+        report(
+            &summary,
+            &job,
+            seconds,
+            chain_steps_per_sec,
+            args.strict,
+            json,
+        )
+    })
+}
+
+/// Prints the warnings and results of a run whose outputs are written, and applies
+/// `--strict`.
+fn report(
+    summary: &Summary,
+    job: &Job,
+    seconds: f64,
+    chain_steps_per_sec: f64,
+    strict: bool,
+    json: bool,
+) -> Result<()> {
+    let window = summary.window;
+    let config = &summary.config;
     // Warnings are not notes: --quiet keeps them.
     for w in &summary.warnings {
-        eprintln!("warning: {w}");
+        note!("warning: {w}");
     }
     if json {
         let report = RunReport {
-            summary: &summary,
+            summary,
             seconds,
-            chain_steps_per_sec: (job.chains * job.ensembles) as f64
-                * (job.iterations - resumed_at.min(job.iterations)) as f64
-                / seconds,
+            chain_steps_per_sec,
+            memory_estimate_bytes: config.footprint(job).total(),
+            peak_memory_bytes: crate::limits::peak_memory(),
         };
-        println!("{}", serde_json::to_string(&report)?);
+        say!("{}", serde_json::to_string(&report)?)?;
     } else {
-        println!(
+        say!(
             "{} backend: {} ensembles × {} chains × {} iterations in {:.2} s",
-            summary.backend, job.ensembles, job.chains, job.iterations, seconds
-        );
-        println!(
+            summary.backend,
+            job.ensembles,
+            job.chains,
+            job.iterations,
+            seconds
+        )?;
+        say!(
             "window {}: {:.1} round trips per 1000 iterations ({:.1} in the paper's counting{})",
             if window == 0 {
                 "SEO".to_string()
@@ -528,11 +660,11 @@ pub fn run(
                 .model_round_trips_per_1000
                 .map(|m| format!("; Lemma 1 predicts {m:.1}"))
                 .unwrap_or_default()
-        );
+        )?;
         if let Some(a) = summary.lemma1_at_measured_rate
             && a.optimal_window != window
         {
-            println!(
+            say!(
                 "at the measured swap rate {:.3}, Lemma 1 recommends W = {} for P = {} (E[T] {:.0} \
                  iterations against {:.0} with W = {window})",
                 a.measured_swap_rate,
@@ -540,28 +672,28 @@ pub fn run(
                 a.chains,
                 a.expected_round_trip_optimal,
                 a.expected_round_trip_used
-            );
+            )?;
         }
         if let Some(s) = summary.classifier {
-            println!(
+            say!(
                 "test set: accuracy {:.2}%, NLL {:.4} per example, ECE {:.2}% (Bayesian model average of {} samples)",
                 100.0 * s.accuracy,
                 s.nll,
                 100.0 * s.ece,
                 s.samples
-            );
+            )?;
         }
         if let Some(a) = summary.accuracy {
-            println!(
+            say!(
                 "accuracy: TV {:.3} on the 50×50 grid, {:.3} over the 25 modes, {:.1}% of samples outside",
                 a.tv_distance,
                 a.tv_modes,
                 100.0 * a.outside_share
-            );
+            )?;
         }
-        println!("wrote {}", config.out.display());
+        say!("wrote {}", config.out.display())?;
     }
-    if args.strict && !summary.warnings.is_empty() {
+    if strict && !summary.warnings.is_empty() {
         return Err(StrictError {
             warnings: summary.warnings.len(),
         }
@@ -572,7 +704,7 @@ pub fn run(
 
 /// `--strict` and a run with warnings: the outputs are written, the status is 1.
 #[derive(Debug, thiserror::Error)]
-#[error("--strict: the run gave {warnings} warning(s); its outputs are written")]
+#[error("--strict: the run gave {warnings} warning(s)")]
 pub struct StrictError {
     /// How many.
     pub warnings: usize,

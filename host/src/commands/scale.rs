@@ -3,14 +3,15 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{MergeArgs, SweepArgs};
 use crate::config::ConfigError;
+use crate::console::StdoutError;
 use crate::engine::Backend;
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, OutDir, write_json};
+use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
 use crate::scale::{self, Fit, Point, Settings};
 
@@ -83,7 +84,12 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     let profile = match &a.rates_file {
         None => None,
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
+            let text = crate::input::read_text(
+                path,
+                crate::input::MAX_LIST_BYTES,
+                "the cap of a rates file",
+            )
+            .map_err(|e| {
                 ConfigError::new("rates_file", format!("cannot read {}: {e}", path.display()))
             })?;
             let values: Result<Vec<f64>, _> = text
@@ -161,7 +167,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         )
         .into());
     }
-    Ok(Settings {
+    let s = Settings {
         model: a.model,
         chains,
         windows,
@@ -173,7 +179,9 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         warmup: a.warmup,
         seed: a.seed,
         dim: a.dim,
-    })
+    };
+    s.check()?;
+    Ok(s)
 }
 
 fn write_outputs(dir: &Path, r: &Results) -> Result<Vec<String>> {
@@ -401,11 +409,19 @@ fn figure_vs_window(dir: &Path, r: &Results) -> Result<Option<String>> {
     Ok(Some("et_vs_window".into()))
 }
 
-fn print_table(r: &Results) {
-    println!(
+fn print_table(r: &Results) -> Result<(), StdoutError> {
+    say!(
         "{:>7} {:>7} {:>6} {:>6} {:>14} {:>9} {:>14} {:>7} {:>9}",
-        "chains", "window", "W", "S", "E[T] measured", "± SE", "E[T] Lemma 1", "ratio", "seconds"
-    );
+        "chains",
+        "window",
+        "W",
+        "S",
+        "E[T] measured",
+        "± SE",
+        "E[T] Lemma 1",
+        "ratio",
+        "seconds"
+    )?;
     for p in &r.points {
         // A point capped before its first round trip has no measured E[T].
         let measured = p.expected_round_trip.is_finite();
@@ -421,7 +437,7 @@ fn print_table(r: &Results) {
         } else {
             ("none".to_string(), "-".to_string(), "-".to_string())
         };
-        println!(
+        say!(
             "{:>7} {:>7} {:>6} {:>6} {:>14} {:>9} {:>14.1} {:>7} {:>9.1}{}",
             p.chains,
             p.window_rule,
@@ -442,7 +458,7 @@ fn print_table(r: &Results) {
                 (true, false) => "  (iteration cap reached before any round trip)",
                 _ => "",
             }
-        );
+        )?;
     }
     let lambdas: Vec<f64> = r.points.iter().filter_map(|p| p.lambda).collect();
     if !lambdas.is_empty() {
@@ -456,7 +472,7 @@ fn print_table(r: &Results) {
             .filter_map(|p| p.limit_expected_round_trip.map(|t| (p.chains, t)))
             .collect();
         limits.dedup_by_key(|x| x.0);
-        println!(
+        say!(
             "barrier Λ̂ = {mean:.4} (mean over the points; closed form {closed:.4} for D = {}); \
              the limit of W = 1 as P grows, E[T] = P (2 + 2Λ̂): {}",
             r.settings.dim,
@@ -465,7 +481,7 @@ fn print_table(r: &Results) {
                 .map(|(p, t)| format!("{t:.1} at P = {p}"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        )?;
     }
     for f in &r.fits {
         let rate = if f.swap_rate.is_nan() {
@@ -473,20 +489,31 @@ fn print_table(r: &Results) {
         } else {
             format!(", S = {}", f.swap_rate)
         };
-        println!(
+        say!(
             "slope of log E[T] against log P, W = {}{rate}: {:.3} measured, {:.3} Lemma 1 ({} points)",
-            f.window_rule, f.slope, f.model_slope, f.points
-        );
+            f.window_rule,
+            f.slope,
+            f.model_slope,
+            f.points
+        )?;
     }
+    Ok(())
 }
 
 /// Runs a sweep (or one shard of it).
 pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
     settings(a)?;
-    let out = OutDir::prepare(&a.out)?;
+    let out = OutDir::prepare(
+        &a.out,
+        &OutPolicy {
+            command: "scale",
+            force: a.force,
+            inputs: a.rates_file.iter().cloned().collect(),
+        },
+    )?;
     let results = compute(a, backend, quiet, &|p| {
         if !quiet && !json {
-            eprintln!(
+            note!(
                 "P = {:>5}, W = {:>5} ({}), S = {}: E[T] = {:.1} (Lemma 1 {:.1}, ratio {:.4}) in {:.1} s",
                 p.chains,
                 p.window,
@@ -532,7 +559,14 @@ pub fn compute(
 
 /// Merges shard outputs into one sweep.
 pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
-    let out = OutDir::prepare(&a.out)?;
+    let out = OutDir::prepare(
+        &a.out,
+        &OutPolicy {
+            command: "scale merge",
+            force: a.force,
+            inputs: a.inputs.clone(),
+        },
+    )?;
     let mut parts: Vec<Results> = Vec::new();
     for dir in &a.inputs {
         let path = if dir.is_dir() {
@@ -540,11 +574,24 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
         } else {
             dir.clone()
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            ConfigError::new("inputs", format!("cannot read {}: {e}", path.display()))
+        let text = crate::input::read_text(
+            &path,
+            crate::input::MAX_RESULTS_BYTES,
+            "the cap of a shard's results.json",
+        )
+        .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
+        let r: Results = serde_json::from_str(&text).map_err(|e| {
+            ConfigError::new(
+                "inputs",
+                format!(
+                    "{} is not a results.json of nrpt scale: {e}",
+                    path.display()
+                ),
+            )
         })?;
-        let r: Results = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a results.json of nrpt scale", path.display()))?;
+        r.settings.check().map_err(|e| {
+            ConfigError::new("inputs", format!("{}: its settings: {e}", path.display()))
+        })?;
         parts.push(r);
     }
     let Some(first) = parts.first() else {
@@ -560,17 +607,32 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
             .into());
         }
     }
+    let all = scale::enumerate(&settings);
     let mut points: Vec<Point> = parts.into_iter().flat_map(|p| p.points).collect();
+    // Every point must be one of the sweep's, as the sweep made it.
+    if let Some(p) = points.iter().find(|p| {
+        all.get(p.index)
+            .is_none_or(|(_, chains, rule, _)| *chains != p.chains || *rule != p.window_rule)
+    }) {
+        return Err(ConfigError::new(
+            "inputs",
+            format!(
+                "point {} (P = {}, W = {}) is not a point of the sweep its settings describe",
+                p.index, p.chains, p.window_rule
+            ),
+        )
+        .into());
+    }
     points.sort_by_key(|p| p.index);
     points.dedup_by_key(|p| p.index);
-    let expected = scale::enumerate(&settings).len();
-    if points.len() != expected {
-        eprintln!(
-            "warning: {} of the sweep's {} points are present (missing shards?)",
+    let expected = all.len();
+    let missing = (points.len() != expected).then(|| {
+        format!(
+            "{} of the sweep's {} points are present (missing shards?)",
             points.len(),
             expected
-        );
-    }
+        )
+    });
     let fits = scale::fits(&points);
     let results = Results {
         settings,
@@ -578,6 +640,9 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
         points,
         fits,
     };
+    if let Some(w) = &missing {
+        note!("warning: {w}");
+    }
     finish(out, &results, json, "merged into")
 }
 
@@ -585,18 +650,20 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
 fn finish(out: OutDir, results: &Results, json: bool, verb: &str) -> Result<()> {
     let figures = write_outputs(out.path(), results)?;
     let out = out.commit()?;
-    if json {
-        println!("{}", serde_json::to_string(results)?);
-    } else {
-        print_table(results);
-        if figures.is_empty() {
-            println!(
-                "{verb} {} (no figure: no point has a measured round trip)",
-                out.display()
-            );
+    super::after_commit(&out, || {
+        if json {
+            say!("{}", serde_json::to_string(results)?)?;
         } else {
-            println!("{verb} {} (figures: {})", out.display(), figures.join(", "));
+            print_table(results)?;
+            if figures.is_empty() {
+                say!(
+                    "{verb} {} (no figure: no point has a measured round trip)",
+                    out.display()
+                )?;
+            } else {
+                say!("{verb} {} (figures: {})", out.display(), figures.join(", "))?;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

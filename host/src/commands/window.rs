@@ -74,30 +74,33 @@ pub fn report(chains: usize, swap_rate: f64) -> Result<WindowReport> {
 pub fn run(args: &WindowArgs, json: bool) -> Result<()> {
     let r = report(args.chains, args.swap_rate)?;
     if json {
-        println!("{}", serde_json::to_string(&r)?);
+        say!("{}", serde_json::to_string(&r)?)?;
         return Ok(());
     }
-    println!("P = {} chains, swap rate S = {}", r.chains, r.swap_rate);
+    say!("P = {} chains, swap rate S = {}", r.chains, r.swap_rate)?;
     match r.x_star {
-        Some(x) => println!("x⋆ = r^W⋆ = {x:.6e}  (root of g(x) = 0, depends on P only)"),
-        None => println!("P ≤ 3: the round-trip time grows with W, so the best window is 1"),
-    }
-    println!(
+        Some(x) => say!("x⋆ = r^W⋆ = {x:.6e}  (root of g(x) = 0, depends on P only)"),
+        None => say!("P ≤ 3: the round-trip time grows with W, so the best window is 1"),
+    }?;
+    say!(
         "optimal window W⋆ = {:.4}  →  use W = {}",
-        r.w_exact, r.w_opt
-    );
-    println!("paper's formula    W = {}", r.w_paper);
-    println!(
+        r.w_exact,
+        r.w_opt
+    )?;
+    say!("paper's formula    W = {}", r.w_paper)?;
+    say!(
         "expected round trip: {:.1} iterations at W = 1, {:.1} at W = {}, {:.1} at W = {}",
         r.expected_round_trip_w1,
         r.expected_round_trip_opt,
         r.w_opt,
         r.expected_round_trip_paper,
         r.w_paper
-    );
-    println!(
+    )?;
+    say!(
         "round trips per 1000 iterations (one ensemble): {:.2} at W = 1, {:.2} at W = {}",
-        r.round_trips_per_1000_w1, r.round_trips_per_1000_opt, r.w_opt
-    );
+        r.round_trips_per_1000_w1,
+        r.round_trips_per_1000_opt,
+        r.w_opt
+    )?;
     Ok(())
 }

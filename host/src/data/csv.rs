@@ -13,29 +13,37 @@
 //! - a file whose name ends in `.gz` is gzip-compressed;
 //! - a UTF-8 byte-order mark and Windows line ends are accepted.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-
-use flate2::read::MultiGzDecoder;
 
 use super::error::{DataError, FieldProblem, LineProblem};
 use super::split::Table;
-use super::{MAX_LABEL, display};
+use super::{MAX_FEATURES, MAX_LABEL, display};
 
-/// Reads the CSV file at `path`, gunzipping it when its name ends in `.gz`.
+/// Reads the CSV file at `path`, gunzipping it when its name ends in `.gz`: at most
+/// [`max_data_bytes`](crate::input::max_data_bytes) of it, before and after
+/// decompression, and a regular file unless special files are allowed
+/// ([`crate::input`]).
 pub(crate) fn read_csv(path: &Path) -> Result<Table, DataError> {
     let file = display(path);
-    let f = File::open(path).map_err(|source| DataError::Io {
+    let io_error = |source| DataError::Io {
         file: file.clone(),
         source,
-    })?;
+    };
+    let cap = crate::input::max_data_bytes();
+    const WHAT: &str = "the cap of a data file: a quarter of --max-memory, at most 4 GiB";
     if is_gz(path) {
-        parse_csv(BufReader::new(MultiGzDecoder::new(f)), &file)
+        let gz = crate::input::open_gz(path, cap, WHAT).map_err(io_error)?;
+        parse_csv(BufReader::new(gz), &file)
     } else {
+        let f = crate::input::open(path, cap, WHAT).map_err(io_error)?;
         parse_csv(BufReader::new(f), &file)
     }
 }
+
+/// The longest line accepted: room for [`MAX_FEATURES`] fields and a label of 64
+/// characters each.
+pub(crate) const MAX_LINE_BYTES: u64 = (MAX_FEATURES as u64 + 1) * 64;
 
 /// Whether a file name ends in `.gz` (any case).
 fn is_gz(path: &Path) -> bool {
@@ -51,9 +59,13 @@ pub(crate) fn parse_csv<R: BufRead>(mut reader: R, file: &str) -> Result<Table, 
     let mut header_possible = true;
     let mut buf = Vec::new();
     let mut line = 0;
+    // The table may take a quarter of --max-memory (its values are f64 here, then
+    // copied to f32 splits).
+    let memory_limit = crate::limits::get().max_memory / 4;
     loop {
         buf.clear();
-        let n = reader
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
             .read_until(b'\n', &mut buf)
             .map_err(|source| DataError::Io {
                 file: file.to_string(),
@@ -68,6 +80,21 @@ pub(crate) fn parse_csv<R: BufRead>(mut reader: R, file: &str) -> Result<Table, 
             line,
             problem,
         };
+        if n as u64 > MAX_LINE_BYTES {
+            return Err(line_error(LineProblem::TooLong {
+                limit: MAX_LINE_BYTES,
+            }));
+        }
+        if line % 1024 == 0 {
+            let bytes = table.bytes();
+            if bytes > memory_limit {
+                return Err(DataError::Memory {
+                    file: file.to_string(),
+                    bytes,
+                    limit: memory_limit,
+                });
+            }
+        }
         let text = std::str::from_utf8(&buf).map_err(|_| line_error(LineProblem::NotUtf8))?;
         let text = if line == 1 {
             text.strip_prefix('\u{feff}').unwrap_or(text)
@@ -84,6 +111,11 @@ pub(crate) fn parse_csv<R: BufRead>(mut reader: R, file: &str) -> Result<Table, 
             if fields.iter().any(|f| f.parse::<f64>().is_err()) {
                 continue;
             }
+        }
+        if fields.len() > MAX_FEATURES + 1 {
+            return Err(line_error(LineProblem::TooManyFields {
+                found: fields.len(),
+            }));
         }
         match first {
             None => {
@@ -163,6 +195,7 @@ fn parse_label(f: &str) -> Result<u32, FieldProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::io::Write;
 
     fn parse(text: &str) -> Result<Table, DataError> {

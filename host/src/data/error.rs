@@ -5,7 +5,7 @@
 use std::fmt;
 use std::io;
 
-use super::MAX_LABEL;
+use super::{MAX_FEATURES, MAX_LABEL};
 
 /// Why a data set could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +122,20 @@ pub enum DataError {
     /// The bundled digits file is not what the tests say it is: a broken build.
     #[error("the bundled digits file: {0}")]
     Bundled(String),
+    /// The parsed data would take more memory than the run may use.
+    #[error(
+        "{file}: the data takes {} or more in memory, more than the {} a data set may use \
+         (a quarter of --max-memory)",
+        crate::limits::human(*bytes), crate::limits::human(*limit)
+    )]
+    Memory {
+        /// The file.
+        file: String,
+        /// Bytes they take.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 /// What is wrong with a CSV line as a whole.
@@ -136,6 +150,25 @@ pub enum LineProblem {
     TooFewFields {
         /// The number of fields found.
         found: usize,
+    },
+    /// More fields than [`MAX_FEATURES`] and a label.
+    #[error(
+        "{found} fields: nrpt takes at most {MAX_FEATURES} features and the label (is this \
+         a numeric CSV table, one example per line?)"
+    )]
+    TooManyFields {
+        /// The number of fields found.
+        found: usize,
+    },
+    /// A line longer than any valid row could be.
+    #[error(
+        "longer than {} without a line end: not a CSV table of at most {MAX_FEATURES} \
+         features",
+        crate::limits::human(*limit)
+    )]
+    TooLong {
+        /// The most bytes a line may have.
+        limit: u64,
     },
     /// The number of fields differs from the first data line's.
     #[error("{found} fields, but line {first_line} has {expected}")]
@@ -244,6 +277,9 @@ pub enum NpyProblem {
     /// A features array with no columns.
     #[error("shape {0} has no feature columns")]
     NoFeatures(Shape),
+    /// A features array with more columns than [`MAX_FEATURES`].
+    #[error("shape {0} has more than {MAX_FEATURES} feature columns")]
+    TooManyFeatures(Shape),
     /// A feature that is infinite or NaN (indices from 0, as NumPy counts).
     #[error("[{row}, {column}] is {value}, not finite")]
     NotFinite {

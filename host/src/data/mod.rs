@@ -52,6 +52,10 @@ pub use split::{TEST_EVERY, is_test_example};
 /// far likelier a wrong column than a class, and would size the model's last layer.
 pub const MAX_LABEL: u32 = 65_535;
 
+/// The most features per example accepted (a row of more is far likelier a file in
+/// another format, or a transposed table, than a classifier's input).
+pub const MAX_FEATURES: usize = 65_536;
+
 /// One split: `x` is `len × features` values, row-major; `y` the labels.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Split {

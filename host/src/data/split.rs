@@ -46,6 +46,11 @@ impl Table {
         self.y.len()
     }
 
+    /// The bytes its values, labels and origins take.
+    pub fn bytes(&self) -> u64 {
+        (self.x.capacity() * 8 + self.y.capacity() * 4 + self.origin.capacity() * 8) as u64
+    }
+
     /// Appends example `i` of `other` (same width).
     fn push_from(&mut self, other: &Table, i: usize) {
         let d = other.features;

@@ -194,6 +194,42 @@ pub fn run(
         momentum: s.rates.momentum,
     };
 
+    // Everything the comparison holds at once, checked before any work: a tempering run
+    // (states, records, data, scratch), the pre-trained networks it starts from, and a
+    // Bayesian model average (test examples × classes) per chain of the ensemble.
+    let probe = model.tempering_job(&Sampling {
+        chains: p,
+        seeds: s.seeds,
+        iterations,
+        scheme: Scheme::Deo { window: 1 },
+        rates: s.rates,
+        seed: s.seed,
+        record: Record {
+            thin: thinning.thin,
+            warmup: thinning.warmup,
+            trace_every: 1.max(iterations / 20),
+            path_iterations: 0,
+        },
+        initial_states: None,
+        ..Sampling::default()
+    })?;
+    let mut footprint = crate::engine::memory::of_job(&probe);
+    let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+    let (seeds, chains_u, dim) = (s.seeds as u64, p as u64, d as u64);
+    footprint.add("pre-trained networks", m(&[seeds, chains_u, dim, 4]));
+    footprint.add(
+        "model averages",
+        m(&[
+            seeds,
+            chains_u,
+            data.test.len() as u64,
+            data.classes as u64,
+            8,
+        ]),
+    );
+    crate::engine::memory::check(&footprint, "--ensembles, --chains or --epochs")
+        .map_err(|e| ConfigError::new("max_memory", e))?;
+
     progress("pre-training");
     let pretrained = Arc::new(methods::pretrain(
         &chains,

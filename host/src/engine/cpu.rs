@@ -293,11 +293,10 @@ impl CpuBackend {
             });
         }
         if let Some(s) = &from {
-            s.check(job.ensembles, job.chains, job.target.dim())
-                .map_err(|message| EngineError::Backend {
-                    backend: "cpu",
-                    message: format!("the saved state does not fit the run: {message}"),
-                })?;
+            s.check(job).map_err(|message| EngineError::Backend {
+                backend: "cpu",
+                message: format!("the saved state does not fit the run: {message}"),
+            })?;
         }
         let until = until.min(job.iterations);
         let body = || self.segment(job, from.as_ref(), until, progress);

@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod cuda;
 mod lockstep;
 pub(crate) mod matmul;
+pub mod memory;
 mod record;
 pub use record::ladder_spread;
 pub mod state;

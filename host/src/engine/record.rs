@@ -77,6 +77,85 @@ impl Recorder {
         }
     }
 
+    /// Checks that these are the records of ensemble `e` of `job` after `iteration`
+    /// iterations: every count, length and recorded iteration as the run would have
+    /// made them.
+    pub fn check(&self, job: &Job, e: usize, iteration: u64) -> Result<(), String> {
+        let rec = job.record;
+        let (p, dim) = (job.chains, job.target.dim());
+        if self.ensemble != e {
+            return Err(format!("they belong to ensemble {}", self.ensemble));
+        }
+        let n = self.sample_iterations.len();
+        let kept = kept_before(rec, iteration);
+        if n as u64 != kept {
+            return Err(format!(
+                "{n} samples kept, the run keeps {kept} by iteration {iteration}"
+            ));
+        }
+        let first = first_kept(rec);
+        if let Some((i, &k)) = self
+            .sample_iterations
+            .iter()
+            .enumerate()
+            .find(|&(i, &k)| Some(k) != first.and_then(|f| f.checked_add(i as u64 * rec.thin)))
+        {
+            return Err(format!("sample {i} is from iteration {k}"));
+        }
+        if self.samples.len() != n * dim {
+            return Err(format!(
+                "{} sample values for {n} samples of {dim} coordinates",
+                self.samples.len()
+            ));
+        }
+        let traces = iteration.checked_div(rec.trace_every).unwrap_or(0);
+        let lengths = [
+            ("ladder", self.trace_ladder.len()),
+            ("buffer", self.trace_buffer.len()),
+            ("round trips", self.trace_trips.len()),
+            ("rates", self.trace_rates.len()),
+            ("iterations", self.trace_iterations.len()),
+        ];
+        for (name, len) in lengths {
+            if len as u64 != traces {
+                return Err(format!(
+                    "{len} trace entries of the {name}, the run has {traces} by iteration {iteration}"
+                ));
+            }
+        }
+        for (i, &k) in self.trace_iterations.iter().enumerate() {
+            if k != (i as u64 + 1) * rec.trace_every {
+                return Err(format!("trace entry {i} is at iteration {k}"));
+            }
+        }
+        if self.trace_ladder.iter().any(|l| l.len() != p)
+            || self.trace_rates.iter().any(|r| r.len() != p - 1)
+        {
+            return Err("a trace entry has the wrong number of levels or pairs".into());
+        }
+        if self.last_indicators.len() != p - 1 {
+            return Err(format!(
+                "{} indicator totals for {} pairs",
+                self.last_indicators.len(),
+                p - 1
+            ));
+        }
+        let path_len = iteration.min(rec.path_iterations) as usize;
+        let paths_ok = if e == 0 && rec.path_iterations > 0 {
+            self.paths.len() == p
+                && self
+                    .paths
+                    .iter()
+                    .all(|l| l.len() == path_len && l.iter().all(|&v| (v as usize) < p))
+        } else {
+            self.paths.is_empty()
+        };
+        if !paths_ok {
+            return Err("the index paths do not fit the run".into());
+        }
+        Ok(())
+    }
+
     /// `true` for ensemble 0 (whose index paths are recorded).
     pub fn is_first(&self) -> bool {
         self.ensemble == 0
@@ -145,6 +224,22 @@ impl Recorder {
     }
 }
 
+/// The first iteration whose state is kept (`None` when none is).
+fn first_kept(rec: Record) -> Option<u64> {
+    if rec.thin == 0 {
+        return None;
+    }
+    rec.warmup.div_ceil(rec.thin).checked_mul(rec.thin)
+}
+
+/// How many samples are kept in iterations `0 .. iteration`.
+fn kept_before(rec: Record, iteration: u64) -> u64 {
+    match first_kept(rec) {
+        Some(first) if first < iteration => (iteration - 1 - first) / rec.thin + 1,
+        _ => 0,
+    }
+}
+
 /// Per level, the mean and the standard deviation (over ensembles, divisor E − 1; 0
 /// for one ensemble) of the learning rates of several ladders of equal length.
 pub fn ladder_spread(ladders: &[&[f64]]) -> (Vec<f64>, Vec<f64>) {
@@ -209,4 +304,28 @@ fn merge_traces(runs: &[Recorder]) -> Trace {
         );
     }
     trace
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The closed form of the kept samples against counting them one by one.
+    #[test]
+    fn kept_samples_are_counted_in_closed_form() {
+        for thin in 0..7 {
+            for warmup in 0..20 {
+                let rec = Record {
+                    thin,
+                    warmup,
+                    trace_every: 0,
+                    path_iterations: 0,
+                };
+                for iteration in 0..60 {
+                    let slow = (0..iteration).filter(|&k| rec.samples_at(k)).count() as u64;
+                    assert_eq!(kept_before(rec, iteration), slow, "{rec:?} at {iteration}");
+                }
+            }
+        }
+    }
 }

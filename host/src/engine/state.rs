@@ -5,8 +5,8 @@
 use nrpt_core::driver::Progress;
 use serde::{Deserialize, Serialize};
 
-use super::EnsembleBuffers;
 use super::record::Recorder;
+use super::{EnsembleBuffers, Job};
 
 /// One ensemble between iterations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,25 +29,69 @@ pub struct RunState {
 }
 
 impl RunState {
-    /// Checks that this state belongs to a run of `chains` replicas in `dim` dimensions
-    /// with `ensembles` ensembles (a checkpoint of another run is refused, not misread).
-    pub fn check(&self, ensembles: usize, chains: usize, dim: usize) -> Result<(), String> {
-        if self.ensembles.len() != ensembles {
+    /// Checks that this state belongs to `job` and can be run on (a checkpoint of another
+    /// run, or one edited by hand, is refused, never misread): the iteration within the
+    /// run, every buffer's length, the permutation of replicas, the ladder, the
+    /// temperatures and the buffer C, and every record's length and iterations.
+    pub fn check(&self, job: &Job) -> Result<(), String> {
+        let (chains, dim) = (job.chains, job.target.dim());
+        if self.iteration > job.iterations {
             return Err(format!(
-                "{} ensembles saved, the run has {ensembles}",
-                self.ensembles.len()
+                "it holds iteration {}, past the run's {} iterations",
+                self.iteration, job.iterations
             ));
         }
+        if self.ensembles.len() != job.ensembles {
+            return Err(format!(
+                "{} ensembles saved, the run has {}",
+                self.ensembles.len(),
+                job.ensembles
+            ));
+        }
+        let momentum = job.options.explorer.has_momentum();
         for (e, s) in self.ensembles.iter().enumerate() {
+            let at = |m: String| format!("ensemble {e}: {m}");
             if s.progress.iteration != self.iteration {
-                return Err(format!(
-                    "ensemble {e} is at iteration {}, the run at {}",
+                return Err(at(format!(
+                    "at iteration {}, the run at {}",
                     s.progress.iteration, self.iteration
-                ));
+                )));
             }
-            s.buffers
-                .check_shape(chains, dim)
-                .map_err(|m| format!("ensemble {e}: {m}"))?;
+            let b = &s.buffers;
+            b.check_shape(chains, dim).map_err(at)?;
+            if momentum && b.momenta.len() != chains * dim {
+                return Err(at(format!(
+                    "momenta hold {} values, the run needs {}",
+                    b.momenta.len(),
+                    chains * dim
+                )));
+            }
+            // level_of[replica_at[l]] == l for every l: a permutation and its inverse.
+            if let Some((l, &r)) = b.replica_at.iter().enumerate().find(|&(l, &r)| {
+                b.level_of
+                    .get(r as usize)
+                    .is_none_or(|&back| back as usize != l)
+            }) {
+                return Err(at(format!(
+                    "level {l} holds replica {r}: not a permutation of the {chains} replicas"
+                )));
+            }
+            if let Some(eta) = b.ladder.iter().find(|e| !(e.is_finite() && **e > 0.0)) {
+                return Err(at(format!("learning rate {eta} (must be finite and > 0)")));
+            }
+            if let Some(t) = b
+                .temperatures
+                .iter()
+                .find(|t| !(t.is_finite() && **t >= 0.0))
+            {
+                return Err(at(format!("temperature {t} (must be finite and >= 0)")));
+            }
+            if !s.progress.buffer.is_finite() {
+                return Err(at(format!("buffer C = {}", s.progress.buffer)));
+            }
+            s.recorder
+                .check(job, e, self.iteration)
+                .map_err(|m| at(format!("records: {m}")))?;
         }
         Ok(())
     }

@@ -139,6 +139,120 @@ pub struct Settings {
     pub dim: usize,
 }
 
+/// The most points a sweep may have (chain counts × windows × swap rates).
+pub const MAX_POINTS: usize = 10_000;
+/// The most entries of each list of a sweep (chain counts, windows, swap rates, the rates
+/// profile).
+pub const MAX_LIST: usize = 4096;
+/// The largest iteration count (cap or warm-up) of a point.
+pub const MAX_ITERATIONS: u64 = 1 << 40;
+
+impl Settings {
+    /// Checks every field as the sweep's flags are checked: a `results.json` edited by
+    /// hand, or from another program, is refused by `scale merge` as a bad flag is by
+    /// `scale`. Errors name the flag.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let list = |field: &str, len: usize| {
+            if (1..=MAX_LIST).contains(&len) {
+                Ok(())
+            } else {
+                Err(ConfigError::new(
+                    field,
+                    format!("needs between 1 and {MAX_LIST} entries, got {len}"),
+                ))
+            }
+        };
+        list("chains", self.chains.len())?;
+        list("window", self.windows.len())?;
+        list("swap_rate", self.swap_rates.len())?;
+        if let Some(&p) = self
+            .chains
+            .iter()
+            .find(|&&p| !(2..=crate::config::MAX_CHAINS).contains(&p))
+        {
+            return Err(ConfigError::new(
+                "chains",
+                format!(
+                    "must be between 2 and {}, got {p}",
+                    crate::config::MAX_CHAINS
+                ),
+            ));
+        }
+        if let Some(&r) = self.swap_rates.iter().find(|&&r| !(r > 0.0 && r < 1.0)) {
+            return Err(ConfigError::new(
+                "swap_rate",
+                format!("must lie strictly between 0 and 1, got {r}"),
+            ));
+        }
+        for w in &self.windows {
+            window_of(w, 16, 0.4)?;
+        }
+        if let Some(prof) = &self.profile {
+            list("rates_file", prof.len())?;
+            if prof.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(ConfigError::new(
+                    "rates_file",
+                    "needs positive numbers (relative swap rates of the pairs)",
+                ));
+            }
+        }
+        if self.ensembles > 1 << 24 {
+            return Err(ConfigError::new(
+                "ensembles",
+                format!("must be at most 2^24, got {}", self.ensembles),
+            ));
+        }
+        if !(self.target_se > 0.0 && self.target_se < 1.0) {
+            return Err(ConfigError::new(
+                "target_se",
+                "must lie strictly between 0 and 1",
+            ));
+        }
+        if !(1..=MAX_ITERATIONS).contains(&self.max_iterations) {
+            return Err(ConfigError::new(
+                "max_iterations",
+                "must be between 1 and 2^40",
+            ));
+        }
+        if let Some(w) = self.warmup
+            && w > MAX_ITERATIONS
+        {
+            return Err(ConfigError::new(
+                "warmup",
+                format!("must be at most 2^40 iterations, got {w}"),
+            ));
+        }
+        if !(1..=crate::config::MAX_DIM).contains(&self.dim) {
+            return Err(ConfigError::new(
+                "dim",
+                format!(
+                    "must be between 1 and {}, got {}",
+                    crate::config::MAX_DIM,
+                    self.dim
+                ),
+            ));
+        }
+        let rates = if self.model == Model::GaussianPath {
+            1
+        } else {
+            self.swap_rates.len()
+        };
+        let points = self.chains.len() * self.windows.len() * rates;
+        if points > MAX_POINTS {
+            return Err(ConfigError::new(
+                "chains",
+                format!(
+                    "{} chain counts × {} windows × {rates} swap rates = {points} points: more \
+                     than the {MAX_POINTS} a sweep may have",
+                    self.chains.len(),
+                    self.windows.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The points of a sweep, in a fixed order: chains, then windows, then swap rates.
 pub fn enumerate(s: &Settings) -> Vec<(usize, usize, String, f64)> {
     let mut out = Vec::new();

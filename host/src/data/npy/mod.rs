@@ -39,14 +39,47 @@ pub(crate) fn read_table(x_path: &Path, y_path: &Path) -> Result<Table, DataErro
 
 /// Reads the array in `path`, which must have `dims` dimensions.
 fn read_npy(path: &Path, file: &str, dims: usize) -> Result<Array, DataError> {
-    let bytes = std::fs::read(path).map_err(|source| DataError::Io {
+    let bytes = crate::input::read_all(
+        path,
+        crate::input::max_data_bytes(),
+        "the cap of a data file: a quarter of --max-memory, at most 4 GiB",
+    )
+    .map_err(|source| DataError::Io {
         file: file.to_string(),
         source,
     })?;
+    // Decoded, every element takes 8 bytes (f64), whatever its dtype.
+    let limit = crate::limits::get().max_memory / 4;
+    if let Some(elements) = parse_element_count(&bytes)
+        && elements.saturating_mul(8) > limit
+    {
+        return Err(DataError::Memory {
+            file: file.to_string(),
+            bytes: elements.saturating_mul(8),
+            limit,
+        });
+    }
     parse_npy(&bytes, dims).map_err(|problem| DataError::Npy {
         file: file.to_string(),
         problem,
     })
+}
+
+/// The number of elements a well-formed `.npy` file's header announces (`None` for any
+/// malformed file, which [`parse_npy`] then describes).
+fn parse_element_count(bytes: &[u8]) -> Option<u64> {
+    let start = match (bytes.get(6)?, bytes.get(7)?) {
+        (1, 0) => 10,
+        (2 | 3, 0) => 12,
+        _ => return None,
+    };
+    let len = bytes
+        .get(8..start)?
+        .iter()
+        .rev()
+        .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    let h = parse_header(bytes.get(start..start.checked_add(len)?)?).ok()?;
+    h.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
 }
 
 /// Joins features `x` (n × d) and labels `y` (n) into a table, checking every value.
@@ -67,6 +100,9 @@ pub(crate) fn table(x: Array, x_file: &str, y: Array, y_file: &str) -> Result<Ta
     };
     if features == 0 {
         return Err(npy_error(x_file, NpyProblem::NoFeatures(shape())));
+    }
+    if features > super::MAX_FEATURES {
+        return Err(npy_error(x_file, NpyProblem::TooManyFeatures(shape())));
     }
     if rows == 0 {
         return Err(DataError::NoExamples {

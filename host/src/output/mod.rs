@@ -1,0 +1,29 @@
+//! What the commands write, and how they never lose what they did not write.
+//!
+//! - [`OutDir`] (`folder`): whole output folders, checked before any computation
+//!   (nrpt replaces only an empty folder or one it wrote itself: [`ownership`]), written
+//!   into a hidden sibling, swapped into place in one step;
+//! - [`temp`]: temporary names with random tokens, held by file locks, so that what a
+//!   killed process left is told from what a live one writes;
+//! - `files`: files written through a temporary name ([`write_atomic`]), CSV tables,
+//!   `.npy` arrays, JSON.
+
+mod files;
+mod folder;
+pub mod ownership;
+pub mod temp;
+
+use std::path::Path;
+
+pub use files::{Csv, npy_f32, write_atomic, write_json};
+pub use folder::{
+    Committed, InterruptedWhileWriting, OutDir, OutPolicy, PAUSE_BEFORE_COMMIT_VAR,
+    TEMP_NAME_OVERHEAD,
+};
+
+/// The folder a path is in (`.` for a bare name).
+pub(crate) fn parent_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}

@@ -1,0 +1,268 @@
+//! Which folders nrpt may replace: one it wrote itself (its marker file lists every file
+//! in it, or it has the layout of an earlier version's outputs), or an empty one. Never
+//! the root, the home folder, a folder holding the current directory or an input
+//! file, even with `--force`.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The marker file in every output folder: who wrote the folder, and its files.
+pub const MARKER: &str = ".nrpt-output.json";
+
+/// Entries of an old folder examined at most: past that it is not one of ours.
+const MAX_ENTRIES: usize = 100_000;
+
+/// What [`MARKER`] holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    /// Always "nrpt".
+    pub written_by: String,
+    /// The nrpt version.
+    pub version: String,
+    /// The command that wrote the folder (`run`, `deep`, …).
+    pub command: String,
+    /// Every file and folder it wrote, relative to the folder, `/`-separated, sorted.
+    pub files: Vec<String>,
+}
+
+impl Marker {
+    /// The marker of a folder that `command` wrote, listing what is in `dir` now.
+    pub fn of(dir: &Path, command: &str) -> io::Result<Marker> {
+        let mut files: Vec<String> = entries(dir)?.into_iter().collect();
+        files.retain(|f| f != MARKER);
+        Ok(Marker {
+            written_by: "nrpt".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            command: command.into(),
+            files,
+        })
+    }
+}
+
+/// What an existing folder is, to nrpt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing in it.
+    Empty,
+    /// Written by nrpt, nothing added since.
+    Ours,
+    /// Holds entries nrpt did not write (some of them, sorted).
+    Foreign(Vec<String>),
+}
+
+/// Every entry of `dir`, recursively, relative and `/`-separated (symbolic links are
+/// entries, not followed). At most [`MAX_ENTRIES`]: an error past that.
+fn entries(dir: &Path) -> io::Result<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((path, rel)) = stack.pop() {
+        for e in fs::read_dir(&path)? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel_name = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if e.file_type()?.is_dir() {
+                stack.push((e.path(), rel_name.clone()));
+            }
+            out.insert(rel_name);
+            if out.len() > MAX_ENTRIES {
+                return Err(io::Error::other(format!("more than {MAX_ENTRIES} entries")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The files an earlier version of nrpt wrote (before the marker): a folder holding
+/// only such files, one of them `summary.json` or `results.json`, is ours.
+fn legacy_name(name: &str) -> bool {
+    const EXACT: [&str; 12] = [
+        "summary.json",
+        "results.json",
+        "pairs.csv",
+        "trace.csv",
+        "ladder.csv",
+        "samples.csv",
+        "samples.npy",
+        "table.csv",
+        "grid.csv",
+        "points.csv",
+        "rounds.csv",
+        "lambda.csv",
+    ];
+    let figure = (name.starts_with("fig")
+        || name.starts_with("et_vs_")
+        || name == "lambda.png"
+        || name == "lambda.svg")
+        && [".png", ".svg", ".csv"].iter().any(|x| name.ends_with(x));
+    EXACT.contains(&name) || figure
+}
+
+/// Judges the existing folder `dir`.
+pub fn judge(dir: &Path) -> io::Result<Verdict> {
+    let found = match entries(dir) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::Other => {
+            return Ok(Verdict::Foreign(vec![e.to_string()]));
+        }
+        Err(e) => return Err(e),
+    };
+    if found.is_empty() {
+        return Ok(Verdict::Empty);
+    }
+    let foreign: Vec<String> = match read_marker(dir) {
+        Some(m) => {
+            let listed: BTreeSet<&str> = m.files.iter().map(String::as_str).collect();
+            found
+                .iter()
+                .filter(|f| f.as_str() != MARKER && !listed.contains(f.as_str()))
+                .cloned()
+                .collect()
+        }
+        None => {
+            let summary = found.contains("summary.json") || found.contains("results.json");
+            found
+                .iter()
+                .filter(|f| !summary || !legacy_name(f))
+                .cloned()
+                .collect()
+        }
+    };
+    Ok(if foreign.is_empty() {
+        Verdict::Ours
+    } else {
+        Verdict::Foreign(foreign)
+    })
+}
+
+/// The marker of `dir`, when it has a valid one written by nrpt.
+fn read_marker(dir: &Path) -> Option<Marker> {
+    let path = dir.join(MARKER);
+    let meta = fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > 64 << 20 {
+        return None;
+    }
+    let m: Marker = serde_json::from_slice(&fs::read(&path).ok()?).ok()?;
+    (m.written_by == "nrpt").then_some(m)
+}
+
+/// Why nrpt must never replace the folder `real` (a canonical path), whatever
+/// `--force` says: it is the root, the home folder, or holds the current directory or
+/// one of `inputs`.
+pub fn protected(real: &Path, inputs: &[PathBuf]) -> Option<String> {
+    if real.parent().is_none() {
+        return Some("is the root folder".into());
+    }
+    if let Ok(cwd) = std::env::current_dir().and_then(|d| d.canonicalize())
+        && cwd.starts_with(real)
+    {
+        return Some(if cwd == real {
+            "is the current directory".into()
+        } else {
+            format!("holds the current directory ({})", cwd.display())
+        });
+    }
+    if let Some(home) = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| h.canonicalize().ok())
+        && home.starts_with(real)
+    {
+        return Some(if home == real {
+            "is your home folder".into()
+        } else {
+            format!("holds your home folder ({})", home.display())
+        });
+    }
+    for input in inputs {
+        if let Ok(i) = input.canonicalize()
+            && i.starts_with(real)
+        {
+            return Some(format!("holds the input {}", input.display()));
+        }
+    }
+    None
+}
+
+/// A short list of names for a message: the first few, and how many more.
+pub fn some_names(names: &[String]) -> String {
+    const SHOWN: usize = 4;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_marked_legacy_and_foreign_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        assert_eq!(judge(d).unwrap(), Verdict::Empty);
+        fs::write(d.join("train.csv"), "1,0").unwrap();
+        assert_eq!(
+            judge(d).unwrap(),
+            Verdict::Foreign(vec!["train.csv".into()])
+        );
+        // An earlier version's layout.
+        let old = tempfile::tempdir().unwrap();
+        for f in ["summary.json", "pairs.csv", "fig7a_round_trips.png"] {
+            fs::write(old.path().join(f), "x").unwrap();
+        }
+        assert_eq!(judge(old.path()).unwrap(), Verdict::Ours);
+        // Names of outputs without a summary are not enough.
+        fs::remove_file(old.path().join("summary.json")).unwrap();
+        assert!(matches!(judge(old.path()).unwrap(), Verdict::Foreign(_)));
+        // A marker lists what nrpt wrote; anything else is foreign.
+        let ours = tempfile::tempdir().unwrap();
+        fs::create_dir(ours.path().join("sub")).unwrap();
+        fs::write(ours.path().join("sub/a.csv"), "x").unwrap();
+        let m = Marker::of(ours.path(), "run").unwrap();
+        assert_eq!(m.files, ["sub", "sub/a.csv"]);
+        fs::write(ours.path().join(MARKER), serde_json::to_vec(&m).unwrap()).unwrap();
+        assert_eq!(judge(ours.path()).unwrap(), Verdict::Ours);
+        fs::write(ours.path().join("sub/notes.txt"), "mine").unwrap();
+        assert_eq!(
+            judge(ours.path()).unwrap(),
+            Verdict::Foreign(vec!["sub/notes.txt".into()])
+        );
+    }
+
+    #[test]
+    fn root_home_working_directory_and_input_folders_are_protected() {
+        assert!(protected(Path::new("/"), &[]).is_some());
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        assert_eq!(
+            protected(&cwd, &[]).as_deref(),
+            Some("is the current directory")
+        );
+        assert!(protected(cwd.parent().unwrap(), &[]).is_some());
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        let input = dir.path().join("train.csv");
+        fs::write(&input, "x").unwrap();
+        assert!(protected(&real, std::slice::from_ref(&input)).is_some());
+        assert!(protected(&real.join("out"), &[input]).is_none());
+    }
+
+    #[test]
+    fn long_lists_are_shortened() {
+        let names: Vec<String> = (0..6).map(|i| format!("f{i}")).collect();
+        assert_eq!(some_names(&names), "f0, f1, f2, f3 and 2 more");
+    }
+}
