@@ -4,20 +4,13 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::{Backend, Job, Record, Target};
+use nrpt::engine::{Backend, Job};
+use nrpt::targets::Toy;
 use nrpt_core::TemperingOptions;
 
 fn job() -> Job {
-    Job {
-        options: TemperingOptions::default(),
-        target: Target::Modes2d,
-        noise: 2.0,
-        chains: 16,
-        ensembles: 256,
-        iterations: 200,
-        record: Record::NOTHING,
-        initial_states: None,
-    }
+    let target = std::sync::Arc::new(Toy::modes2d(2.0));
+    Job::new(target, TemperingOptions::default(), 16, 256, 200)
 }
 
 fn engine(c: &mut Criterion) {

@@ -8,10 +8,11 @@
 
 use nrpt_core::explore::langevin_step;
 use nrpt_core::rng::{PhiloxStream, Rng, fill_normals, streams, uniform_f64};
-use nrpt_core::target::{EnergyOracle, Noisy};
+use nrpt_core::target::{EnergyOracle, Modes2d, Noisy};
 use rayon::prelude::*;
 
-use crate::engine::{EngineError, Toy};
+use crate::engine::EngineError;
+use crate::targets::Toy;
 
 /// Settings shared by the baselines.
 #[derive(Clone, Copy, Debug)]
@@ -28,12 +29,8 @@ pub struct Baseline {
     pub warmup: u64,
 }
 
-fn oracle(noise: f64) -> Noisy<Toy> {
-    Noisy {
-        potential: Toy::Modes2d,
-        gradient_noise: noise,
-        energy_noise: noise,
-    }
+fn oracle(noise: f64) -> Noisy<Modes2d> {
+    Toy::modes2d(noise).noisy()
 }
 
 /// x₀ ~ U(−1, 1)², from the INIT stream, as the tempering driver starts its replicas.
@@ -49,7 +46,7 @@ fn start(seed: u32, e: u32, chain: u32) -> [f32; 2] {
 /// One SGLD step at learning rate `eta` and temperature `t` of chain `chain`.
 fn sgld_step(
     x: &mut [f32; 2],
-    o: &mut Noisy<Toy>,
+    o: &mut Noisy<Modes2d>,
     key: (u32, u32),
     k: u64,
     chain: u32,

@@ -13,11 +13,12 @@ use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Job, Record, Target};
+use crate::engine::{AnyTarget, Job, Record};
 use crate::preset::{
     LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, RuleChoices,
     SweepOrderKind,
 };
+use crate::targets::Toy;
 
 /// A configuration error: which field, what is allowed, what was given.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -549,18 +550,15 @@ impl RunConfig {
         positive("gamma_alpha", self.gamma_alpha)?;
         positive("gamma_b", self.gamma_b)?;
         positive("buffer_scale", self.buffer_scale)?;
-        let (target, scale) = match self.target {
-            TargetKind::Modes2d => (Target::Modes2d, 1.0),
+        let target: Arc<dyn AnyTarget> = match self.target {
+            TargetKind::Modes2d => Arc::new(Toy::modes2d(self.noise)),
             TargetKind::SumModes => {
                 in_range("dim", self.dim, 1, MAX_DIM)?;
-                (Target::SumModes { dim: self.dim }, 1.0)
+                Arc::new(Toy::sum_modes(self.dim, self.noise))
             }
-            TargetKind::Classifier => {
-                let model = self.model()?;
-                // Rates and buffer are per example; the energy sums over N examples.
-                let n = model.examples() as f64;
-                (Target::Classifier(Arc::clone(model.target())), n)
-            }
+            // Rates and buffer are per example; the energy sums over N examples (the
+            // target's energy scale).
+            TargetKind::Classifier => Arc::new(Arc::clone(self.model()?.target())),
             TargetKind::GaussianPath => {
                 return Err(ConfigError::new(
                     "target",
@@ -570,6 +568,7 @@ impl RunConfig {
             }
         };
         check_memory(self, &record, target.dim())?;
+        let scale = target.energy_scale();
         if self.rule == RuleKind::Metropolis && self.explorer != ExplorerKind::Sgld {
             return Err(ConfigError::new(
                 "rule",
@@ -636,11 +635,6 @@ impl RunConfig {
         .map_err(|e| ConfigError::new("ladder_decimals", e.to_string()))?;
         let job = Job {
             options,
-            noise: if matches!(target, Target::Classifier(_)) {
-                0.0
-            } else {
-                self.noise
-            },
             target,
             chains: self.chains,
             ensembles: self.ensembles,
@@ -830,7 +824,10 @@ mod tests {
         let job = RunConfig::default().job(Record::NOTHING).unwrap();
         assert_eq!(job.options.scheme, Scheme::Deo { window: 7 });
         assert_eq!(job.chains, 16);
-        assert_eq!(job.noise, 2.0);
+        assert_eq!(
+            job.target.downcast_ref::<crate::targets::Modes2dTarget>(),
+            Some(&Toy::modes2d(2.0))
+        );
     }
 
     #[test]
@@ -932,7 +929,8 @@ mod tests {
         assert!((job.options.ladder_min - 0.005 / n).abs() < 1e-15);
         assert!((job.options.initial_buffer - 0.1 * n).abs() < 1e-9);
         assert_eq!(job.target.dim(), 65 * 16 + 17 * 10);
-        assert_eq!(job.noise, 0.0);
+        assert_eq!(job.target.name(), "classifier");
+        assert_eq!(job.target.energy_scale(), n);
         // A flag's target wins over the file's, and the toy keeps its defaults.
         let t = RunConfig::from_toml_for("chains = 4", Some(TargetKind::Classifier)).unwrap();
         assert_eq!(t.eta_max, 0.02);

@@ -4,12 +4,14 @@
 //! and turns the runs into the paper's results, scaling studies and figures.
 //!
 //! - [`engine`]: a [`Job`](engine::Job) (options, target, P chains, E ensembles,
-//!   iterations, what to record) and the [`Backend`](engine::Backend) trait, with the
+//!   iterations, what to record), the [`Target`](engine::Target) trait that a user's
+//!   own posterior implements, and the [`Backend`](engine::Backend) trait, with the
 //!   CPU engine ([`engine::cpu`]: SIMD lanes of ensembles, bit-identical to
 //!   nrpt-core's scalar driver) and the CUDA engine ([`engine::cuda`]);
 //! - [`config`]: the validated run configuration (TOML and flags); [`preset`]: the
 //!   paper's rules or the authors' code's, and one key per rule;
 //! - [`commands`]: `window`, `run`, `reproduce`, `bench`, `scale`, `devices`;
+//! - [`targets`]: the built-in targets (the 2D toy, the sum of modes, the classifier);
 //! - [`data`]: the classification data of the data targets: the bundled UCI digits,
 //!   users' CSV and `.npy` files, the fixed train/test split;
 //! - [`scale`]: round-trip time against P and W beside Lemma 1, with the Bernoulli
@@ -18,19 +20,15 @@
 //!   density, the SGLD baselines, plots (PNG and SVG), files written atomically.
 //!
 //! ```
+//! use std::sync::Arc;
 //! use nrpt::engine::cpu::CpuBackend;
-//! use nrpt::engine::{Backend, Job, Record, Target};
+//! use nrpt::engine::{Backend, Job};
+//! use nrpt::targets::Toy;
 //!
-//! let job = Job {
-//!     options: nrpt_core::TemperingOptions::default(), // the paper's settings, W = 8
-//!     target: Target::Modes2d,
-//!     noise: 2.0,
-//!     chains: 16,
-//!     ensembles: 4,
-//!     iterations: 2_000,
-//!     record: Record::NOTHING,
-//!     initial_states: None,
-//! };
+//! // The paper's 25-mode 2D target behind noise of scale 2, its settings (W = 8),
+//! // 16 chains, 4 ensembles, 2,000 iterations.
+//! let target = Arc::new(Toy::modes2d(2.0));
+//! let job = Job::new(target, nrpt_core::TemperingOptions::default(), 16, 4, 2_000);
 //! let out = CpuBackend::default().run(&job, &|_| {})?;
 //! println!("{} round trips", out.total_stats().round_trips);
 //! # Ok::<(), nrpt::engine::EngineError>(())
@@ -56,3 +54,4 @@ pub mod preset;
 pub mod progress;
 pub mod scale;
 pub mod stats;
+pub mod targets;

@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use nrpt::engine::cpu::CpuBackend;
 use nrpt::engine::cuda::{CudaBackend, list_devices};
-use nrpt::engine::{Backend, Job, Record, RunOutput, Target};
+use std::sync::Arc;
+
+use nrpt::engine::{AnyTarget, Backend, Job, Record, RunOutput};
+use nrpt::targets::Toy;
 use nrpt_core::driver::{Temperatures, TemperingOptions};
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
@@ -50,11 +53,10 @@ fn open_without_a_driver_is_an_error_not_a_panic() {
 }
 
 /// E = 4 ensembles of P = 16 chains, 300 iterations, everything recorded.
-fn job(options: TemperingOptions, target: Target) -> Job {
+fn job(options: TemperingOptions, target: Arc<dyn AnyTarget>) -> Job {
     Job {
         options,
         target,
-        noise: 2.0,
         chains: 16,
         ensembles: 4,
         iterations: 300,
@@ -133,7 +135,7 @@ fn cuda_runs_equal_cpu_runs() {
         ..TemperingOptions::default()
     };
     let cases = [
-        ("DEO W=8, Modes2d", job(paper, Target::Modes2d)),
+        ("DEO W=8, Modes2d", job(paper, Arc::new(Toy::modes2d(2.0)))),
         (
             "SEO Metropolis, Modes2d",
             job(
@@ -143,7 +145,7 @@ fn cuda_runs_equal_cpu_runs() {
                     temperatures: Temperatures::Geometric { max: 30.0 },
                     ..paper
                 },
-                Target::Modes2d,
+                Arc::new(Toy::modes2d(2.0)),
             ),
         ),
         (
@@ -155,7 +157,7 @@ fn cuda_runs_equal_cpu_runs() {
                     ladder_max: 0.05,
                     ..paper
                 },
-                Target::SumModes { dim: 5 },
+                Arc::new(Toy::sum_modes(5, 2.0)),
             ),
         ),
     ];

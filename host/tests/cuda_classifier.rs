@@ -98,9 +98,10 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
     assert_eq!(gpu.unsupported(&job), None);
     let out = gpu.run(&job, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
 
-    let Target::Classifier(target) = &job.target else {
-        unreachable!()
-    };
+    let target = job
+        .target
+        .downcast_ref::<nrpt::targets::classifier::Classifier>()
+        .expect("a classifier job");
     let d = &target.data;
     let view = DataView::new(&d.train.x, &d.train.y, d.features, d.classes).unwrap();
     let config = classifier_config(&job, target, MathMode::Exact);

@@ -2,7 +2,10 @@
 //! driver, and results do not depend on the number of threads.
 
 use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::{Backend, Job, Record, Target};
+use std::sync::Arc;
+
+use nrpt::engine::{Backend, Job, Record};
+use nrpt::targets::Toy;
 use nrpt_core::TemperingOptions;
 use nrpt_core::window::Scheme;
 
@@ -13,8 +16,7 @@ fn job(window: u32, ensembles: usize, chains: usize) -> Job {
             seed: 77,
             ..TemperingOptions::default()
         },
-        target: Target::Modes2d,
-        noise: 2.0,
+        target: Arc::new(Toy::modes2d(2.0)),
         chains,
         ensembles,
         iterations: 3_000,
@@ -125,7 +127,7 @@ fn per_ensemble_vectorized_path_equals_the_scalar_driver() {
 #[test]
 fn other_explorers_and_targets_run_on_the_scalar_path() {
     let mut j = job(4, 3, 6);
-    j.target = Target::SumModes { dim: 5 };
+    j.target = Arc::new(Toy::sum_modes(5, 2.0));
     j.options.explorer = nrpt_core::explore::Explorer::MSGD;
     j.options.ladder_max = 0.05;
     let out = CpuBackend::default().run(&j, &|_| {}).unwrap();

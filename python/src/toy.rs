@@ -6,18 +6,50 @@ use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray2, PyUntypedArrayMethods
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use nrpt::engine::{Record, Toy};
+use nrpt::engine::Record;
+use nrpt::targets::{Modes2dTarget, SumModesTarget};
 use nrpt_core::driver::{
     Buffers, ReplicaStep, Tempering, TemperingOptions, explore_replica, initial_state,
 };
 use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::rng::UnitDraw;
-use nrpt_core::target::{EnergyOracle, Noisy};
+use nrpt_core::target::{EnergyOracle, Modes2d, Noisy, Potential, SumModes};
 
 use crate::config::run_config;
 use crate::controller::{Dtype, options_of};
 use crate::convert::{array1, reshape2};
 use crate::errors::{command_error, value_error};
+
+/// The potentials of the synthetic targets, in `f32` or `f64` as the caller chooses
+/// (the engines' targets run `f32` only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Toy {
+    Modes2d,
+    SumModes(SumModes),
+}
+
+impl<F: nrpt_core::Float> Potential<F> for Toy {
+    fn dim(&self) -> usize {
+        match self {
+            Toy::Modes2d => 2,
+            Toy::SumModes(s) => s.dim,
+        }
+    }
+
+    fn energy(&self, x: &[F]) -> F {
+        match self {
+            Toy::Modes2d => Potential::<F>::energy(&Modes2d, x),
+            Toy::SumModes(s) => Potential::<F>::energy(s, x),
+        }
+    }
+
+    fn gradient(&self, x: &[F], grad: &mut [F]) {
+        match self {
+            Toy::Modes2d => Potential::<F>::gradient(&Modes2d, x, grad),
+            Toy::SumModes(s) => Potential::<F>::gradient(s, x, grad),
+        }
+    }
+}
 
 /// The toy target, options and sizes of a configuration of `nrpt run` flags.
 fn toy_of(argv: &[String], ensemble: u32) -> PyResult<(TemperingOptions, Noisy<Toy>, usize)> {
@@ -25,13 +57,17 @@ fn toy_of(argv: &[String], ensemble: u32) -> PyResult<(TemperingOptions, Noisy<T
     let job = config
         .job(Record::NOTHING)
         .map_err(|e| command_error(e.into()))?;
-    let toy = job.target.toy().ok_or_else(|| {
-        value_error(format!(
+    let (toy, noise) = if let Some(t) = job.target.downcast_ref::<Modes2dTarget>() {
+        (Toy::Modes2d, t.noise)
+    } else if let Some(t) = job.target.downcast_ref::<SumModesTarget>() {
+        (Toy::SumModes(t.potential), t.noise)
+    } else {
+        return Err(value_error(format!(
             "target {}: the toy explorer runs the synthetic targets (modes2d, sum-modes) only",
             config.target.name()
-        ))
-    })?;
-    let oracle = Noisy::new(toy, job.noise, job.noise).map_err(value_error)?;
+        )));
+    };
+    let oracle = Noisy::new(toy, noise, noise).map_err(value_error)?;
     Ok((options_of(&config, ensemble)?, oracle, job.chains))
 }
 

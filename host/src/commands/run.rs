@@ -11,9 +11,11 @@ use crate::cli::RunArgs;
 use crate::config::{ConfigError, RunConfig, TargetKind};
 use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
-use crate::engine::{Backend, Job, Record, RunOutput, Target};
+use crate::engine::{Backend, Job, Record, RunOutput};
 use crate::metrics::{Accuracy, Truth};
 use crate::output::{Csv, OutDir, OutPolicy, npy_f32, write_atomic, write_json};
+use crate::targets::Modes2dTarget;
+use crate::targets::classifier::Classifier;
 
 /// `summary.json`.
 #[derive(Debug, Serialize)]
@@ -456,19 +458,16 @@ pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
         final_ladders,
         pair_indicator_rate,
         pair_executed_swap_rate,
-        accuracy: (job.target == Target::Modes2d && !out.samples.is_empty())
+        accuracy: (job.target.is::<Modes2dTarget>() && !out.samples.is_empty())
             .then(|| Truth::new().accuracy(&out.samples)),
-        classifier: match &job.target {
-            Target::Classifier(t) => {
-                let data = &t.data;
-                let mut bma = crate::deep::metrics::Bma::new(data.test.len(), data.classes);
-                for theta in out.samples.chunks_exact(t.dim()) {
-                    bma.add(t, theta, &data.test.x);
-                }
-                Some(bma.scores(&data.test.y))
+        classifier: job.target.downcast_ref::<Classifier>().map(|t| {
+            let data = &t.data;
+            let mut bma = crate::deep::metrics::Bma::new(data.test.len(), data.classes);
+            for theta in out.samples.chunks_exact(t.dim()) {
+                bma.add(t, theta, &data.test.x);
             }
-            _ => None,
-        },
+            bma.scores(&data.test.y)
+        }),
         lemma1_at_measured_rate: advice,
         warnings: warnings(
             config,

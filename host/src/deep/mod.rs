@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::config::ConfigError;
 use crate::data::Dataset;
-use crate::engine::{ClassifierTarget, Job, Record, Target};
+use crate::engine::{ClassifierTarget, Job, Record};
 
 /// A classifier on a dataset: the network [F, hidden…, C] with ReLU hidden layers,
 /// mini-batches of `batch` examples and a N(0, σ²) prior on every parameter.
@@ -140,8 +140,7 @@ impl Model {
             .map_err(|e| ConfigError::new("config", e.to_string()))?;
         Ok(Job {
             options,
-            target: Target::Classifier(Arc::clone(&self.target)),
-            noise: 0.0,
+            target: Arc::new(Arc::clone(&self.target)),
             chains: s.chains,
             ensembles: s.seeds,
             iterations: s.iterations,

@@ -5,13 +5,13 @@
 use std::convert::Infallible;
 
 use nrpt_core::driver::{Tempering, TemperingOptions};
-use nrpt_core::target::{EnergyOracle, Noisy};
+use nrpt_core::target::EnergyOracle;
 use rayon::prelude::*;
 
 use super::lockstep::LANES;
 use super::record::{Recorder, merge};
 use super::state::{EnsembleState, RunState};
-use super::{Backend, EngineError, EnsembleBuffers, Job, Record, RunOutput, Target};
+use super::{Backend, EngineError, EnsembleBuffers, Job, Record, RunOutput};
 
 /// The CPU engine.
 #[derive(Clone, Debug, Default)]
@@ -88,69 +88,25 @@ fn run_chunk(
         from,
         until,
     };
-    match (&job.target, job.target.toy()) {
-        (Target::Classifier(c), _) => {
-            // Matrix products over each mini-batch (nrpt-core's scalar oracle with
-            // --scalar, for comparison).
-            if simd == Simd::Scalar {
-                return Err(EngineError::Backend {
-                    backend: "cpu",
-                    message: "data targets have no scalar path in the engine; nrpt-core's \
-                              `model::Classifier` is the per-example reference"
-                        .to_string(),
-                });
-            }
-            run_chunk_with(
-                job,
-                span,
-                progress,
-                |_| c.oracle(),
-                |t| {
-                    let Ok(()) = t.explore();
-                },
-            )
-        }
-        (_, Some(toy)) => {
-            let oracle = Noisy {
-                potential: toy,
-                gradient_noise: job.noise,
-                energy_noise: job.noise,
-            };
-            let vectorized =
-                simd != Simd::Scalar && super::toy2d::applies(toy, job.options.explorer, job.noise);
-            run_chunk_with(
-                job,
-                span,
-                progress,
-                |_| oracle,
-                |t| {
-                    if vectorized {
-                        super::toy2d::explore(t, simd);
-                    } else {
-                        let Ok(()) = t.explore();
-                    }
-                },
-            )
-        }
-        (_, None) => Err(EngineError::Backend {
-            backend: "cpu",
-            message: "unknown target".to_string(),
-        }),
-    }
+    job.target.run_cpu(job, span, simd, progress)
 }
 
 /// Which ensembles a chunk runs, from where, up to which iteration.
-#[derive(Clone, Copy)]
-struct Span<'s> {
-    first: usize,
-    count: usize,
-    from: Option<&'s [EnsembleState]>,
-    until: u64,
+#[derive(Clone, Copy, Debug)]
+pub struct Span<'s> {
+    /// The first ensemble.
+    pub first: usize,
+    /// How many.
+    pub count: usize,
+    /// Their saved states, when resumed.
+    pub from: Option<&'s [EnsembleState]>,
+    /// The iteration to stop at.
+    pub until: u64,
 }
 
 /// The one iteration loop of the CPU engine: explore (by `explore`), exchange,
 /// record, for every ensemble of the chunk, iteration by iteration.
-fn run_chunk_with<O>(
+pub(crate) fn run_chunk_with<O>(
     job: &Job,
     span: Span<'_>,
     progress: &(dyn Fn(u64) + Sync),

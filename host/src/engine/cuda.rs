@@ -15,7 +15,7 @@
 //!
 //! # Classifiers
 //!
-//! A data target ([`Target::Classifier`]) runs on nrpt-cuda's [`GpuMlp`]: one block per
+//! A data target (`targets::classifier`) runs on nrpt-cuda's [`GpuMlp`]: one block per
 //! chain for the fused mini-batch step, the data set resident on the device, the same
 //! swap-and-adapt code as the toy targets. Its reference is nrpt-core's per-example
 //! classifier (`model::Classifier`), which it reproduces bit for bit under
@@ -44,9 +44,9 @@ use nrpt_cuda::{
     Noise, Precision, Snapshot,
 };
 
-use super::{
-    Backend, ClassifierTarget, EngineError, EnsembleResult, Job, RunOutput, Target, Trace,
-};
+use super::{Backend, ClassifierTarget, EngineError, EnsembleResult, Job, RunOutput, Trace};
+use crate::targets::classifier::Classifier;
+use crate::targets::{Modes2dTarget, SumModesTarget};
 
 /// Short name of the backend in reports and errors.
 const NAME: &str = "cuda";
@@ -165,6 +165,21 @@ pub fn classifier_config(job: &Job, target: &ClassifierTarget, math: MathMode) -
 }
 
 /// The training set of a classifier as nrpt-core's checked view.
+/// The kernels' target and noise scale of a job of one of the built-in toy targets.
+fn gpu_toy(job: &Job) -> Option<(GpuTarget, f64)> {
+    if let Some(t) = job.target.downcast_ref::<Modes2dTarget>() {
+        return Some((GpuTarget::Modes2d, t.noise));
+    }
+    job.target.downcast_ref::<SumModesTarget>().map(|t| {
+        (
+            GpuTarget::SumModes {
+                dim: t.potential.dim,
+            },
+            t.noise,
+        )
+    })
+}
+
 fn training_view(target: &ClassifierTarget) -> Result<DataView<'_>, EngineError> {
     let d = &target.data;
     Ok(DataView::new(
@@ -225,16 +240,15 @@ impl CudaBackend {
 
     /// The nrpt-cuda configuration that runs `job`: ensemble e of the job is ensemble e
     /// of the launch, with Philox key (seed, e) as on the CPU.
+    /// (Classifiers run on `GpuMlp` and never use this configuration; a job of a
+    /// target the kernels do not know gets the 2D toy's, which [`Backend::unsupported`]
+    /// refuses to run.)
     pub fn config(&self, job: &Job) -> EnsembleConfig {
-        let target = match job.target {
-            Target::SumModes { dim } => GpuTarget::SumModes { dim },
-            // Classifiers run on GpuMlp (`run_job`) and never use this configuration.
-            Target::Modes2d | Target::Classifier(_) => GpuTarget::Modes2d,
-        };
+        let (target, noise) = gpu_toy(job).unwrap_or((GpuTarget::Modes2d, 0.0));
         EnsembleConfig {
             noise: Noise {
-                gradient: job.noise,
-                energy: job.noise,
+                gradient: noise,
+                energy: noise,
             },
             precision: self.precision,
             math: self.math,
@@ -372,15 +386,15 @@ impl CudaBackend {
         job: &Job,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<RunOutput, EngineError> {
-        match &job.target {
-            Target::Classifier(c) => {
+        match job.target.downcast_ref::<Classifier>() {
+            Some(c) => {
                 let view = training_view(c)?;
                 let config = classifier_config(job, c, self.math);
                 let initial = job.initial_states.as_deref().map(Vec::as_slice);
                 let run = GpuMlp::new(&self.gpu, &config, &view, initial).map_err(engine_error)?;
                 self.drive(job, run, progress)
             }
-            _ => {
+            None => {
                 let run = GpuEnsembles::new(&self.gpu, &self.config(job)).map_err(engine_error)?;
                 self.drive(job, run, progress)
             }
@@ -477,8 +491,15 @@ impl Backend for CudaBackend {
     }
 
     fn unsupported(&self, job: &Job) -> Option<String> {
-        if let Target::Classifier(c) = &job.target {
+        if let Some(c) = job.target.downcast_ref::<Classifier>() {
             return self.classifier_unsupported(job, c);
+        }
+        if gpu_toy(job).is_none() {
+            return Some(format!(
+                "the kernels know the built-in targets only (modes2d, sum-modes, classifier), \
+                 not {}",
+                job.target.name()
+            ));
         }
         if job.initial_states.is_some() {
             return Some("given initial states are not uploaded by the CUDA engine".to_string());
@@ -543,14 +564,14 @@ mod tests {
         for record in records {
             for iterations in [0u64, 1, 2, 99, 300, 1001] {
                 let job = Job {
-                    options: TemperingOptions::default(),
-                    target: Target::Modes2d,
-                    noise: 2.0,
-                    chains: 4,
-                    ensembles: 2,
-                    iterations,
                     record,
-                    initial_states: None,
+                    ..Job::new(
+                        std::sync::Arc::new(crate::targets::Toy::modes2d(2.0)),
+                        TemperingOptions::default(),
+                        4,
+                        2,
+                        iterations,
+                    )
                 };
                 let recorder = Recorder::new(&job);
                 let mut stops = Vec::new();

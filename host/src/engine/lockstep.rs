@@ -39,10 +39,11 @@ use nrpt_core::driver::Progress;
 use nrpt_core::swap::flags;
 
 use super::EnsembleBuffers;
+use super::Job;
 use super::cpu::Simd;
 use super::record::Recorder;
 use super::state::EnsembleState;
-use super::{Job, Target};
+use crate::targets::Modes2dTarget;
 
 /// Ensembles per lane group: two AVX-512 registers of `f32` (four of AVX2), which gives
 /// the compiler independent work to interleave (measured faster than 16 or 64).
@@ -56,9 +57,10 @@ type U64s = [u64; LANES];
 /// `true` when the lockstep path can run `job`.
 pub fn applies(job: &Job) -> bool {
     let o = &job.options;
-    job.target == Target::Modes2d
+    job.target
+        .downcast_ref::<Modes2dTarget>()
+        .is_some_and(|t| t.noise > 0.0)
         && job.initial_states.is_none()
-        && job.noise > 0.0
         && o.explorer == Explorer::Langevin
         && o.temperatures == Temperatures::SgdExplorers
         && o.rule == SwapRule::Buffered
@@ -209,7 +211,10 @@ impl Lanes {
             window,
             seed: o.seed,
             ensemble,
-            noise: job.noise as f32,
+            noise: job
+                .target
+                .downcast_ref::<Modes2dTarget>()
+                .map_or(0.0, |t| t.noise as f32),
             target_rate: o.adapt.target_swap_rate,
             schedule_scale: o.adapt.buffer_scale,
             adapt_ladder: o.adapt.adapt_ladder,

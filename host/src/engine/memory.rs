@@ -11,7 +11,7 @@
 //! process itself. `host/tests/reliability.rs` compares the estimate with the peak
 //! resident memory of real runs.
 
-use super::{Job, Target};
+use super::Job;
 
 /// The resident memory of the process before any run: code, libraries, thread stacks
 /// in use, allocator pools (measured: 8 to 10 MiB for a small run).
@@ -112,26 +112,8 @@ pub fn of_job(job: &Job) -> Footprint {
             .saturating_add(3 * 24 + 32),
     ]));
     f.add("merged records", merged);
-    if let Target::Classifier(c) = &job.target {
-        let data = &c.data;
-        let rows = (data.train.len() + data.test.len()) as u64;
-        f.add(
-            "data",
-            mul(&[rows, (data.features as u64).saturating_add(1), 4]),
-        );
-        // Batched, one per ensemble: the batch's inputs, every layer's outputs and two
-        // rows of the widest layer; and the gradient (D f32).
-        let b = c.batch as u64;
-        let widths: u64 = c.arch.iter().map(|l| l.outputs as u64).sum();
-        let scratch = mul(&[
-            b,
-            (data.features as u64)
-                .saturating_add(widths)
-                .saturating_add(mul(&[2, c.arch.widest() as u64])),
-            4,
-        ])
-        .saturating_add(mul(&[4, d]));
-        f.add("scratch", mul(&[e, scratch]));
+    for (what, bytes) in job.target.memory(job.ensembles) {
+        f.add(what, bytes);
     }
     f
 }

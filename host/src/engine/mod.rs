@@ -11,102 +11,18 @@ pub mod memory;
 mod record;
 pub use record::ladder_spread;
 pub mod state;
-mod toy2d;
+pub mod target;
+pub(crate) mod toy2d;
 
 pub use buffers::EnsembleBuffers;
-pub use classifier::ClassifierTarget;
+pub use classifier::{Batched, ClassifierTarget};
+pub use target::{AnyTarget, Explore, Target};
 
 use std::sync::Arc;
 
 use nrpt_core::driver::TemperingOptions;
 use nrpt_core::index::{IndexStats, PairStats};
-use nrpt_core::target::{Modes2d, Potential, SumModes};
 use serde::Serialize;
-
-/// The energy landscapes the engines know.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "name")]
-pub enum Target {
-    /// The paper's 25-mode 2D target (with the authors' wall at |x|² = 20).
-    Modes2d,
-    /// `Σ_j 0.2 x_j² − 2 cos 2πx_j` in `dim` dimensions.
-    SumModes {
-        /// Dimension D.
-        dim: usize,
-    },
-    /// The posterior of a classifier's parameters on a training set, through
-    /// mini-batches (see [`classifier`]).
-    Classifier(Arc<ClassifierTarget>),
-}
-
-impl Target {
-    /// Dimension D.
-    pub fn dim(&self) -> usize {
-        match self {
-            Target::Modes2d => 2,
-            Target::SumModes { dim } => *dim,
-            Target::Classifier(c) => c.dim(),
-        }
-    }
-
-    /// How many units of the configuration make one of the energy: the training
-    /// examples for a classifier (whose learning rates and buffer are configured per
-    /// example, for the mean loss, while its energy sums over the examples), 1 for the
-    /// toy targets. A configured rate η is η / scale in the job; a buffer C is C · scale.
-    pub fn energy_scale(&self) -> f64 {
-        match self {
-            Target::Classifier(c) => c.data.train.len() as f64,
-            _ => 1.0,
-        }
-    }
-
-    /// The synthetic potential behind the toy targets (seen through added noise), or
-    /// `None` for data targets.
-    pub fn toy(&self) -> Option<Toy> {
-        match self {
-            Target::Modes2d => Some(Toy::Modes2d),
-            Target::SumModes { dim } => Some(Toy::SumModes { dim: *dim }),
-            Target::Classifier(_) => None,
-        }
-    }
-}
-
-/// The synthetic potentials of the toy targets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Toy {
-    /// The paper's 25-mode 2D target.
-    Modes2d,
-    /// The D-dimensional sum of 5-mode profiles.
-    SumModes {
-        /// Dimension D.
-        dim: usize,
-    },
-}
-
-impl<F: nrpt_core::Float> Potential<F> for Toy {
-    fn dim(&self) -> usize {
-        match *self {
-            Toy::Modes2d => 2,
-            Toy::SumModes { dim } => dim,
-        }
-    }
-
-    #[inline]
-    fn energy(&self, x: &[F]) -> F {
-        match *self {
-            Toy::Modes2d => Potential::<F>::energy(&Modes2d, x),
-            Toy::SumModes { dim } => Potential::<F>::energy(&SumModes { dim }, x),
-        }
-    }
-
-    #[inline]
-    fn gradient(&self, x: &[F], grad: &mut [F]) {
-        match *self {
-            Toy::Modes2d => Potential::<F>::gradient(&Modes2d, x, grad),
-            Toy::SumModes { dim } => Potential::<F>::gradient(&SumModes { dim }, x, grad),
-        }
-    }
-}
 
 /// What to record while running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,14 +51,12 @@ impl Record {
 
 /// One run: E independent ensembles of P replicas, all with the same options; ensemble
 /// e draws its random numbers with Philox key (seed, e).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Job {
     /// Options of every ensemble (the `ensemble` field is set per ensemble).
     pub options: TemperingOptions,
-    /// Target.
-    pub target: Target,
-    /// Standard deviation of the noise added to gradients and energies.
-    pub noise: f64,
+    /// What is sampled: a built-in target (`crate::targets`) or a user's [`Target`].
+    pub target: Arc<dyn AnyTarget>,
     /// P.
     pub chains: usize,
     /// E.
@@ -154,6 +68,45 @@ pub struct Job {
     /// States to start from with `InitialStates::Keep`, ensemble by ensemble and
     /// replica by replica (E·P·D values); `None` for the options' own start.
     pub initial_states: Option<Arc<Vec<f32>>>,
+}
+
+impl Job {
+    /// A job of `ensembles` ensembles of `chains` replicas of `target` for `iterations`
+    /// iterations, recording nothing.
+    pub fn new(
+        target: Arc<dyn AnyTarget>,
+        options: TemperingOptions,
+        chains: usize,
+        ensembles: usize,
+        iterations: u64,
+    ) -> Job {
+        Job {
+            options,
+            target,
+            chains,
+            ensembles,
+            iterations,
+            record: Record::NOTHING,
+            initial_states: None,
+        }
+    }
+}
+
+impl PartialEq for Job {
+    /// The same options, sizes, records and start, and the same target (the same
+    /// object, or one with the same name and settings).
+    fn eq(&self, other: &Self) -> bool {
+        let same_target = Arc::ptr_eq(&self.target, &other.target)
+            || (self.target.name() == other.target.name()
+                && self.target.settings() == other.target.settings());
+        same_target
+            && self.options == other.options
+            && self.chains == other.chains
+            && self.ensembles == other.ensembles
+            && self.iterations == other.iterations
+            && self.record == other.record
+            && self.initial_states == other.initial_states
+    }
 }
 
 /// Final state of one ensemble.

@@ -20,16 +20,17 @@ use nrpt_core::rng::{
 };
 use nrpt_core::target::{EnergyOracle, Noisy};
 
-use super::Toy;
+use nrpt_core::target::Modes2d;
+
 use super::cpu::Simd;
 
 /// Replicas per vector pass.
 const LANES: usize = 16;
 
-/// `true` when [`explore`] applies to a run of `target` with `explorer` and noise
+/// `true` when [`explore`] applies to a run of the 2D toy with `explorer` and noise
 /// scale `noise` (the noise must be drawn, i.e. above 0).
-pub fn applies(target: Toy, explorer: Explorer, noise: f64) -> bool {
-    target == Toy::Modes2d && explorer == Explorer::Langevin && noise > 0.0
+pub fn applies(explorer: Explorer, noise: f64) -> bool {
+    explorer == Explorer::Langevin && noise > 0.0
 }
 
 /// One lane group: states in, states out, energies out.
@@ -105,7 +106,7 @@ fn group_step_dispatch(g: &mut Group, k: u64, r0: u32, key: [u32; 2], noise: f32
 /// Phases 1–2 of the current iteration of `t` (the exploration step of every replica
 /// and its energy), written into `t`'s storage exactly as nrpt-core's `step` would;
 /// follow with `t.exchange()`. Only for runs where [`applies`] holds.
-pub fn explore(t: &mut Tempering<'_, f32, Noisy<Toy>>, simd: Simd) {
+pub fn explore(t: &mut Tempering<'_, f32, Noisy<Modes2d>>, simd: Simd) {
     let opts = *t.options();
     let k = t.iteration();
     let key = [opts.seed, opts.ensemble];
@@ -179,7 +180,7 @@ mod tests {
                 ..TemperingOptions::default()
             };
             let oracle = Noisy {
-                potential: Toy::Modes2d,
+                potential: Modes2d,
                 gradient_noise: 2.0,
                 energy_noise: 2.0,
             };

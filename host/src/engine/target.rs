@@ -1,0 +1,198 @@
+//! What an engine needs of a target: the seam between the engines and the posteriors
+//! they sample, the built-in ones (`crate::targets`) and a user's own.
+//!
+//! A user implements [`Target`]: a name, the dimension D, and an energy oracle (nrpt-core's
+//! [`EnergyOracle`]: a stochastic gradient and a stochastic energy), optionally a faster
+//! exploration in SIMD lanes and a description for the GPU kernels. Every type that
+//! implements [`Target`] is also an [`AnyTarget`], the object-safe form a
+//! [`Job`](super::Job) holds (`Arc<dyn AnyTarget>`), so the same engines run it:
+//! ensembles in parallel on the CPU, recording, checkpoints, progress. The exploration
+//! and exchange stay generic over the oracle's type inside [`AnyTarget::run_cpu`], so a
+//! user's oracle is called without dynamic dispatch.
+//!
+//! ```
+//! use std::convert::Infallible;
+//! use std::sync::Arc;
+//! use nrpt::engine::{Job, Record, Target};
+//! use nrpt::engine::cpu::CpuBackend;
+//! use nrpt::engine::Backend;
+//! use nrpt_core::rng::Rng;
+//! use nrpt_core::target::EnergyOracle;
+//!
+//! /// A standard normal in D dimensions, seen exactly.
+//! #[derive(Debug)]
+//! struct Normal(usize);
+//!
+//! #[derive(Clone)]
+//! struct NormalOracle(usize);
+//!
+//! impl EnergyOracle<f32> for NormalOracle {
+//!     type Error = Infallible;
+//!     fn dim(&self) -> usize { self.0 }
+//!     fn gradient<R: Rng + ?Sized>(&mut self, x: &[f32], g: &mut [f32], _: &mut R)
+//!         -> Result<(), Infallible> {
+//!         g.copy_from_slice(x);
+//!         Ok(())
+//!     }
+//!     fn energy<R: Rng + ?Sized>(&mut self, x: &[f32], _: &mut R) -> Result<f32, Infallible> {
+//!         Ok(0.5 * x.iter().map(|v| v * v).sum::<f32>())
+//!     }
+//! }
+//!
+//! impl Target for Normal {
+//!     type Oracle = NormalOracle;
+//!     fn name(&self) -> String { format!("normal-{}", self.0) }
+//!     fn dim(&self) -> usize { self.0 }
+//!     fn oracle(&self) -> NormalOracle { NormalOracle(self.0) }
+//! }
+//!
+//! let job = Job::new(Arc::new(Normal(3)), nrpt_core::TemperingOptions::default(), 8, 2, 500);
+//! let out = CpuBackend::default().run(&job, &|_| {})?;
+//! assert_eq!(out.ensembles.len(), 2);
+//! # Ok::<(), nrpt::engine::EngineError>(())
+//! ```
+
+use std::any::Any;
+use std::convert::Infallible;
+use std::fmt;
+
+use nrpt_core::driver::Tempering;
+use nrpt_core::target::EnergyOracle;
+
+use super::cpu::{Simd, Span};
+use super::state::EnsembleState;
+use super::{EngineError, Job};
+
+/// A posterior the engines can sample: what a user implements for their own model.
+pub trait Target: Send + Sync + fmt::Debug + 'static {
+    /// The energy oracle the driver calls (one per ensemble, so it may own scratch).
+    type Oracle: EnergyOracle<f32, Error = Infallible> + Send;
+
+    /// A short name for reports and summaries (`modes2d`, `classifier`, `banana`).
+    fn name(&self) -> String;
+
+    /// The dimension D of a state.
+    fn dim(&self) -> usize;
+
+    /// An oracle for one ensemble.
+    fn oracle(&self) -> Self::Oracle;
+
+    /// How many units of the configuration make one of the energy (1 unless the
+    /// target's rates are configured per example: see `ClassifierTarget`).
+    fn energy_scale(&self) -> f64 {
+        1.0
+    }
+
+    /// The settings that define the target, for `summary.json` (default: its name).
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({ "name": self.name() })
+    }
+
+    /// A faster exploration phase for one ensemble, the same bits as the driver's
+    /// (SIMD lanes over its replicas), when the target has one for these options;
+    /// `None` runs nrpt-core's scalar code.
+    fn fast_explore(&self, _job: &Job) -> Option<Explore<Self::Oracle>> {
+        None
+    }
+
+    /// Bytes the target holds besides the chain states (data sets, scratch per
+    /// ensemble), for the memory estimate: (what, bytes).
+    fn memory(&self, _ensembles: usize) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+/// A faster exploration phase: steps every replica of an ensemble and writes its energy,
+/// as `Tempering::explore` does, with the instruction set given.
+pub type Explore<O> = fn(&mut Tempering<'_, f32, O>, Simd);
+
+/// The object-safe form of a [`Target`] that a [`Job`] holds; implemented for every
+/// [`Target`].
+pub trait AnyTarget: Send + Sync + fmt::Debug {
+    /// See [`Target::name`].
+    fn name(&self) -> String;
+    /// See [`Target::dim`].
+    fn dim(&self) -> usize;
+    /// See [`Target::energy_scale`].
+    fn energy_scale(&self) -> f64;
+    /// See [`Target::settings`].
+    fn settings(&self) -> serde_json::Value;
+    /// See [`Target::memory`].
+    fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)>;
+    /// Runs the ensembles of `span` of `job` on the CPU (see `engine::cpu`), with the
+    /// target's own oracle type.
+    fn run_cpu(
+        &self,
+        job: &Job,
+        span: Span<'_>,
+        simd: Simd,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Vec<EnsembleState>, EngineError>;
+    /// The target as `Any`, for engines and reports that know a built-in target
+    /// (the CUDA kernels, the 2D toy's accuracy).
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Target> AnyTarget for T {
+    fn name(&self) -> String {
+        Target::name(self)
+    }
+
+    fn dim(&self) -> usize {
+        Target::dim(self)
+    }
+
+    fn energy_scale(&self) -> f64 {
+        Target::energy_scale(self)
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        Target::settings(self)
+    }
+
+    fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)> {
+        Target::memory(self, ensembles)
+    }
+
+    fn run_cpu(
+        &self,
+        job: &Job,
+        span: Span<'_>,
+        simd: Simd,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Vec<EnsembleState>, EngineError> {
+        let fast = if simd == Simd::Scalar {
+            None
+        } else {
+            self.fast_explore(job)
+        };
+        super::cpu::run_chunk_with(
+            job,
+            span,
+            progress,
+            |_| self.oracle(),
+            |t| match fast {
+                Some(explore) => explore(t, simd),
+                None => {
+                    let Ok(()) = t.explore();
+                }
+            },
+        )
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl dyn AnyTarget {
+    /// The target as the built-in type `T`, if it is one.
+    pub fn downcast_ref<T: Target>(&self) -> Option<&T> {
+        self.as_any().downcast_ref::<T>()
+    }
+
+    /// Whether the target is the built-in type `T`.
+    pub fn is<T: Target>(&self) -> bool {
+        self.as_any().is::<T>()
+    }
+}

@@ -1,0 +1,64 @@
+//! The Bayesian classifier on data as a target: mini-batch energies of a softmax
+//! regression or MLP (`engine::classifier`), rates configured per example.
+
+use std::sync::Arc;
+
+use crate::engine::{Batched, ClassifierTarget, Target};
+
+/// A classifier target as the engines hold it.
+pub type Classifier = Arc<ClassifierTarget>;
+
+impl Target for Arc<ClassifierTarget> {
+    type Oracle = Batched;
+
+    fn name(&self) -> String {
+        "classifier".into()
+    }
+
+    fn dim(&self) -> usize {
+        ClassifierTarget::dim(self)
+    }
+
+    fn oracle(&self) -> Batched {
+        ClassifierTarget::oracle(self)
+    }
+
+    /// The training examples N: rates and buffer are configured per example (for the
+    /// mean loss) while the energy sums over the examples.
+    fn energy_scale(&self) -> f64 {
+        self.data.train.len() as f64
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self.as_ref()).unwrap_or_default();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("name".into(), "classifier".into());
+        }
+        v
+    }
+
+    fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)> {
+        let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+        let data = &self.data;
+        let rows = (data.train.len() + data.test.len()) as u64;
+        // One `Batched` per ensemble: the batch's inputs, every layer's outputs, two
+        // rows of the widest layer; and a gradient of D values.
+        let b = self.batch as u64;
+        let widths: u64 = self.arch.iter().map(|l| l.outputs as u64).sum();
+        let scratch = m(&[
+            b,
+            (data.features as u64)
+                .saturating_add(widths)
+                .saturating_add(m(&[2, self.arch.widest() as u64])),
+            4,
+        ])
+        .saturating_add(m(&[4, ClassifierTarget::dim(self) as u64]));
+        vec![
+            (
+                "data",
+                m(&[rows, (data.features as u64).saturating_add(1), 4]),
+            ),
+            ("scratch", m(&[ensembles as u64, scratch])),
+        ]
+    }
+}
