@@ -24,6 +24,36 @@
 
 use crate::float::Float;
 
+/// What the tree adds: a float, or a lane array of `f32` (one independent sum per lane,
+/// for engines that vectorize across states; lane `i` of the result is the tree sum of
+/// lane `i` of the terms, bit for bit).
+pub trait Summand: Copy {
+    /// The sum of no terms.
+    const ZERO: Self;
+    /// `self + other` (lane by lane for arrays).
+    fn plus(self, other: Self) -> Self;
+}
+
+impl<F: Float> Summand for F {
+    const ZERO: Self = F::ZERO;
+    #[inline(always)]
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+}
+
+impl<const L: usize> Summand for [f32; L] {
+    const ZERO: Self = [0.0; L];
+    #[inline(always)]
+    fn plus(self, other: Self) -> Self {
+        let mut out = self;
+        for (o, b) in out.iter_mut().zip(other) {
+            *o += b;
+        }
+        out
+    }
+}
+
 /// Levels of the accumulator: one per bit of a leaf index.
 const LEVELS: usize = usize::BITS as usize;
 
@@ -49,13 +79,13 @@ pub struct TreeSum<F> {
     count: usize,
 }
 
-impl<F: Float> Default for TreeSum<F> {
+impl<F: Summand> Default for TreeSum<F> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<F: Float> TreeSum<F> {
+impl<F: Summand> TreeSum<F> {
     /// An empty sum.
     pub fn new() -> Self {
         TreeSum {
@@ -76,7 +106,7 @@ impl<F: Float> TreeSum<F> {
 
     /// Adds the next leaf (a binary counter: each carry joins a left sibling with the
     /// right one just completed, `left + right`).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, leaf: F) {
         self.push_block(leaf, 0);
     }
@@ -84,14 +114,14 @@ impl<F: Float> TreeSum<F> {
     /// Adds the sum of the next aligned block of `2^level` leaves, already summed by
     /// the same tree (a block with absent leaves at its end is allowed only as the
     /// last push). `count` must be a multiple of `2^level`.
-    #[inline]
+    #[inline(always)]
     pub fn push_block(&mut self, sum: F, level: u32) {
         debug_assert!(self.count.trailing_zeros() >= level || self.count == 0);
         let mut v = sum;
         let mut l = level as usize;
         let mut c = self.count >> level;
         while c & 1 == 1 {
-            v = self.pending[l] + v;
+            v = self.pending[l].plus(v);
             c >>= 1;
             l += 1;
         }
@@ -101,14 +131,14 @@ impl<F: Float> TreeSum<F> {
 
     /// The sum: the pending partial sums joined from the right (the smallest, last
     /// block is the right child of the next larger one), `+0` for no leaves.
-    #[inline]
+    #[inline(always)]
     pub fn finish(&self) -> F {
         let mut acc: Option<F> = None;
         for l in 0..LEVELS {
             if (self.count >> l) & 1 == 1 {
                 acc = Some(match acc {
                     None => self.pending[l],
-                    Some(right) => self.pending[l] + right,
+                    Some(right) => self.pending[l].plus(right),
                 });
             }
         }
@@ -118,15 +148,15 @@ impl<F: Float> TreeSum<F> {
 
 /// The pairwise-tree sum of the n terms `leaf(0), …, leaf(n − 1)`, evaluated in
 /// index order (see the module documentation for the tree).
-#[inline]
-pub fn tree_sum<F: Float>(n: usize, mut leaf: impl FnMut(usize) -> F) -> F {
+#[inline(always)]
+pub fn tree_sum<F: Summand>(n: usize, mut leaf: impl FnMut(usize) -> F) -> F {
     let mut t = TreeSum::new();
     // Blocks of four leaves summed directly, ((a + b) + (c + d)): the tree's level 2.
     let full = n & !3;
     let mut j = 0;
     while j < full {
         let (a, b, c, d) = (leaf(j), leaf(j + 1), leaf(j + 2), leaf(j + 3));
-        t.push_block((a + b) + (c + d), 2);
+        t.push_block(a.plus(b).plus(c.plus(d)), 2);
         j += 4;
     }
     while j < n {
@@ -138,7 +168,7 @@ pub fn tree_sum<F: Float>(n: usize, mut leaf: impl FnMut(usize) -> F) -> F {
 
 /// [`tree_sum`] of a slice.
 #[inline]
-pub fn tree_sum_slice<F: Float>(x: &[F]) -> F {
+pub fn tree_sum_slice<F: Summand>(x: &[F]) -> F {
     tree_sum(x.len(), |j| x[j])
 }
 
@@ -188,6 +218,22 @@ mod tests {
                 u * [1.0, 1e3, 1e-3, 37.0][i % 4]
             })
             .collect()
+    }
+
+    /// Lane arrays sum lane by lane, each lane bit for bit the scalar tree.
+    #[test]
+    fn lanes_sum_like_scalars() {
+        let mut w = PhiloxStream::new(9, 2, 0, 0, 0);
+        for n in [0usize, 1, 2, 3, 4, 5, 7, 8, 9, 63, 64, 65, 1000] {
+            let terms: Vec<[f32; 5]> = (0..n)
+                .map(|_| core::array::from_fn(|_| f32::uniform(w.next_u32()) * 8.0 - 4.0))
+                .collect();
+            let lanes = tree_sum(n, |j| terms[j]);
+            for i in 0..5 {
+                let scalar = tree_sum(n, |j| terms[j][i]);
+                assert_eq!(lanes[i].to_bits(), scalar.to_bits(), "n = {n}, lane {i}");
+            }
+        }
     }
 
     #[test]

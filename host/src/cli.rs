@@ -572,13 +572,17 @@ pub struct BenchArgs {
     /// Use nrpt-core's scalar code only (no vectorized path), for comparison.
     #[arg(long)]
     pub scalar: bool,
-    /// `sampler` (the 2D toy), `bernoulli` (the index process alone: reports
+    /// `sampler` (the 2D toy), `sum-modes` (the D-dimensional sum of modes, `--dim`;
+    /// compare coordinate-steps with the toy's), `bernoulli` (the index process alone: reports
     /// pair-updates per second, one adjacent pair of one ensemble in one iteration) or
     /// `mlp` (the data target: momentum-SGD chains on an MLP over the UCI digits;
     /// reports chain-steps, examples and GFLOP/s beside the machine's large-matrix
     /// GFLOP/s).
     #[arg(long, value_enum, default_value_t = BenchModel::Sampler)]
     pub model: BenchModel,
+    /// `sum-modes`: the dimension D, 1 to 1048576.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    pub dim: u32,
     /// `mlp`: hidden widths, comma-separated (`0` or empty: softmax regression).
     #[arg(long, default_value = "128", value_name = "H1,H2,…")]
     pub hidden: String,
@@ -600,6 +604,8 @@ pub struct BenchArgs {
 pub enum BenchModel {
     /// The full sampler on the 2D toy.
     Sampler,
+    /// The full sampler on the D-dimensional sum of modes (`--dim`).
+    SumModes,
     /// The Bernoulli index process of `nrpt scale`.
     Bernoulli,
     /// A classifier (MLP) on the UCI digits: the data target.

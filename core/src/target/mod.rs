@@ -6,6 +6,8 @@
 //! computes them on a mini-batch; the toy targets add Gaussian noise to an exact
 //! [`Potential`] through [`Noisy`].
 
+#[cfg(test)]
+mod lane_tests;
 mod modes2d;
 mod sum_modes;
 
@@ -59,6 +61,20 @@ pub trait Potential<F: Float> {
     fn energy(&self, x: &[F]) -> F;
     /// Writes ∇U(x) into `grad` (length D).
     fn gradient(&self, x: &[F], grad: &mut [F]);
+}
+
+/// A [`Potential`]'s `f32` math over `L` states at once: lane `i` of every array is
+/// state `i`, stored coordinate-major (`x[j][i]` is coordinate `j` of state `i`, `D`
+/// rows of `L` lanes). Every lane is, bit for bit, what `Potential::<f32>` computes for
+/// that state: the operations are the same, in the same order, written once per target
+/// (the scalar impl and this one share their per-coordinate functions). Engines that
+/// step many replicas or ensembles in SIMD lanes use it; the loops over lanes are the
+/// shape a vectorizer turns into SIMD.
+pub trait LanePotential: Potential<f32> {
+    /// Writes ∇U of every lane into `grad` (`D` rows).
+    fn gradient_lanes<const L: usize>(&self, x: &[[f32; L]], grad: &mut [[f32; L]]);
+    /// U of every lane.
+    fn energy_lanes<const L: usize>(&self, x: &[[f32; L]]) -> [f32; L];
 }
 
 /// A potential seen only through noise: `∇Ũ = ∇U + σ_g ξ` with ξ ~ N(0, I_D) and

@@ -2,7 +2,7 @@
 
 use core::f64::consts::PI;
 
-use super::Potential;
+use super::{LanePotential, Potential};
 use crate::float::Float;
 
 /// `U(x) = 0.2 (x₁² + x₂²) − 2 (cos 2πx₁ + cos 2πx₂) + 1[|x|² > 20] (|x|² − 20)`.
@@ -19,6 +19,36 @@ impl Modes2d {
     pub const WALL: f64 = 20.0;
 }
 
+impl Modes2d {
+    /// U at (a, b), and the sines `(sin 2πa, sin 2πb)` its computation produced (the next
+    /// gradient at the same point needs them: engines that keep them skip two sines).
+    #[inline(always)]
+    pub fn energy_and_sines<F: Float>(a: F, b: F) -> (F, F, F) {
+        let r2 = a * a + b * b;
+        let wall = F::from_f64(Modes2d::WALL);
+        let (sa, ca) = a.sin_cos_2pi();
+        let (sb, cb) = b.sin_cos_2pi();
+        let mut u = F::from_f64(0.2) * r2 - F::from_f64(2.0) * (ca + cb);
+        if r2 > wall {
+            u += r2 - wall;
+        }
+        (u, sa, sb)
+    }
+
+    /// ∇U at (a, b) given `sa = sin 2πa` and `sb = sin 2πb`.
+    #[inline(always)]
+    pub fn gradient_from_sines<F: Float>(a: F, b: F, sa: F, sb: F) -> (F, F) {
+        let four_pi = F::from_f64(4.0 * PI);
+        let r2 = a * a + b * b;
+        let slope = if r2 > F::from_f64(Modes2d::WALL) {
+            F::from_f64(0.4 + 2.0)
+        } else {
+            F::from_f64(0.4)
+        };
+        (slope * a + four_pi * sa, slope * b + four_pi * sb)
+    }
+}
+
 impl<F: Float> Potential<F> for Modes2d {
     fn dim(&self) -> usize {
         2
@@ -26,29 +56,40 @@ impl<F: Float> Potential<F> for Modes2d {
 
     #[inline]
     fn energy(&self, x: &[F]) -> F {
-        let (a, b) = (x[0], x[1]);
-        let r2 = a * a + b * b;
-        let wall = F::from_f64(Modes2d::WALL);
-        let (ca, cb) = (a.sin_cos_2pi().1, b.sin_cos_2pi().1);
-        let mut u = F::from_f64(0.2) * r2 - F::from_f64(2.0) * (ca + cb);
-        if r2 > wall {
-            u += r2 - wall;
-        }
-        u
+        Modes2d::energy_and_sines(x[0], x[1]).0
     }
 
     #[inline]
     fn gradient(&self, x: &[F], grad: &mut [F]) {
-        let four_pi = F::from_f64(4.0 * PI);
         let (a, b) = (x[0], x[1]);
-        let r2 = a * a + b * b;
-        let slope = if r2 > F::from_f64(Modes2d::WALL) {
-            F::from_f64(0.4 + 2.0)
-        } else {
-            F::from_f64(0.4)
-        };
-        grad[0] = slope * a + four_pi * a.sin_cos_2pi().0;
-        grad[1] = slope * b + four_pi * b.sin_cos_2pi().0;
+        let (ga, gb) = Modes2d::gradient_from_sines(a, b, a.sin_cos_2pi().0, b.sin_cos_2pi().0);
+        grad[0] = ga;
+        grad[1] = gb;
+    }
+}
+
+impl LanePotential for Modes2d {
+    #[inline(always)]
+    fn gradient_lanes<const L: usize>(&self, x: &[[f32; L]], grad: &mut [[f32; L]]) {
+        let (xa, xb) = (&x[0], &x[1]);
+        let mut ga = [0.0f32; L];
+        let mut gb = [0.0f32; L];
+        for i in 0..L {
+            let (a, b) = (xa[i], xb[i]);
+            (ga[i], gb[i]) =
+                Modes2d::gradient_from_sines(a, b, a.sin_cos_2pi().0, b.sin_cos_2pi().0);
+        }
+        grad[0] = ga;
+        grad[1] = gb;
+    }
+
+    #[inline(always)]
+    fn energy_lanes<const L: usize>(&self, x: &[[f32; L]]) -> [f32; L] {
+        let mut u = [0.0f32; L];
+        for i in 0..L {
+            u[i] = Modes2d::energy_and_sines(x[0][i], x[1][i]).0;
+        }
+        u
     }
 }
 

@@ -2,7 +2,7 @@
 
 use core::f64::consts::PI;
 
-use super::Potential;
+use super::{LanePotential, Potential};
 use crate::float::Float;
 use crate::reduce::tree_sum;
 
@@ -19,6 +19,20 @@ pub struct SumModes {
     pub dim: usize,
 }
 
+impl SumModes {
+    /// The energy's term of one coordinate: `0.2 x² − 2 cos 2πx`.
+    #[inline(always)]
+    pub fn term<F: Float>(x: F) -> F {
+        F::from_f64(0.2) * x * x - F::from_f64(2.0) * x.sin_cos_2pi().1
+    }
+
+    /// The gradient's coordinate: `0.4 x + 4π sin 2πx`.
+    #[inline(always)]
+    pub fn slope<F: Float>(x: F) -> F {
+        F::from_f64(0.4) * x + F::from_f64(4.0 * PI) * x.sin_cos_2pi().0
+    }
+}
+
 impl<F: Float> Potential<F> for SumModes {
     fn dim(&self) -> usize {
         self.dim
@@ -28,19 +42,36 @@ impl<F: Float> Potential<F> for SumModes {
     /// [`crate::reduce`], the order the GPU kernels reproduce for any D.
     #[inline]
     fn energy(&self, x: &[F]) -> F {
-        let (q, c) = (F::from_f64(0.2), F::from_f64(2.0));
-        tree_sum(x.len(), |j| {
-            let xj = x[j];
-            q * xj * xj - c * xj.sin_cos_2pi().1
-        })
+        tree_sum(x.len(), |j| SumModes::term(x[j]))
     }
 
     #[inline]
     fn gradient(&self, x: &[F], grad: &mut [F]) {
-        let (q, s) = (F::from_f64(0.4), F::from_f64(4.0 * PI));
         for (g, &xj) in grad.iter_mut().zip(x) {
-            *g = q * xj + s * xj.sin_cos_2pi().0;
+            *g = SumModes::slope(xj);
         }
+    }
+}
+
+impl LanePotential for SumModes {
+    #[inline(always)]
+    fn gradient_lanes<const L: usize>(&self, x: &[[f32; L]], grad: &mut [[f32; L]]) {
+        for (g, xj) in grad.iter_mut().zip(x) {
+            for i in 0..L {
+                g[i] = SumModes::slope(xj[i]);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn energy_lanes<const L: usize>(&self, x: &[[f32; L]]) -> [f32; L] {
+        tree_sum(x.len(), |j| {
+            let mut t = [0.0f32; L];
+            for i in 0..L {
+                t[i] = SumModes::term(x[j][i]);
+            }
+            t
+        })
     }
 }
 

@@ -28,6 +28,13 @@ pub struct BenchReport {
     pub seconds: f64,
     /// E · P · iterations / seconds.
     pub chain_steps_per_sec: f64,
+    /// The target: `modes2d` or `sum-modes`.
+    pub target: String,
+    /// Its dimension D.
+    pub dim: usize,
+    /// D · E · P · iterations / seconds: coordinate-steps, to compare targets of other
+    /// dimensions.
+    pub coordinate_steps_per_sec: f64,
     /// Round trips per 1000 iterations (sanity check).
     pub round_trips_per_1000: f64,
 }
@@ -46,7 +53,13 @@ pub fn run(
         ensembles,
         iterations,
         window: args.window,
-        ..RunConfig::default()
+        ..match args.model {
+            crate::cli::BenchModel::SumModes => RunConfig {
+                dim: args.dim as usize,
+                ..RunConfig::defaults_for(crate::config::TargetKind::SumModes)
+            },
+            _ => RunConfig::default(),
+        }
     };
     let job = config.job(Record::NOTHING)?;
     // A short warm-up run (page faults, thread pool start).
@@ -72,6 +85,9 @@ pub fn run(
         threads: threads.unwrap_or(0),
         seconds,
         chain_steps_per_sec: steps / seconds,
+        target: job.target.name(),
+        dim: job.target.dim(),
+        coordinate_steps_per_sec: steps * job.target.dim() as f64 / seconds,
         round_trips_per_1000: out.total_stats().round_trips as f64 * 1000.0
             / (job.ensembles as f64 * job.iterations as f64),
     };
@@ -79,13 +95,17 @@ pub fn run(
         say!("{}", serde_json::to_string(&report)?)?;
     } else {
         say!(
-            "{}: {} ensembles × {} chains × {} iterations in {:.3} s: {:.3e} chain-steps/s",
+            "{} on {} (D = {}): {} ensembles × {} chains × {} iterations in {:.3} s: {:.3e} \
+             chain-steps/s, {:.3e} coordinate-steps/s",
             report.backend,
+            report.target,
+            report.dim,
             report.ensembles,
             report.chains,
             report.iterations,
             seconds,
-            report.chain_steps_per_sec
+            report.chain_steps_per_sec,
+            report.coordinate_steps_per_sec
         )?;
     }
     Ok(())

@@ -33,6 +33,9 @@ use nrpt_core::rng::{
 };
 use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies, SweepOrder};
 use nrpt_core::swap::SwapRule;
+// ∇U and U of the 25-mode target are nrpt-core's own functions (the same bits), with
+// the sines kept from the energy for the next gradient.
+use nrpt_core::target::Modes2d;
 use nrpt_core::window::{Scheme, is_window_start, pair_eligible, window_parity};
 
 use nrpt_core::driver::Progress;
@@ -133,38 +136,13 @@ fn step_counter(k: u64, replica: &U32s, block: u32) -> [U32s; 4] {
     c
 }
 
-/// Box–Muller of nrpt-core (`box_muller_f32`) with a correctly rounded square root.
+/// Box–Muller of nrpt-core (`box_muller_f32`) with a correctly rounded square root,
+/// written for lane loops (std's `sqrt` vectorizes; the bits are the same).
 #[inline(always)]
-fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
+pub(super) fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
     let r = (-2.0 * ln(uniform_f32(w0))).sqrt();
     let (s, c) = sin_cos_2pi(uniform_f32(w1));
     (r * c, r * s)
-}
-
-const WALL: f32 = 20.0;
-
-/// ∇U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`,
-/// given `sa = sin 2πa` and `sb = sin 2πb`.
-#[inline(always)]
-fn gradient(a: f32, b: f32, sa: f32, sb: f32) -> (f32, f32) {
-    let four_pi = (4.0 * std::f64::consts::PI) as f32;
-    let r2 = a * a + b * b;
-    let slope = if r2 > WALL { 2.4f32 } else { 0.4f32 };
-    (slope * a + four_pi * sa, slope * b + four_pi * sb)
-}
-
-/// U of the 25-mode target, exactly as nrpt-core's `Modes2d` computes it in `f32`,
-/// and the sines (sin 2πa, sin 2πb) that the next gradient needs.
-#[inline(always)]
-fn energy(a: f32, b: f32) -> (f32, f32, f32) {
-    let r2 = a * a + b * b;
-    let (sa, ca) = sin_cos_2pi(a);
-    let (sb, cb) = sin_cos_2pi(b);
-    let mut u = 0.2f32 * r2 - 2.0f32 * (ca + cb);
-    if r2 > WALL {
-        u += r2 - WALL;
-    }
-    (u, sa, sb)
 }
 
 impl Lanes {
@@ -585,11 +563,11 @@ fn explore_cold(x: Level<'_>, eta: &F32s, w: &[U32s; 4], noise: f32) {
     let Level { xa, xb, sa, sb, en } = x;
     for i in 0..LANES {
         let (z0, z1) = box_muller(w[0][i], w[1][i]);
-        let (g0, g1) = gradient(xa[i], xb[i], sa[i], sb[i]);
+        let (g0, g1) = Modes2d::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
         let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
         let a = xa[i] - eta[i] * g0;
         let b = xb[i] - eta[i] * g1;
-        let (u, s_a, s_b) = energy(a, b);
+        let (u, s_a, s_b) = Modes2d::energy_and_sines(a, b);
         en[i] = u + noise * box_muller(w[2][i], w[3][i]).0;
         (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
     }
@@ -601,12 +579,12 @@ fn explore_hot(x: Level<'_>, eta: &F32s, sigma: &F32s, w: &[U32s; 4], w1: &[U32s
     let Level { xa, xb, sa, sb, en } = x;
     for i in 0..LANES {
         let (z0, z1) = box_muller(w[0][i], w[1][i]);
-        let (g0, g1) = gradient(xa[i], xb[i], sa[i], sb[i]);
+        let (g0, g1) = Modes2d::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
         let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
         let (n0, n1) = box_muller(w[2][i], w[3][i]);
         let a = xa[i] - eta[i] * g0 + sigma[i] * n0;
         let b = xb[i] - eta[i] * g1 + sigma[i] * n1;
-        let (u, s_a, s_b) = energy(a, b);
+        let (u, s_a, s_b) = Modes2d::energy_and_sines(a, b);
         en[i] = u + noise * box_muller(w1[0][i], w1[1][i]).0;
         (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
     }

@@ -10,9 +10,9 @@ pub(crate) mod matmul;
 pub mod memory;
 mod record;
 pub use record::ladder_spread;
+pub(crate) mod replica_lanes;
 pub mod state;
 pub mod target;
-pub(crate) mod toy2d;
 
 pub use buffers::EnsembleBuffers;
 pub use classifier::{Batched, ClassifierTarget};

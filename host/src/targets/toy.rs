@@ -4,6 +4,7 @@
 use nrpt_core::target::{Modes2d, Noisy, SumModes};
 use serde::Serialize;
 
+use crate::engine::replica_lanes;
 use crate::engine::{Explore, Job, Target};
 
 /// A potential `P` behind Gaussian noise of standard deviation `noise` on every
@@ -72,8 +73,8 @@ impl Target for Toy<Modes2d> {
     }
 
     fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<Modes2d>>> {
-        crate::engine::toy2d::applies(job.options.explorer, self.noise)
-            .then_some(crate::engine::toy2d::explore as Explore<Noisy<Modes2d>>)
+        replica_lanes::applies(job.options.explorer)
+            .then_some(replica_lanes::explore::<Modes2d> as Explore<Noisy<Modes2d>>)
     }
 }
 
@@ -94,5 +95,10 @@ impl Target for Toy<SumModes> {
 
     fn settings(&self) -> serde_json::Value {
         serde_json::json!({ "name": "sum-modes", "dim": self.potential.dim, "noise": self.noise })
+    }
+
+    fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<SumModes>>> {
+        replica_lanes::applies(job.options.explorer)
+            .then_some(replica_lanes::explore::<SumModes> as Explore<Noisy<SumModes>>)
     }
 }
