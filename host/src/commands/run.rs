@@ -13,7 +13,7 @@ use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
 use crate::engine::{Backend, Job, Record, RunOutput, Target};
 use crate::metrics::{Accuracy, Truth};
-use crate::output::{Csv, OutDir, OutPolicy, npy_f32, write_atomic, write_json};
+use crate::output::{Csv, OutDir, OutPolicy, write_atomic, write_json};
 
 /// `summary.json`.
 #[derive(Debug, Serialize)]
@@ -290,7 +290,7 @@ pub fn write_outputs(
     }
     write_atomic(
         &dir.join("samples.npy"),
-        &npy_f32(&[out.sample_iterations.len(), e, dim], &out.samples),
+        &crate::npy::encode_f32(&[out.sample_iterations.len(), e, dim], &out.samples),
     )?;
     write_json(&dir.join("summary.json"), summary)
 }
