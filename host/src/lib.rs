@@ -17,7 +17,8 @@
 //! - [`scale`]: round-trip time against P and W beside Lemma 1, with the Bernoulli
 //!   index-process simulator;
 //! - [`metrics`], [`baselines`], [`figures`], [`output`]: accuracy against the true
-//!   density, the SGLD baselines, plots (PNG and SVG), files written atomically.
+//!   density, the SGLD baselines, plots (PNG and SVG), files written atomically;
+//! - [`npy`]: NumPy `.npy` arrays, read (users' data) and written (`samples.npy`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -49,6 +50,7 @@ pub mod input;
 pub mod interrupt;
 pub mod limits;
 pub mod metrics;
+pub mod npy;
 pub mod output;
 pub mod preset;
 pub mod progress;

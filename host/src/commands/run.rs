@@ -13,7 +13,7 @@ use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
 use crate::engine::{Backend, Job, Record, RunOutput};
 use crate::metrics::{Accuracy, Truth};
-use crate::output::{Csv, OutDir, OutPolicy, npy_f32, write_atomic, write_json};
+use crate::output::{Csv, OutDir, OutPolicy, write_atomic, write_json};
 use crate::targets::Modes2dTarget;
 use crate::targets::classifier::Classifier;
 
@@ -292,7 +292,7 @@ pub fn write_outputs(
     }
     write_atomic(
         &dir.join("samples.npy"),
-        &npy_f32(&[out.sample_iterations.len(), e, dim], &out.samples),
+        &crate::npy::encode_f32(&[out.sample_iterations.len(), e, dim], &out.samples),
     )?;
     write_json(&dir.join("summary.json"), summary)
 }

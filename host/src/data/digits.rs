@@ -9,8 +9,6 @@
 //! standardizing would blow up the pixels that are almost always blank (a corner pixel
 //! set in a handful of images would sit tens of standard deviations out).
 
-use std::io::BufReader;
-
 use flate2::read::MultiGzDecoder;
 
 use super::csv::parse_csv;
@@ -53,7 +51,7 @@ pub fn digits() -> Dataset {
 
 /// Parses a digits file: `FEATURES` counts in 0..=16 and a label in 0..CLASSES per line.
 pub(crate) fn parse(gz: &[u8]) -> Result<Dataset, DataError> {
-    let table = parse_csv(BufReader::new(MultiGzDecoder::new(gz)), FILE)?;
+    let table = parse_csv(MultiGzDecoder::new(gz), FILE)?;
     let bad = |what: String| Err(DataError::Bundled(what));
     if table.features != FEATURES || table.len() != EXAMPLES {
         return bad(format!(

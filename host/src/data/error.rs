@@ -2,10 +2,10 @@
 //! line and field (both counted from 1, as editors do), so that a user can go straight
 //! to the problem.
 
-use std::fmt;
 use std::io;
 
 use super::{MAX_FEATURES, MAX_LABEL};
+use crate::npy::{FormatProblem, Shape};
 
 /// Why a data set could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -203,77 +203,13 @@ pub enum FieldProblem {
     LabelTooLarge(String),
 }
 
-/// What is wrong with an `.npy` file.
+/// What is wrong with a users' `.npy` file: as a file of the format, or as data.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpyProblem {
-    /// The file does not start with `\x93NUMPY`.
-    #[error("not a .npy file (it does not start with \\x93NUMPY)")]
-    BadMagic,
-    /// A format version other than 1.0, 2.0 or 3.0.
-    #[error("unsupported .npy format version {major}.{minor} (1.0, 2.0 and 3.0 are read)")]
-    Version {
-        /// The major version byte.
-        major: u8,
-        /// The minor version byte.
-        minor: u8,
-    },
-    /// The file ends inside its preamble or header.
-    #[error(
-        "file shorter than its header says: the header ends at byte {needed}, the file has {found}"
-    )]
-    HeaderTruncated {
-        /// Where the header says it ends.
-        needed: u64,
-        /// The file's length.
-        found: u64,
-    },
-    /// The file ends before the data the header announces.
-    #[error(
-        "file shorter than its header says: the shape and dtype need {needed} data bytes, the file has {found}"
-    )]
-    DataTruncated {
-        /// The bytes of data the header announces.
-        needed: u64,
-        /// The bytes after the header.
-        found: u64,
-    },
-    /// The file goes on after the data the header announces.
-    #[error(
-        "file longer than its header says: the shape and dtype need {needed} data bytes, the file has {found}"
-    )]
-    TrailingBytes {
-        /// The bytes of data the header announces.
-        needed: u64,
-        /// The bytes after the header.
-        found: u64,
-    },
-    /// The header is not the Python dict literal the format prescribes.
-    #[error("malformed header: {0}")]
-    Header(String),
-    /// A required key is missing.
-    #[error("the header has no {0:?} key")]
-    MissingKey(&'static str),
-    /// A key other than `descr`, `fortran_order` and `shape`.
-    #[error("the header has an unexpected key {0:?}")]
-    UnknownKey(String),
-    /// A dtype other than f4, f8, i1, i2, i4, i8, u1, u2, u4, u8.
-    #[error(
-        "unsupported dtype {0} (nrpt reads f4, f8, i1, i2, i4, i8, u1, u2, u4 and u8, \
-         little- or big-endian)"
-    )]
-    Dtype(String),
-    /// The wrong number of dimensions: features are 2-D, labels 1-D.
-    #[error("expected a {expected}-D array, found shape {shape}")]
-    Dimensions {
-        /// The dimensions wanted.
-        expected: usize,
-        /// The shape found.
-        shape: Shape,
-    },
-    /// The shape's element or byte count overflows 64 bits or the address space.
-    #[error("shape {0} is too large")]
-    TooLarge(Shape),
+    /// The bytes are not a `.npy` file nrpt reads, or not of the dimensions wanted.
+    #[error(transparent)]
+    Format(#[from] FormatProblem),
     /// A features array with no columns.
     #[error("shape {0} has no feature columns")]
     NoFeatures(Shape),
@@ -308,39 +244,9 @@ pub enum NpyProblem {
     },
 }
 
-/// An array shape, shown as NumPy shows it: `(3,)`, `(2, 3)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shape(pub Vec<u64>);
-
-impl fmt::Display for Shape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0.as_slice() {
-            [one] => write!(f, "({one},)"),
-            dims => {
-                f.write_str("(")?;
-                for (i, d) in dims.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{d}")?;
-                }
-                f.write_str(")")
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shapes_print_as_numpy_prints_them() {
-        assert_eq!(Shape(vec![]).to_string(), "()");
-        assert_eq!(Shape(vec![3]).to_string(), "(3,)");
-        assert_eq!(Shape(vec![2, 3]).to_string(), "(2, 3)");
-        assert_eq!(Shape(vec![1, 2, 3]).to_string(), "(1, 2, 3)");
-    }
 
     #[test]
     fn csv_messages_name_file_line_and_field() {

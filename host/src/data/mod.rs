@@ -43,8 +43,9 @@ pub(crate) mod user;
 
 use std::path::Path;
 
+pub use crate::npy::Shape;
 pub use digits::digits;
-pub use error::{DataError, FieldProblem, LineProblem, NpyProblem, Shape};
+pub use error::{DataError, FieldProblem, LineProblem, NpyProblem};
 pub use spec::DataSpec;
 pub use split::{TEST_EVERY, is_test_example};
 

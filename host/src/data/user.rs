@@ -71,8 +71,8 @@ mod tests {
     use std::io::Write;
     use std::path::PathBuf;
 
-    use crate::data::npy::write_npy;
     use crate::data::{DataSpec, load};
+    use crate::npy::encode;
 
     fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
         let path = dir.path().join(name);
@@ -208,12 +208,12 @@ mod tests {
         // Features (8, 2) in Fortran order, big-endian i4; labels as integer-valued f8.
         let columns: Vec<i32> = (0..8).chain((0..8).map(|i| 10 - i)).collect();
         let data: Vec<u8> = columns.iter().flat_map(|v| v.to_be_bytes()).collect();
-        let x = write(&dir, "x.npy", &write_npy(1, ">i4", true, "(8, 2)", &data));
+        let x = write(&dir, "x.npy", &encode(1, ">i4", true, &[8, 2], &data));
         let labels: Vec<u8> = [0.0f64, 1.0, 2.0, 0.0, 1.0, 2.0, 0.0, 1.0]
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
-        let y = write(&dir, "y.npy", &write_npy(1, "<f8", false, "(8,)", &labels));
+        let y = write(&dir, "y.npy", &encode(1, "<f8", false, &[8], &labels));
         let spec = DataSpec::Npy {
             train_x: x.clone(),
             train_y: y.clone(),
@@ -239,7 +239,7 @@ mod tests {
         let wide = write(
             &dir,
             "wide.npy",
-            &write_npy(1, "|u1", false, "(8, 3)", &[1; 24]),
+            &encode(1, "|u1", false, &[8, 3], &[1; 24]),
         );
         let spec = DataSpec::Npy {
             train_x: x.clone(),

@@ -1,5 +1,5 @@
 //! Files within an output folder: each written through a temporary name, CSV tables,
-//! `.npy` arrays, JSON.
+//! JSON (`.npy` arrays are encoded by [`crate::npy`]).
 
 use std::fs;
 use std::io::Write;
@@ -112,52 +112,9 @@ impl Csv {
     }
 }
 
-/// Encodes a little-endian `f32` array of the given shape as a NumPy `.npy` file
-/// (format version 1.0).
-pub fn npy_f32(shape: &[usize], data: &[f32]) -> Vec<u8> {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape_text = if dims.len() == 1 {
-        format!("({},)", dims[0])
-    } else {
-        format!("({})", dims.join(", "))
-    };
-    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape_text}, }}");
-    // Magic (6) + version (2) + header length (2) + header, padded to 64 bytes, ending
-    // with a newline.
-    let total = 10 + header.len() + 1;
-    header.push_str(&" ".repeat(total.next_multiple_of(64) - total));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + 4 * data.len());
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    for v in data {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn npy_header_is_aligned_and_parsable() {
-        let bytes = npy_f32(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
-        let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-        assert_eq!((10 + hlen) % 64, 0);
-        let header = std::str::from_utf8(&bytes[10..10 + hlen]).unwrap();
-        assert!(header.contains("'shape': (3, 2)"), "{header}");
-        assert!(header.ends_with('\n'));
-        assert_eq!(bytes.len(), 10 + hlen + 24);
-        assert_eq!(&bytes[10 + hlen..10 + hlen + 4], &1.0f32.to_le_bytes());
-        assert!(
-            std::str::from_utf8(&npy_f32(&[4], &[0.0; 4])[10..])
-                .unwrap()
-                .contains("(4,)")
-        );
-    }
 
     #[test]
     fn csv_cells_are_quoted_and_rows_checked() {

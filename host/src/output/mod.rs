@@ -6,7 +6,7 @@
 //! - [`temp`]: temporary names with random tokens, held by file locks, so that what a
 //!   killed process left is told from what a live one writes;
 //! - `files`: files written through a temporary name ([`write_atomic`]), CSV tables,
-//!   `.npy` arrays, JSON.
+//!   JSON (`.npy` arrays are encoded by [`crate::npy`]).
 
 mod files;
 mod folder;
@@ -15,7 +15,7 @@ pub mod temp;
 
 use std::path::Path;
 
-pub use files::{Csv, npy_f32, write_atomic, write_json};
+pub use files::{Csv, write_atomic, write_json};
 pub use folder::{
     Committed, InterruptedWhileWriting, OutDir, OutPolicy, PAUSE_BEFORE_COMMIT_VAR,
     TEMP_NAME_OVERHEAD,

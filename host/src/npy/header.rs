@@ -1,7 +1,7 @@
 //! The `.npy` header: a Python dict literal naming the dtype, the order and the shape,
-//! and the ten dtypes we read.
+//! parsed and formatted; and the ten dtypes we read.
 
-use crate::data::error::NpyProblem;
+use super::{FormatProblem, Shape};
 
 /// An element type: kind, size in bytes, byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,8 +16,8 @@ pub(super) struct Dtype {
 
 impl Dtype {
     /// Reads a `descr` string such as `<f8`, `>i2` or `|u1`.
-    pub fn parse(descr: &[u8]) -> Result<Dtype, NpyProblem> {
-        let unsupported = || NpyProblem::Dtype(format!("'{}'", String::from_utf8_lossy(descr)));
+    pub fn parse(descr: &[u8]) -> Result<Dtype, FormatProblem> {
+        let unsupported = || FormatProblem::Dtype(format!("'{}'", String::from_utf8_lossy(descr)));
         let &[order, kind, size] = descr else {
             return Err(unsupported());
         };
@@ -90,7 +90,7 @@ enum Value<'a> {
 
 /// Parses the dict literal `{'descr': …, 'fortran_order': …, 'shape': (…), }`, keys in
 /// any order, padded with spaces and a newline.
-pub(super) fn parse_header(header: &[u8]) -> Result<Header, NpyProblem> {
+pub(super) fn parse_header(header: &[u8]) -> Result<Header, FormatProblem> {
     let mut c = Cursor { s: header, pos: 0 };
     let (mut descr, mut fortran, mut shape) = (None, None, None);
     c.skip_space();
@@ -105,7 +105,7 @@ pub(super) fn parse_header(header: &[u8]) -> Result<Header, NpyProblem> {
         c.expect(b':')?;
         c.skip_space();
         let value = c.value()?;
-        let twice = |k: &str| NpyProblem::Header(format!("the key '{k}' is given twice"));
+        let twice = |k: &str| FormatProblem::Header(format!("the key '{k}' is given twice"));
         match (key, value) {
             (b"descr", Value::Str(s)) => {
                 if descr.replace(Dtype::parse(s)?).is_some() {
@@ -124,12 +124,12 @@ pub(super) fn parse_header(header: &[u8]) -> Result<Header, NpyProblem> {
             }
             (b"descr" | b"fortran_order" | b"shape", _) => {
                 let key = String::from_utf8_lossy(key);
-                return Err(NpyProblem::Header(format!(
+                return Err(FormatProblem::Header(format!(
                     "the value of '{key}' has the wrong type"
                 )));
             }
             _ => {
-                return Err(NpyProblem::UnknownKey(
+                return Err(FormatProblem::UnknownKey(
                     String::from_utf8_lossy(key).into_owned(),
                 ));
             }
@@ -143,16 +143,40 @@ pub(super) fn parse_header(header: &[u8]) -> Result<Header, NpyProblem> {
     }
     c.skip_space();
     if c.pos != header.len() {
-        return Err(NpyProblem::Header(format!(
+        return Err(FormatProblem::Header(format!(
             "unexpected text after the dict, at byte {}",
             c.pos
         )));
     }
     Ok(Header {
-        dtype: descr.ok_or(NpyProblem::MissingKey("descr"))?,
-        fortran: fortran.ok_or(NpyProblem::MissingKey("fortran_order"))?,
-        shape: shape.ok_or(NpyProblem::MissingKey("shape"))?,
+        dtype: descr.ok_or(FormatProblem::MissingKey("descr"))?,
+        fortran: fortran.ok_or(FormatProblem::MissingKey("fortran_order"))?,
+        shape: shape.ok_or(FormatProblem::MissingKey("shape"))?,
     })
+}
+
+/// The digits NumPy leaves room for in the dimension that grows when an array is
+/// appended to (the first in C order, the last in Fortran order): it writes spaces after
+/// the dict so that the shape can be rewritten in place (`GROWTH_AXIS_MAX_DIGITS` in
+/// `numpy/lib/_format_impl.py`).
+const GROWTH_AXIS_MAX_DIGITS: usize = 21;
+
+/// The dict as NumPy writes it, keys sorted, each entry followed by `, `, then the room
+/// for growth; not yet padded to the alignment, which depends on the preamble.
+pub(super) fn format_dict(descr: &str, fortran: bool, shape: &[u64]) -> String {
+    let order = if fortran { "True" } else { "False" };
+    let shape_text = Shape(shape.to_vec()).to_string();
+    let mut dict =
+        format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape_text}, }}");
+    let growing = if fortran { shape.last() } else { shape.first() };
+    if let Some(d) = growing {
+        let digits = d.to_string().len();
+        dict.extend(std::iter::repeat_n(
+            ' ',
+            GROWTH_AXIS_MAX_DIGITS.saturating_sub(digits),
+        ));
+    }
+    dict
 }
 
 /// A position in the header text.
@@ -180,7 +204,7 @@ impl<'a> Cursor<'a> {
         hit
     }
 
-    fn expect(&mut self, c: u8) -> Result<(), NpyProblem> {
+    fn expect(&mut self, c: u8) -> Result<(), FormatProblem> {
         if self.eat(c) {
             Ok(())
         } else {
@@ -188,20 +212,20 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn unexpected(&self, wanted: &str) -> NpyProblem {
+    fn unexpected(&self, wanted: &str) -> FormatProblem {
         let found = match self.peek() {
             Some(b) if b.is_ascii_graphic() => format!("'{}'", char::from(b)),
             Some(b) => format!("byte 0x{b:02x}"),
             None => "the end".to_string(),
         };
-        NpyProblem::Header(format!(
+        FormatProblem::Header(format!(
             "expected {wanted} at byte {}, found {found}",
             self.pos
         ))
     }
 
     /// A quoted string, `'…'` or `"…"` (the strings we accept have no escapes).
-    fn string(&mut self) -> Result<&'a [u8], NpyProblem> {
+    fn string(&mut self) -> Result<&'a [u8], FormatProblem> {
         let quote = match self.peek() {
             Some(q @ (b'\'' | b'"')) => q,
             _ => return Err(self.unexpected("a quoted string")),
@@ -210,13 +234,13 @@ impl<'a> Cursor<'a> {
         let len = self.s[start..]
             .iter()
             .position(|&b| b == quote)
-            .ok_or_else(|| NpyProblem::Header("a string is not closed".to_string()))?;
+            .ok_or_else(|| FormatProblem::Header("a string is not closed".to_string()))?;
         self.pos = start + len + 1;
         Ok(&self.s[start..start + len])
     }
 
     /// A non-negative integer, with Python 2's optional `L` suffix.
-    fn int(&mut self) -> Result<u64, NpyProblem> {
+    fn int(&mut self) -> Result<u64, FormatProblem> {
         let start = self.pos;
         let mut n = 0u64;
         while let Some(d @ b'0'..=b'9') = self.peek() {
@@ -224,7 +248,7 @@ impl<'a> Cursor<'a> {
                 .checked_mul(10)
                 .and_then(|n| n.checked_add(u64::from(d - b'0')))
                 .ok_or_else(|| {
-                    NpyProblem::Header(format!("a dimension at byte {start} exceeds 64 bits"))
+                    FormatProblem::Header(format!("a dimension at byte {start} exceeds 64 bits"))
                 })?;
             self.pos += 1;
         }
@@ -236,10 +260,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string, `True`, `False` or a tuple of integers.
-    fn value(&mut self) -> Result<Value<'a>, NpyProblem> {
+    fn value(&mut self) -> Result<Value<'a>, FormatProblem> {
         match self.peek() {
             Some(b'\'' | b'"') => self.string().map(Value::Str),
-            Some(b'[') => Err(NpyProblem::Dtype(
+            Some(b'[') => Err(FormatProblem::Dtype(
                 "a list of fields (a structured dtype)".to_string(),
             )),
             Some(b'(') => {
@@ -277,7 +301,7 @@ impl<'a> Cursor<'a> {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Header, NpyProblem> {
+    fn parse(text: &str) -> Result<Header, FormatProblem> {
         parse_header(text.as_bytes())
     }
 
@@ -308,6 +332,32 @@ mod tests {
         );
         let scalar = parse("{'descr': '<i4', 'fortran_order': False, 'shape': (), }").unwrap();
         assert!(scalar.shape.is_empty());
+    }
+
+    #[test]
+    fn formatted_dicts_parse_back() {
+        assert_eq!(
+            format_dict("<f4", false, &[3, 2]),
+            format!(
+                "{{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }}{}",
+                " ".repeat(20)
+            )
+        );
+        // A scalar has no dimension to grow.
+        assert_eq!(
+            format_dict(">u2", true, &[]),
+            "{'descr': '>u2', 'fortran_order': True, 'shape': (), }"
+        );
+        for (descr, fortran, shape) in [
+            ("<f8", false, &[][..]),
+            ("|u1", true, &[0][..]),
+            (">i8", false, &[2, 0, 3][..]),
+            ("<f4", true, &[u64::MAX, 1, 7][..]),
+        ] {
+            let h = parse(&format_dict(descr, fortran, shape)).unwrap();
+            assert_eq!((h.fortran, h.shape.as_slice()), (fortran, shape));
+            assert_eq!(h.dtype, Dtype::parse(descr.as_bytes()).unwrap());
+        }
     }
 
     #[test]
