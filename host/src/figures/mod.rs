@@ -6,17 +6,17 @@
 //! `.tmp.`) and renamed into place, so an interrupted run never leaves half a figure.
 //!
 //! One file per kind of figure:
-//! - [`line`]: [`lines`], a line chart with linear or logarithmic axes (round trips
+//! - `line.rs`: [`lines`], a line chart with linear or logarithmic axes (round trips
 //!   against the window W, the learning-rate ladder and swap rates against iteration, the
 //!   round-trip time E\[T\] against the number of chains P).
-//! - [`density`]: [`density_panels`], heat maps side by side, the ground-truth density
+//! - `density.rs`: [`density_panels`], heat maps side by side, the ground-truth density
 //!   beside each method's sample density (Fig. 5 of Deng et al., AAAI 2023).
-//! - [`paths`]: [`index_paths`], the index process, the level each replica occupies
+//! - `paths.rs`: [`index_paths`], the index process, the level each replica occupies
 //!   against iteration, one panel per swap scheme (Fig. 6).
 //!
-//! and the parts they share: [`axes`] (ranges and tick labels), [`legend`] (plotters'
-//! series labels, placed beside the plot), [`palette`] (series and heat-map colours) and
-//! [`thin`] (long lines made short without changing their picture).
+//! and the parts they share: `axes.rs` (ranges and tick labels), `legend.rs` (plotters'
+//! series labels, placed beside the plot), `palette.rs` (series and heat-map colours) and
+//! `thin.rs` (long lines made short without changing their picture).
 //!
 //! The PNG text is drawn with DejaVu Sans, which ships in `host/assets/fonts/` (with its
 //! licence) and is embedded in the binary: the bitmap backend draws text only with a
