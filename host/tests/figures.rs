@@ -1,5 +1,7 @@
 //! Figures: every function writes a PNG and an SVG through temporary files, and bad input
-//! is an error, not a panic.
+//! is an error, not a panic. The drawings are read back: the PNG decodes to the figure's
+//! size, log axes space their ticks by ratio, and legends name their series beside the
+//! plot.
 //!
 //! Set `NRPT_FIGURE_TEST_DIR` to a folder to keep the figures drawn by these tests there
 //! (for looking at them); otherwise they go to a temporary folder.
@@ -27,15 +29,131 @@ fn out_dir(test: &str) -> (PathBuf, Option<tempfile::TempDir>) {
     }
 }
 
-/// Both files exist, are well-formed enough, and no temporary file is left in `dir`.
-fn check_written(dir: &Path, stem: &str) {
+/// Both files exist and are `size` (width, height) pixels: the PNG decodes and is not
+/// blank, the SVG is complete; no temporary file is left in `dir`. Returns the SVG.
+fn check_written(dir: &Path, stem: &str, size: (u32, u32)) -> String {
     let png = fs::read(dir.join(format!("{stem}.png"))).unwrap();
-    assert!(png.len() > 1024, "{stem}.png is only {} bytes", png.len());
     assert_eq!(png[..8], PNG_SIGNATURE, "{stem}.png is not a PNG");
+    let mut reader = png::Decoder::new(png.as_slice()).read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!((frame.width, frame.height), size, "{stem}.png");
+    let pixels = &pixels[..frame.buffer_size()];
+    let ink = pixels.iter().filter(|&&b| b < 128).count();
+    assert!(ink > pixels.len() / 500, "{stem}.png is nearly blank");
+
     let svg = fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
-    assert!(svg.len() > 1024, "{stem}.svg is only {} bytes", svg.len());
     assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"));
+    let (w, h) = size;
+    assert!(
+        svg.contains(&format!(r#"width="{w}" height="{h}""#)),
+        "{stem}.svg is not {w} × {h}"
+    );
     assert_no_temporaries(dir);
+    svg
+}
+
+/// A text of an SVG figure: its anchor point and its content.
+#[derive(Debug, Clone)]
+struct Label {
+    x: f64,
+    y: f64,
+    text: String,
+}
+
+/// The texts of an SVG drawn by plotters (`<text x=".." y=".." …>content</text>`).
+fn svg_texts(svg: &str) -> Vec<Label> {
+    let attr = |tag: &str, name: &str| -> f64 {
+        let start = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        let len = tag[start..].find('"').unwrap();
+        tag[start..start + len].parse().unwrap()
+    };
+    svg.split("<text")
+        .skip(1)
+        .map(|rest| {
+            let (tag, body) = rest.split_once('>').unwrap();
+            let text = body.split("</text>").next().unwrap().trim();
+            Label {
+                x: attr(tag, "x"),
+                y: attr(tag, "y"),
+                text: text
+                    .replace("&amp;", "&")
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">"),
+            }
+        })
+        .collect()
+}
+
+/// The label reading `text` (the first, if several do).
+fn label<'a>(labels: &'a [Label], text: &str) -> &'a Label {
+    labels
+        .iter()
+        .find(|l| l.text == text)
+        .unwrap_or_else(|| panic!("no label {text:?} among {labels:?}"))
+}
+
+/// Asserts that the tick labels `ticks` sit at positions (`pos` of each label) spaced in
+/// proportion to their values' logarithms, as on a log axis (on a linear axis, 1, 10,
+/// 100 would be spaced 1 : 10).
+fn assert_log_spaced(labels: &[Label], ticks: &[(&str, f64)], pos: fn(&Label) -> f64) {
+    let (first, last) = (ticks[0], ticks[ticks.len() - 1]);
+    let (p0, p1) = (pos(label(labels, first.0)), pos(label(labels, last.0)));
+    assert!(
+        (p1 - p0).abs() > 100.0,
+        "the axis is {} pixels long",
+        p1 - p0
+    );
+    for &(text, value) in ticks {
+        let expected = p0 + (p1 - p0) * (value / first.1).ln() / (last.1 / first.1).ln();
+        let got = pos(label(labels, text));
+        assert!(
+            (got - expected).abs() <= 2.0,
+            "tick {text} at {got}, a log axis puts it at {expected:.1}"
+        );
+    }
+}
+
+/// The tick labels of a line chart's x axis: the numbers lowest in the figure.
+fn x_ticks(labels: &[Label]) -> Vec<Label> {
+    let numbers: Vec<&Label> = labels
+        .iter()
+        .filter(|l| l.text.parse::<f64>().is_ok())
+        .collect();
+    let bottom = numbers.iter().map(|l| l.y).fold(f64::MIN, f64::max);
+    numbers
+        .into_iter()
+        .filter(|l| l.y == bottom)
+        .cloned()
+        .collect()
+}
+
+/// The tick labels of a line chart's y axis: the numbers furthest left in the figure.
+fn y_ticks(labels: &[Label]) -> Vec<Label> {
+    let numbers: Vec<&Label> = labels
+        .iter()
+        .filter(|l| l.text.parse::<f64>().is_ok())
+        .collect();
+    let left = numbers.iter().map(|l| l.x).fold(f64::MAX, f64::min);
+    numbers
+        .into_iter()
+        .filter(|l| l.x == left)
+        .cloned()
+        .collect()
+}
+
+/// Asserts that each of `names` is a text to the right of every tick label of the x axis:
+/// the legend names its series beside the plot, not over it.
+fn assert_legend_beside_plot(labels: &[Label], names: &[&str]) {
+    let right = x_ticks(labels).iter().map(|t| t.x).fold(f64::MIN, f64::max);
+    for name in names {
+        let l = label(labels, name);
+        assert!(
+            l.x > right,
+            "legend entry {name:?} at x = {} is not right of the plot",
+            l.x
+        );
+    }
 }
 
 fn assert_no_temporaries(dir: &Path) {
@@ -102,11 +220,19 @@ fn density_panels_written() {
         panel("Single chain", &b),
     ];
     density_panels(&dir.join("density4"), &four).unwrap();
-    check_written(&dir, "density4");
+    // Four panels of 360 × 380 in a row, and the colour bar.
+    let svg = check_written(&dir, "density4", (4 * 360 + 130, 390));
+    // Viridis from end to end: the empty cells at its bottom, the densest at its top.
+    assert!(svg.contains(r##"fill="#440154""##) && svg.contains(r##"fill="#FEE825""##));
+    let labels = svg_texts(&svg);
+    for title in ["Ground truth", "DEO⋆ (W = 7)", "density ÷ panel max"] {
+        label(&labels, title);
+    }
 
     let six = [four[0], four[1], four[2], four[3], four[1], four[0]];
     density_panels(&dir.join("density6"), &six).unwrap();
-    check_written(&dir, "density6");
+    // Rows of three.
+    check_written(&dir, "density6", (3 * 360 + 130, 2 * 380 + 10));
 
     // A panel with NaN, negative and all-zero values still draws.
     let odd = [f64::NAN, -1.0, 0.0, f64::INFINITY];
@@ -126,7 +252,7 @@ fn density_panels_written() {
         },
     ];
     density_panels(&dir.join("density_odd"), &weird).unwrap();
-    check_written(&dir, "density_odd");
+    check_written(&dir, "density_odd", (2 * 360 + 130, 390));
 }
 
 #[test]
@@ -189,7 +315,15 @@ fn round_trips_against_window() {
         vlines: &[(7.0, "W used by DEO⋆")],
     };
     lines(&dir.join("round_trips"), &chart).unwrap();
-    check_written(&dir, "round_trips");
+    let labels = svg_texts(&check_written(&dir, "round_trips", (1100, 650)));
+    // The model's windows are no powers of two: decades, ticked at 1, 2 and 5.
+    let ticks = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0].map(|v| (v.to_string(), v));
+    let ticks: Vec<(&str, f64)> = ticks.iter().map(|(t, v)| (t.as_str(), *v)).collect();
+    assert_log_spaced(&x_ticks(&labels), &ticks, |l| l.x);
+    assert_legend_beside_plot(
+        &labels,
+        &["measured", "model (geometric trips)", "W used by DEO⋆"],
+    );
 }
 
 #[test]
@@ -230,7 +364,16 @@ fn ladder_and_swap_rate_convergence() {
         vlines: &[],
     };
     lines(&dir.join("ladder"), &chart).unwrap();
-    check_written(&dir, "ladder");
+    let labels = svg_texts(&check_written(&dir, "ladder", (1100, 650)));
+    let ticks = [
+        ("1e-5", 1e-5),
+        ("1e-4", 1e-4),
+        ("1e-3", 1e-3),
+        ("1e-2", 1e-2),
+    ];
+    assert_log_spaced(&y_ticks(&labels), &ticks, |l| l.y);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_legend_beside_plot(&labels, &names);
 
     let rates: Vec<Vec<(f64, f64)>> = (0..15)
         .map(|p| {
@@ -266,7 +409,22 @@ fn ladder_and_swap_rate_convergence() {
         vlines: &[(60000.0, "end of adaptation")],
     };
     lines(&dir.join("swap_rates"), &chart).unwrap();
-    check_written(&dir, "swap_rates");
+    let labels = svg_texts(&check_written(&dir, "swap_rates", (1100, 650)));
+    // A linear axis: equal steps of value, equal steps on the page.
+    let y: Vec<f64> = ["0.2", "0.4", "0.6", "0.8"]
+        .iter()
+        .map(|t| label(&y_ticks(&labels), t).y)
+        .collect();
+    for w in y.windows(3) {
+        assert!(((w[0] - w[1]) - (w[1] - w[2])).abs() <= 2.0, "{y:?}");
+    }
+    // Reference lines after the series, in the legend's order.
+    assert_legend_beside_plot(
+        &labels,
+        &["levels 0–1", "target S = 0.3", "end of adaptation"],
+    );
+    assert!(label(&labels, "levels 14–15").y < label(&labels, "target S = 0.3").y);
+    assert!(label(&labels, "target S = 0.3").y < label(&labels, "end of adaptation").y);
 }
 
 #[test]
@@ -310,7 +468,26 @@ fn scaling_log_log() {
         vlines: &[],
     };
     lines(&dir.join("scaling"), &chart).unwrap();
-    check_written(&dir, "scaling");
+    let labels = svg_texts(&check_written(&dir, "scaling", (1100, 650)));
+    // P is a power of two: ticked by octave; E[T] by decade.
+    let p = [
+        ("4", 4.0),
+        ("8", 8.0),
+        ("16", 16.0),
+        ("32", 32.0),
+        ("64", 64.0),
+    ];
+    assert_log_spaced(&x_ticks(&labels), &p, |l| l.x);
+    let t = [
+        ("1", 1.0),
+        ("10", 10.0),
+        ("100", 100.0),
+        ("1000", 1e3),
+        ("10000", 1e4),
+    ];
+    assert_log_spaced(&y_ticks(&labels), &t, |l| l.y);
+    let names: Vec<&str> = series.iter().map(|s| s.name).collect();
+    assert_legend_beside_plot(&labels, &names);
 }
 
 #[test]
@@ -350,7 +527,10 @@ fn log_axes_skip_zeros_and_nan() {
         vlines: &[(-3.0, "")],
     };
     lines(&dir.join("odd_loglog"), &chart).unwrap();
-    check_written(&dir, "odd_loglog");
+    let labels = svg_texts(&check_written(&dir, "odd_loglog", (1100, 650)));
+    // The unnamed series and the reference lines that cannot be drawn are not in the legend.
+    assert_legend_beside_plot(&labels, &["with gaps"]);
+    assert!(!labels.iter().any(|l| l.text.starts_with("zero")));
 
     // A single point and constant values give a usable range.
     let one = [(3.0, 3.0)];
@@ -372,7 +552,7 @@ fn log_axes_skip_zeros_and_nan() {
         };
         let stem = format!("single_{x_log}");
         lines(&dir.join(&stem), &chart).unwrap();
-        check_written(&dir, &stem);
+        check_written(&dir, &stem, (1100, 650));
     }
 }
 
@@ -458,7 +638,14 @@ fn index_paths_written() {
         },
     ];
     index_paths(&dir.join("index"), &panels).unwrap();
-    check_written(&dir, "index");
+    // Two panels of 320 pixels, one above the other.
+    let labels = svg_texts(&check_written(&dir, "index", (1100, 640)));
+    let entries: Vec<&Label> = labels
+        .iter()
+        .filter(|l| l.text == "replica 3 (starts at level 3)")
+        .collect();
+    assert_eq!(entries.len(), 2, "one legend per panel");
+    assert!(entries[0].x == entries[1].x, "the legends line up");
 }
 
 #[test]
@@ -506,10 +693,18 @@ fn overwrites_existing_figures_and_accepts_a_bare_stem() {
         vlines: &[],
     };
     lines(&dir.join("fig"), &chart).unwrap();
-    check_written(&dir, "fig");
+    let labels = svg_texts(&check_written(&dir, "fig", (1100, 650)));
+    // No legend: the texts are the title, the axis descriptions and the ticks.
+    assert!(
+        labels
+            .iter()
+            .all(|l| ["no legend", "x", "y"].contains(&l.text.as_str())
+                || l.text.parse::<f64>().is_ok()),
+        "{labels:?}"
+    );
     // A stem with a dot keeps it: "fig.v2" gives "fig.v2.png".
     lines(&dir.join("fig.v2"), &chart).unwrap();
-    check_written(&dir, "fig.v2");
+    check_written(&dir, "fig.v2", (1100, 650));
     // A missing folder is an error and leaves nothing behind.
     assert!(lines(&dir.join("missing/fig"), &chart).is_err());
 }
