@@ -31,7 +31,11 @@ fn engine(c: &mut Criterion) {
             simd,
         };
         g.bench_function(name, |b| {
-            b.iter(|| backend.run(&j, &|_| {}).map(|o| o.ensembles.len()))
+            b.iter(|| {
+                backend
+                    .run(&j, &nrpt::engine::unobserved)
+                    .map(|o| o.ensembles.len())
+            })
         });
     }
     g.finish();

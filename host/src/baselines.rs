@@ -11,7 +11,7 @@ use nrpt_core::rng::{PhiloxStream, Rng, fill_normals, streams, uniform_f64};
 use nrpt_core::target::{EnergyOracle, Modes2d, Noisy};
 use rayon::prelude::*;
 
-use crate::engine::EngineError;
+use crate::engine::{EngineError, Flow, OnProgress};
 use crate::targets::Toy;
 
 /// Settings shared by the baselines.
@@ -64,13 +64,10 @@ fn sgld_step(
     langevin_step(x, &grad, &noise, eta as f32, sigma as f32);
 }
 
-/// Every 1024 iterations: reports progress and stops on Ctrl-C.
-fn tick(k: u64, iterations: u64, progress: &(dyn Fn(u64) + Sync)) -> Result<(), EngineError> {
-    if k.is_multiple_of(1024) {
-        progress(1024.min(iterations - k));
-        if crate::interrupt::requested() {
-            return Err(EngineError::Interrupted);
-        }
+/// Every 1024 iterations: reports progress, and stops when told to.
+fn tick(k: u64, iterations: u64, progress: OnProgress<'_>) -> Result<(), EngineError> {
+    if k.is_multiple_of(1024) && progress(1024.min(iterations - k)) == Flow::Stop {
+        return Err(EngineError::Interrupted);
     }
     Ok(())
 }
@@ -82,7 +79,7 @@ pub fn parallel_sgld(
     chains: usize,
     iterations: u64,
     eta: f64,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: OnProgress<'_>,
 ) -> Result<Vec<f32>, EngineError> {
     let per_seed: Vec<Vec<f32>> = (0..b.seeds)
         .into_par_iter()
@@ -116,7 +113,7 @@ pub fn cyclical_sgld(
     iterations: u64,
     cycles: u64,
     eta0: f64,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: OnProgress<'_>,
 ) -> Result<Vec<f32>, EngineError> {
     let len = (iterations / cycles.max(1)).max(1);
     let per_seed: Vec<Vec<f32>> = (0..b.seeds)

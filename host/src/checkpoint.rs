@@ -21,11 +21,14 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::RunConfig;
+use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
+use crate::engine::{EngineError, Job, OnProgress};
 use crate::output::write_atomic;
 
 const MAGIC: &[u8; 8] = b"NRPTCKPT";
@@ -47,11 +50,13 @@ pub struct InputDigest {
     pub sha256: String,
 }
 
-/// What a checkpoint holds.
+/// What a checkpoint holds. `C` describes the run (for `nrpt run`, its
+/// [`RunConfig`]; a library user saves whatever identifies theirs), so that a resume
+/// can check it continues the same run.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Checkpoint {
-    /// The configuration of the run.
-    pub config: RunConfig,
+pub struct Checkpoint<C = RunConfig> {
+    /// The description of the run.
+    pub config: C,
     /// Its input files' digests.
     pub inputs: Vec<InputDigest>,
     /// Iterations between checkpoints.
@@ -194,7 +199,7 @@ pub fn changed_inputs(saved: &[InputDigest], now: &[InputDigest]) -> Vec<String>
 }
 
 /// The bytes of a checkpoint (built in place: the state is encoded once, not copied).
-pub fn encode(c: &Checkpoint) -> anyhow::Result<Vec<u8>> {
+pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&FORMAT.to_le_bytes());
@@ -218,12 +223,12 @@ pub fn encode(c: &Checkpoint) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Writes a checkpoint atomically (a temporary file renamed into place).
-pub fn write(path: &Path, c: &Checkpoint) -> anyhow::Result<()> {
+pub fn write<C: Serialize>(path: &Path, c: &Checkpoint<C>) -> anyhow::Result<()> {
     write_atomic(path, &encode(c)?)
 }
 
 /// Reads and checks a checkpoint (at most `--max-memory` bytes).
-pub fn read(path: &Path) -> Result<Checkpoint, CheckpointError> {
+pub fn read<C: DeserializeOwned>(path: &Path) -> Result<Checkpoint<C>, CheckpointError> {
     let name = path.display().to_string();
     let bytes = crate::input::read_all(
         path,
@@ -238,7 +243,10 @@ pub fn read(path: &Path) -> Result<Checkpoint, CheckpointError> {
 }
 
 /// Decodes and checks the bytes of a checkpoint; `name` names it in errors.
-pub fn decode(bytes: &[u8], name: &str) -> Result<Checkpoint, CheckpointError> {
+pub fn decode<C: DeserializeOwned>(
+    bytes: &[u8],
+    name: &str,
+) -> Result<Checkpoint<C>, CheckpointError> {
     let damaged = |message: String| CheckpointError::Damaged {
         path: name.to_string(),
         message,
@@ -293,7 +301,7 @@ pub fn decode(bytes: &[u8], name: &str) -> Result<Checkpoint, CheckpointError> {
             ours: env!("CARGO_PKG_VERSION"),
         });
     }
-    let config: RunConfig =
+    let config: C =
         serde_json::from_str(&text()?).map_err(|e| damaged(format!("configuration: {e}")))?;
     let inputs: Vec<InputDigest> =
         serde_json::from_str(&text()?).map_err(|e| damaged(format!("inputs: {e}")))?;
@@ -321,6 +329,80 @@ pub fn decode(bytes: &[u8], name: &str) -> Result<Checkpoint, CheckpointError> {
     })
 }
 
+/// How a run saves itself: where, how often, and what describes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan<'a, C> {
+    /// The checkpoint file.
+    pub path: &'a Path,
+    /// Iterations between two checkpoints (≥ 1).
+    pub every: u64,
+    /// What the checkpoint says about the run.
+    pub config: &'a C,
+    /// The digests of the run's input files.
+    pub inputs: &'a [InputDigest],
+}
+
+/// A run with checkpoints stopped by its progress callback: its last checkpoint is kept.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped; the checkpoint {} holds iteration {iteration}", path.display())]
+pub struct Stopped {
+    /// The checkpoint file.
+    pub path: PathBuf,
+    /// The iteration it holds.
+    pub iteration: u64,
+}
+
+/// Runs `job` on the CPU engine from `saved` (or from its start) to its end, saving the
+/// whole state to `plan.path` every `plan.every` iterations, and returns the final
+/// state (`CpuBackend::finish` turns it into the run's output). Segments give the same
+/// bits as one run, so a run resumed from any of its checkpoints ends as the
+/// uninterrupted one. A stop asked by `progress` after a checkpoint was written is a
+/// [`Stopped`] error that names it; `progress` is first told the iterations `saved`
+/// already holds.
+pub fn run<C: Serialize>(
+    cpu: &CpuBackend,
+    job: &Job,
+    saved: Option<RunState>,
+    plan: &Plan<'_, C>,
+    progress: OnProgress<'_>,
+) -> anyhow::Result<RunState> {
+    anyhow::ensure!(plan.every >= 1, "a checkpoint cadence of 0 iterations");
+    let mut state = saved;
+    // The iteration of the checkpoint on disk, if any.
+    let mut on_disk = None;
+    if let Some(s) = &state {
+        on_disk = Some(s.iteration);
+        progress(s.iteration * job.ensembles as u64);
+    }
+    loop {
+        let from = state.as_ref().map_or(0, |s| s.iteration);
+        let until = from.saturating_add(plan.every).min(job.iterations);
+        let s = match cpu.run_from(job, state.take(), until, progress) {
+            Ok(s) => s,
+            Err(EngineError::Interrupted) if on_disk.is_some() && plan.path.exists() => {
+                return Err(Stopped {
+                    path: plan.path.to_path_buf(),
+                    iteration: on_disk.unwrap_or(0),
+                }
+                .into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if until >= job.iterations {
+            return Ok(s);
+        }
+        let c = Checkpoint {
+            config: plan.config,
+            inputs: plan.inputs.to_vec(),
+            every: plan.every,
+            state: s,
+        };
+        write(plan.path, &c)?;
+        on_disk = Some(until);
+        state = Some(c.state);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,7 +419,7 @@ mod tests {
             .job(crate::commands::run::record_for(&config))
             .unwrap();
         let state = CpuBackend::default()
-            .run_from(&job, None, 30, &|_| {})
+            .run_from(&job, None, 30, &crate::engine::unobserved)
             .unwrap();
         Checkpoint {
             config,
@@ -363,18 +445,18 @@ mod tests {
         assert_eq!(read(&path).unwrap(), c);
         let bytes = std::fs::read(&path).unwrap();
         assert!(matches!(
-            decode(&bytes[..bytes.len() - 3], "c"),
+            decode::<RunConfig>(&bytes[..bytes.len() - 3], "c"),
             Err(CheckpointError::Damaged { .. })
         ));
         let mut other = bytes.clone();
         other[8] = 1;
-        let e = decode(&other, "c").unwrap_err();
+        let e = decode::<RunConfig>(&other, "c").unwrap_err();
         assert!(
             matches!(e, CheckpointError::OtherFormat { found: 1, .. }),
             "{e}"
         );
         assert!(matches!(
-            decode(b"hello world, not a checkpoint", "c"),
+            decode::<RunConfig>(b"hello world, not a checkpoint", "c"),
             Err(CheckpointError::NotACheckpoint(_))
         ));
     }
@@ -388,7 +470,10 @@ mod tests {
         for i in (0..bytes.len()).step_by(step).chain(0..HEAD) {
             let mut b = bytes.clone();
             b[i] ^= 1 << (i % 8);
-            assert!(decode(&b, "c").is_err(), "byte {i} flipped was not found");
+            assert!(
+                decode::<RunConfig>(&b, "c").is_err(),
+                "byte {i} flipped was not found"
+            );
         }
     }
 

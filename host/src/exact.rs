@@ -29,6 +29,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, WindowSpec};
+use crate::engine::{Flow, OnProgress};
 use crate::stats::mean_sd;
 
 /// Chains of the pilot run of `--chains auto`.
@@ -227,6 +228,7 @@ fn run_rounds(
     dim: usize,
     owned: &mut Owned,
     rounds: u32,
+    progress: OnProgress<'_>,
 ) -> anyhow::Result<Rounds> {
     let path = GaussianPath::standard(dim).map_err(core_error)?;
     let mut pt = ExactTempering::new(options, path, owned.view()).map_err(core_error)?;
@@ -236,10 +238,10 @@ fn run_rounds(
             pt.set_adapt_grid(false);
             pt.set_adapt_steps(false);
         }
-        if crate::interrupt::requested() {
+        let Ok(report) = pt.run_round();
+        if progress(report.iterations) == Flow::Stop {
             return Err(crate::engine::EngineError::Interrupted.into());
         }
-        let Ok(report) = pt.run_round();
         reports.push(report);
     }
     let betas = pt.betas().to_vec();
@@ -328,7 +330,7 @@ pub fn check(s: &ExactSettings) -> Result<(), ConfigError> {
 ///
 /// A [`ConfigError`] for settings the run refuses, [`crate::engine::EngineError::Interrupted`]
 /// after Ctrl-C or SIGTERM.
-pub fn run(s: &ExactSettings, progress: &(dyn Fn(u64) + Sync)) -> anyhow::Result<ExactOutcome> {
+pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactOutcome> {
     check(s)?;
     let path = GaussianPath::standard(s.dim).map_err(core_error)?;
     let closed_form = ClosedForm {
@@ -354,9 +356,7 @@ pub fn run(s: &ExactSettings, progress: &(dyn Fn(u64) + Sync)) -> anyhow::Result
             .map(|e| {
                 let mut owned = Owned::new(pilot_chains, s.dim)?;
                 let o = options(s, e, Scheme::VANILLA_DEO, schedule);
-                let done = run_rounds(o, s.dim, &mut owned, rounds)?;
-                progress(done.reports.iter().map(|r| r.iterations).sum());
-                Ok(done)
+                run_rounds(o, s.dim, &mut owned, rounds, progress)
             })
             .collect();
         Some(runs?)
@@ -417,8 +417,7 @@ pub fn run(s: &ExactSettings, progress: &(dyn Fn(u64) + Sync)) -> anyhow::Result
                 initial_grid,
             };
             let o = options(s, e, scheme, schedule);
-            let done = run_rounds(o, s.dim, &mut owned, rounds)?;
-            progress(iterations_run);
+            let done = run_rounds(o, s.dim, &mut owned, rounds, progress)?;
             Ok(EnsembleOutcome {
                 rounds: done.reports,
                 betas: done.betas,
@@ -590,7 +589,7 @@ mod tests {
             window: WindowSpec::Fixed(1),
             seed: 3,
         };
-        let out = run(&s, &|_| {}).unwrap();
+        let out = run(&s, &crate::engine::unobserved).unwrap();
         let p = out.pooled();
         let cf = out.closed_form;
         assert!((cf.lambda - 1.151_292_546).abs() < 1e-8, "{cf:?}");
@@ -602,7 +601,7 @@ mod tests {
         );
         assert!(out.pilot.is_none());
         // The same seed gives the same bits.
-        let again = run(&s, &|_| {}).unwrap().pooled();
+        let again = run(&s, &crate::engine::unobserved).unwrap().pooled();
         assert_eq!(p, again);
     }
 
@@ -616,7 +615,7 @@ mod tests {
             window: WindowSpec::Optimal,
             seed: 1,
         };
-        let out = run(&s, &|_| {}).unwrap();
+        let out = run(&s, &crate::engine::unobserved).unwrap();
         let pilot = out.pilot.unwrap();
         assert_eq!(pilot.chains, PILOT_CHAINS);
         assert_eq!(

@@ -33,3 +33,13 @@ pub fn request() {
 pub fn clear() {
     REQUESTED.store(false, Ordering::SeqCst);
 }
+
+/// A progress callback for runs without a progress bar: ignores the reports and stops
+/// the run once Ctrl-C (or SIGTERM, SIGHUP) has arrived.
+pub fn flow(_: u64) -> crate::engine::Flow {
+    if requested() {
+        crate::engine::Flow::Stop
+    } else {
+        crate::engine::Flow::Continue
+    }
+}

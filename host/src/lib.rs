@@ -30,7 +30,7 @@
 //! // 16 chains, 4 ensembles, 2,000 iterations.
 //! let target = Arc::new(Toy::modes2d(2.0));
 //! let job = Job::new(target, nrpt_core::TemperingOptions::default(), 16, 4, 2_000);
-//! let out = CpuBackend::default().run(&job, &|_| {})?;
+//! let out = CpuBackend::default().run(&job, &nrpt::engine::unobserved)?;
 //! println!("{} round trips", out.total_stats().round_trips);
 //! # Ok::<(), nrpt::engine::EngineError>(())
 //! ```

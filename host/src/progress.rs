@@ -36,12 +36,18 @@ impl Progress {
         }
     }
 
-    /// Adds `n` units of finished work.
-    pub fn inc(&self, n: u64) {
+    /// Adds `n` units of finished work, and answers whether the work should go on: a
+    /// progress callback of the engines ([`crate::engine::OnProgress`]) that stops
+    /// them on Ctrl-C ([`crate::interrupt::flow`]).
+    pub fn inc(&self, n: u64) -> crate::engine::Flow {
         self.done.fetch_add(n, Ordering::Relaxed);
-        if !self.enabled {
-            return;
+        if self.enabled {
+            self.draw(n);
         }
+        crate::interrupt::flow(n)
+    }
+
+    fn draw(&self, n: u64) {
         if self.started.elapsed() > Duration::from_secs(1)
             && let Ok(mut shown) = self.shown.lock()
             && !*shown

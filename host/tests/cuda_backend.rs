@@ -79,6 +79,7 @@ fn run_counted(backend: &dyn Backend, job: &Job) -> RunOutput {
     let out = backend
         .run(job, &|n| {
             done.fetch_add(n, Ordering::Relaxed);
+            nrpt::engine::Flow::Continue
         })
         .unwrap_or_else(|e| panic!("{} run failed: {e}", backend.name()));
     assert_eq!(

@@ -96,7 +96,9 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
         })
         .unwrap();
     assert_eq!(gpu.unsupported(&job), None);
-    let out = gpu.run(&job, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let out = gpu
+        .run(&job, &nrpt::engine::unobserved)
+        .unwrap_or_else(|e| panic!("{e}"));
 
     let target = job
         .target

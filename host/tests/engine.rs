@@ -41,7 +41,7 @@ fn vectorized_path_equals_the_scalar_driver_bit_for_bit() {
             threads: Some(1),
             simd: Simd::Scalar,
         }
-        .run(&j, &|_| {})
+        .run(&j, &nrpt::engine::unobserved)
         .unwrap();
         // Every instruction set this processor has, and the portable build.
         for simd in [Simd::Auto, Simd::Avx2, Simd::Portable] {
@@ -49,7 +49,7 @@ fn vectorized_path_equals_the_scalar_driver_bit_for_bit() {
                 threads: Some(2),
                 simd,
             }
-            .run(&j, &|_| {})
+            .run(&j, &nrpt::engine::unobserved)
             .unwrap();
             assert_eq!(fast.samples.len(), slow.samples.len());
             let same = fast
@@ -73,13 +73,13 @@ fn vectorized_path_equals_the_scalar_driver_bit_for_bit() {
         threads: Some(2),
         simd: Simd::Auto,
     }
-    .run(&j, &|_| {})
+    .run(&j, &nrpt::engine::unobserved)
     .unwrap();
     let slow = CpuBackend {
         threads: Some(1),
         simd: Simd::Scalar,
     }
-    .run(&j, &|_| {})
+    .run(&j, &nrpt::engine::unobserved)
     .unwrap();
     assert_eq!(fast.ensembles, slow.ensembles);
     assert!(
@@ -105,13 +105,13 @@ fn per_ensemble_vectorized_path_equals_the_scalar_driver() {
             threads: None,
             simd: Simd::Auto,
         }
-        .run(&j, &|_| {})
+        .run(&j, &nrpt::engine::unobserved)
         .unwrap();
         let slow = CpuBackend {
             threads: None,
             simd: Simd::Scalar,
         }
-        .run(&j, &|_| {})
+        .run(&j, &nrpt::engine::unobserved)
         .unwrap();
         let same = fast
             .samples
@@ -130,7 +130,9 @@ fn other_explorers_and_targets_run_on_the_scalar_path() {
     j.target = Arc::new(Toy::sum_modes(5, 2.0));
     j.options.explorer = nrpt_core::explore::Explorer::MSGD;
     j.options.ladder_max = 0.05;
-    let out = CpuBackend::default().run(&j, &|_| {}).unwrap();
+    let out = CpuBackend::default()
+        .run(&j, &nrpt::engine::unobserved)
+        .unwrap();
     assert_eq!(out.samples.len(), out.sample_iterations.len() * 3 * 5);
     assert!(out.samples.iter().all(|x| x.is_finite()));
 }
@@ -143,6 +145,7 @@ fn progress_adds_up_to_all_the_work() {
     CpuBackend::default()
         .run(&j, &|n| {
             done.fetch_add(n, Ordering::Relaxed);
+            nrpt::engine::Flow::Continue
         })
         .unwrap();
     assert_eq!(done.load(Ordering::Relaxed), 6 * 3_000);

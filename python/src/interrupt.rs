@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 const POLL: Duration = Duration::from_millis(50);
 
 /// Runs `f` on a worker thread with the GIL released; a Python signal handler that
-/// raises meanwhile stops it (the engines look at `nrpt::interrupt::requested` between
+/// raises meanwhile stops it (the engines' progress callbacks look at `nrpt::interrupt::requested` between
 /// segments of work) and its exception is the result. Only Python's main thread
 /// receives signals, so elsewhere this waits for `f` to finish.
 pub fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {

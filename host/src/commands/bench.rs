@@ -67,7 +67,7 @@ pub fn run(
         iterations: job.iterations.min(50),
         ..job.clone()
     };
-    backend.run(&warm, &|_| {})?;
+    backend.run(&warm, &crate::interrupt::flow)?;
     let started = Instant::now();
     let out = super::run_job(backend, &job, "bench", quiet)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -393,7 +393,7 @@ fn time_mlp(
         iterations: job.iterations.min(10),
         ..job.clone()
     };
-    backend.run(&warm, &|_| {})?;
+    backend.run(&warm, &crate::interrupt::flow)?;
     let started = Instant::now();
     super::run_job(backend, job, "bench mlp", quiet)?;
     let seconds = started.elapsed().as_secs_f64();

@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::cli::BackendKind;
 use crate::engine::cpu::CpuBackend;
 use crate::engine::cuda::CudaBackend;
-use crate::engine::{Backend, EngineError, Job, RunOutput};
+use crate::engine::{Backend, EngineError, Job, OnProgress, RunOutput};
 use crate::progress::Progress;
 
 /// The engine for `--backend`: `auto` opens GPU `device` when it can and falls back to
@@ -58,7 +58,7 @@ impl Backend for Auto {
         self.gpu.name()
     }
 
-    fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError> {
+    fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {
         match self.gpu.unsupported(job) {
             None => self.gpu.run(job, progress),
             Some(why) => {

@@ -355,7 +355,8 @@ fn start(args: &RunArgs) -> Result<Start> {
         )
         .into());
     }
-    let c = checkpoint::read(&path).map_err(|e| ConfigError::new("resume", e.to_string()))?;
+    let c: checkpoint::Checkpoint =
+        checkpoint::read(&path).map_err(|e| ConfigError::new("resume", e.to_string()))?;
     let mut config = c.config;
     config.out = dir.clone();
     // Flags given with --resume must not change the run.
@@ -536,49 +537,25 @@ pub fn run(
             if backend.name() != "cpu" && !quiet {
                 note!("note: runs with checkpoints run on the CPU engine");
             }
-            let mut state = saved;
-            if let Some(s) = &state {
-                progress.inc(s.iteration * job.ensembles as u64);
-            }
-            // The iteration of the checkpoint on disk, if any.
-            let mut on_disk = state.as_ref().map(|s| s.iteration);
-            let mut segments = || -> Result<RunState> {
-                loop {
-                    let from = state.as_ref().map_or(0, |s| s.iteration);
-                    let until = from.saturating_add(every).min(job.iterations);
-                    let s = cpu.run_from(&job, state.take(), until, &|n| progress.inc(n))?;
-                    if until >= job.iterations {
-                        return Ok(s);
-                    }
-                    let c = checkpoint::Checkpoint {
-                        config: config.clone(),
-                        inputs: inputs.clone(),
-                        every,
-                        state: s,
-                    };
-                    checkpoint::write(&ckpt, &c)?;
-                    on_disk = Some(until);
-                    state = Some(c.state);
-                }
+            let plan = checkpoint::Plan {
+                path: &ckpt,
+                every,
+                config: &config,
+                inputs: &inputs,
             };
-            let done = match segments() {
-                Ok(s) => s,
-                Err(e) => {
-                    // Stopped by a signal with a checkpoint kept: say how to continue.
-                    if let Some(iteration) = on_disk
-                        && crate::interrupt::requested()
-                        && ckpt.exists()
-                    {
-                        return Err(checkpoint::InterruptedWithCheckpoint {
-                            checkpoint: ckpt.display().to_string(),
-                            iteration,
+            let done =
+                checkpoint::run(cpu, &job, saved, &plan, &|n| progress.inc(n)).map_err(|e| {
+                    match e.downcast::<checkpoint::Stopped>() {
+                        // Stopped by a signal with a checkpoint kept: say how to continue.
+                        Ok(stopped) => checkpoint::InterruptedWithCheckpoint {
+                            checkpoint: stopped.path.display().to_string(),
+                            iteration: stopped.iteration,
                             out: config.out.display().to_string(),
                         }
-                        .into());
+                        .into(),
+                        Err(e) => e,
                     }
-                    return Err(e);
-                }
-            };
+                })?;
             progress.finish();
             cpu.finish(&job, done)
         }

@@ -286,7 +286,7 @@ pub fn run(
         progress(&name);
         let job = tempering(scheme, s.rates)?;
         let t = Instant::now();
-        let out = backend.run(&job, &|_| {})?;
+        let out = backend.run(&job, &crate::interrupt::flow)?;
         let seconds = t.elapsed().as_secs_f64();
         let (r, c) = tempering_row(model, &job, &out, name, seconds);
         methods.push(r);
@@ -345,7 +345,7 @@ pub fn run(
         };
         let job = tempering(star(rate)?, rates)?;
         let t = Instant::now();
-        let out = backend.run(&job, &|_| {})?;
+        let out = backend.run(&job, &crate::interrupt::flow)?;
         let (r, _) = tempering_row(model, &job, &out, name, t.elapsed().as_secs_f64());
         swap_sweep.push(r);
     }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::lockstep::LANES;
 use super::record::{Recorder, merge};
 use super::state::{EnsembleState, RunState};
-use super::{Backend, EngineError, EnsembleBuffers, Job, Record, RunOutput};
+use super::{Backend, EngineError, EnsembleBuffers, Flow, Job, OnProgress, Record, RunOutput};
 
 /// The CPU engine.
 #[derive(Clone, Debug, Default)]
@@ -80,7 +80,7 @@ fn run_chunk(
     from: Option<&[EnsembleState]>,
     until: u64,
     simd: Simd,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: OnProgress<'_>,
 ) -> Result<Vec<EnsembleState>, EngineError> {
     let span = Span {
         first,
@@ -109,7 +109,7 @@ pub struct Span<'s> {
 pub(crate) fn run_chunk_with<O>(
     job: &Job,
     span: Span<'_>,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: OnProgress<'_>,
     oracle: impl Fn(usize) -> O,
     explore: impl Fn(&mut Tempering<'_, f32, O>),
 ) -> Result<Vec<EnsembleState>, EngineError>
@@ -188,14 +188,15 @@ where
         }
         unreported += count as u64;
         if unreported >= PROGRESS_EVERY {
-            progress(unreported);
-            unreported = 0;
-            if crate::interrupt::requested() {
+            if progress(unreported) == Flow::Stop {
                 return Err(EngineError::Interrupted);
             }
+            unreported = 0;
         }
     }
-    progress(unreported);
+    if progress(unreported) == Flow::Stop {
+        return Err(EngineError::Interrupted);
+    }
     let progresses: Vec<_> = runs.iter().map(|t| t.progress()).collect();
     drop(runs);
     Ok(buffers
@@ -240,7 +241,7 @@ impl CpuBackend {
         job: &Job,
         from: Option<RunState>,
         until: u64,
-        progress: &(dyn Fn(u64) + Sync),
+        progress: OnProgress<'_>,
     ) -> Result<RunState, EngineError> {
         if job.ensembles == 0 {
             return Err(EngineError::Backend {
@@ -297,7 +298,7 @@ impl CpuBackend {
         job: &Job,
         from: Option<&RunState>,
         until: u64,
-        progress: &(dyn Fn(u64) + Sync),
+        progress: OnProgress<'_>,
     ) -> Result<RunState, EngineError> {
         let states = from.map(|s| s.ensembles.as_slice());
         let slice = |first: usize, count: usize| states.map(|s| &s[first..first + count]);
@@ -370,7 +371,7 @@ impl Backend for CpuBackend {
         "cpu".to_string()
     }
 
-    fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError> {
+    fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {
         let state = self.run_from(job, None, job.iterations, progress)?;
         Ok(self.finish(job, state))
     }

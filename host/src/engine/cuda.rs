@@ -44,7 +44,9 @@ use nrpt_cuda::{
     Noise, Precision, Snapshot,
 };
 
-use super::{Backend, ClassifierTarget, EngineError, EnsembleResult, Job, RunOutput, Trace};
+use super::{
+    Backend, ClassifierTarget, EngineError, EnsembleResult, Flow, Job, OnProgress, RunOutput, Trace,
+};
 use crate::targets::classifier::Classifier;
 use crate::targets::{Modes2dTarget, SumModesTarget};
 
@@ -381,11 +383,7 @@ impl<'a> Recorder<'a> {
 }
 
 impl CudaBackend {
-    fn run_job(
-        &self,
-        job: &Job,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<RunOutput, EngineError> {
+    fn run_job(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {
         match job.target.downcast_ref::<Classifier>() {
             Some(c) => {
                 let view = training_view(c)?;
@@ -407,7 +405,7 @@ impl CudaBackend {
         &self,
         job: &Job,
         mut run: impl DeviceRun,
-        progress: &(dyn Fn(u64) + Sync),
+        progress: OnProgress<'_>,
     ) -> Result<RunOutput, EngineError> {
         let mut recorder = Recorder::new(job);
         let e = job.ensembles as u64;
@@ -416,10 +414,10 @@ impl CudaBackend {
         while done < job.iterations {
             let stop = recorder.next_stop(done).min(done + chunk);
             run.advance(stop - done).map_err(engine_error)?;
-            progress(e * (stop - done));
+            let flow = progress(e * (stop - done));
             done = stop;
             recorder.observe(&run, done).map_err(engine_error)?;
-            if crate::interrupt::requested() {
+            if flow == Flow::Stop {
                 return Err(EngineError::Interrupted);
             }
         }
@@ -512,7 +510,7 @@ impl Backend for CudaBackend {
         }
     }
 
-    fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError> {
+    fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {
         if let Some(why) = self.unsupported(job) {
             return Err(EngineError::Backend {
                 backend: NAME,

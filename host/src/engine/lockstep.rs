@@ -42,10 +42,10 @@ use nrpt_core::driver::Progress;
 use nrpt_core::swap::flags;
 
 use super::EnsembleBuffers;
-use super::Job;
 use super::cpu::Simd;
 use super::record::Recorder;
 use super::state::EnsembleState;
+use super::{Flow, Job, OnProgress};
 use crate::targets::Modes2dTarget;
 
 /// Ensembles per lane group: two AVX-512 registers of `f32` (four of AVX2), which gives
@@ -767,7 +767,7 @@ pub fn run_group(
     from: Option<&[EnsembleState]>,
     until: u64,
     simd: Simd,
-    progress: &(dyn Fn(u64) + Sync),
+    progress: OnProgress<'_>,
 ) -> Result<Vec<EnsembleState>, super::EngineError> {
     let mut lanes = Lanes::new(job, first)?;
     let mut records: Vec<Recorder> = match from {
@@ -803,14 +803,15 @@ pub fn run_group(
         }
         unreported += count as u64;
         if unreported >= 1024 {
-            progress(unreported);
-            unreported = 0;
-            if crate::interrupt::requested() {
+            if progress(unreported) == Flow::Stop {
                 return Err(super::EngineError::Interrupted);
             }
+            unreported = 0;
         }
     }
-    progress(unreported);
+    if progress(unreported) == Flow::Stop {
+        return Err(super::EngineError::Interrupted);
+    }
     Ok(records
         .into_iter()
         .enumerate()

@@ -195,6 +195,26 @@ pub enum EngineError {
     },
 }
 
+/// What a progress callback answers: go on, or stop (the run then returns
+/// [`EngineError::Interrupted`] and nothing of its work). The engines poll nothing
+/// else: Ctrl-C reaches them through the callback the command gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on.
+    Continue,
+    /// Stop as soon as possible.
+    Stop,
+}
+
+/// A progress callback: called now and then with the work done since the last call
+/// (for the sampler engines, ensemble-iterations; E × iterations in all).
+pub type OnProgress<'a> = &'a (dyn Fn(u64) -> Flow + Sync);
+
+/// A progress callback that ignores the reports and never stops a run.
+pub fn unobserved(_: u64) -> Flow {
+    Flow::Continue
+}
+
 /// A way of running a [`Job`]: the CPU engine, the CUDA engine.
 pub trait Backend: Sync {
     /// Short name for reports ("cpu", "cuda").
@@ -206,6 +226,7 @@ pub trait Backend: Sync {
     }
 
     /// Runs the job; `progress(n)` is called now and then with the number of
-    /// ensemble-iterations done since the previous call (total E × iterations).
-    fn run(&self, job: &Job, progress: &(dyn Fn(u64) + Sync)) -> Result<RunOutput, EngineError>;
+    /// ensemble-iterations done since the previous call (total E × iterations), and
+    /// its answer [`Flow::Stop`] ends the run with [`EngineError::Interrupted`].
+    fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError>;
 }

@@ -47,7 +47,7 @@
 //! }
 //!
 //! let job = Job::new(Arc::new(Normal(3)), nrpt_core::TemperingOptions::default(), 8, 2, 500);
-//! let out = CpuBackend::default().run(&job, &|_| {})?;
+//! let out = CpuBackend::default().run(&job, &nrpt::engine::unobserved)?;
 //! assert_eq!(out.ensembles.len(), 2);
 //! # Ok::<(), nrpt::engine::EngineError>(())
 //! ```
@@ -61,7 +61,7 @@ use nrpt_core::target::EnergyOracle;
 
 use super::cpu::{Simd, Span};
 use super::state::EnsembleState;
-use super::{EngineError, Job};
+use super::{EngineError, Job, OnProgress};
 
 /// A posterior the engines can sample: what a user implements for their own model.
 pub trait Target: Send + Sync + fmt::Debug + 'static {
@@ -126,7 +126,7 @@ pub trait AnyTarget: Send + Sync + fmt::Debug {
         job: &Job,
         span: Span<'_>,
         simd: Simd,
-        progress: &(dyn Fn(u64) + Sync),
+        progress: OnProgress<'_>,
     ) -> Result<Vec<EnsembleState>, EngineError>;
     /// The target as `Any`, for engines and reports that know a built-in target
     /// (the CUDA kernels, the 2D toy's accuracy).
@@ -159,7 +159,7 @@ impl<T: Target> AnyTarget for T {
         job: &Job,
         span: Span<'_>,
         simd: Simd,
-        progress: &(dyn Fn(u64) + Sync),
+        progress: OnProgress<'_>,
     ) -> Result<Vec<EnsembleState>, EngineError> {
         let fast = if simd == Simd::Scalar {
             None

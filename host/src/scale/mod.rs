@@ -540,7 +540,7 @@ fn run_sampler_point(
         backend: "scale",
         message: e.to_string(),
     })?;
-    let out = backend.run(&job, &|_| {})?;
+    let out = backend.run(&job, &crate::interrupt::flow)?;
     let total = out.total_stats().round_trips;
     let at_warmup = if warmup > 0 {
         out.trace.round_trips.first().copied().unwrap_or(0)
@@ -601,7 +601,7 @@ fn run_gaussian_point(
         window,
         seed: point_seed(s.seed, chains, rule, rate),
     };
-    let out = crate::exact::run(&settings, &|_| {}).map_err(|e| {
+    let out = crate::exact::run(&settings, &crate::interrupt::flow).map_err(|e| {
         if e.downcast_ref::<EngineError>()
             .is_some_and(|x| matches!(x, EngineError::Interrupted))
         {
