@@ -150,7 +150,7 @@ fn hex(bytes: &[u8]) -> String {
 /// read with the caps of data files.
 pub fn input_digests(config: &RunConfig) -> Result<Vec<InputDigest>, crate::config::ConfigError> {
     let mut out = Vec::new();
-    if config.target != crate::config::TargetKind::Classifier {
+    if !config.target.reads("data") {
         return Ok(out);
     }
     for (key, path) in config.input_paths() {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::cli::BenchArgs;
 use crate::config::RunConfig;
 use crate::engine::{Backend, EngineError, Record};
+use crate::targets::TargetName;
 
 /// The answer of `nrpt bench`.
 #[derive(Debug, Serialize)]
@@ -56,7 +57,7 @@ pub fn run(
         ..match args.model {
             crate::cli::BenchModel::SumModes => RunConfig {
                 dim: args.dim as usize,
-                ..RunConfig::defaults_for(crate::config::TargetKind::SumModes)
+                ..RunConfig::defaults_for(TargetName::of(&crate::targets::sum_modes::SUM_MODES))
             },
             _ => RunConfig::default(),
         }
@@ -234,25 +235,7 @@ pub struct MlpReport {
     pub fma: Option<Box<MlpReport>>,
 }
 
-/// Parses `128`, `128,64`, `0` or an empty string (softmax regression).
-pub fn parse_hidden(text: &str) -> Result<Vec<usize>, crate::config::ConfigError> {
-    let bad = |t: &str| {
-        crate::config::ConfigError::new(
-            "hidden",
-            format!("`{t}` is not a list of hidden widths such as 128 or 64,32 (0: none)"),
-        )
-    };
-    let t = text.trim();
-    if t.is_empty() || t == "0" {
-        return Ok(Vec::new());
-    }
-    t.split(',')
-        .map(|w| match w.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(n),
-            _ => Err(bad(text)),
-        })
-        .collect()
-}
+pub use crate::config::parse_hidden;
 
 /// The large-matrix rate of the matrix library on every thread of the pool: the best
 /// of five n³ f32 products (n ≥ 16).

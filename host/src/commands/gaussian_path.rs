@@ -412,5 +412,5 @@ fn write_outputs(
 
 /// Whether a configuration runs this branch.
 pub fn applies(c: &RunConfig) -> bool {
-    c.target == crate::config::TargetKind::GaussianPath
+    !c.target.sgd()
 }

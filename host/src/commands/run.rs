@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::checkpoint;
 use crate::cli::RunArgs;
-use crate::config::{ConfigError, RunConfig, TargetKind};
+use crate::config::{ConfigError, RunConfig};
 use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
 use crate::engine::{Backend, Job, Record, RunOutput};
@@ -133,11 +133,12 @@ pub fn warnings(
         ));
     }
     for key in config.ignored_settings() {
-        w.push(if config.target == TargetKind::GaussianPath {
+        w.push(if !config.target.sgd() {
             format!(
-                "--{} has no effect with target gaussian-path (exact tempering: MALA, \
-                 Metropolis swaps, a β grid tuned to equal rejection)",
-                key.replace('_', "-")
+                "--{} has no effect with target {} (exact tempering: MALA, Metropolis swaps, \
+                 a β grid tuned to equal rejection)",
+                key.replace('_', "-"),
+                config.target
             )
         } else {
             format!(
@@ -201,7 +202,7 @@ pub fn load_config(args: &RunArgs) -> Result<RunConfig> {
             })?;
             RunConfig::from_toml_for(&text, args.flags.target)?
         }
-        None => RunConfig::defaults_for(args.flags.target.unwrap_or(TargetKind::Modes2d)),
+        None => RunConfig::defaults_for(args.flags.target.unwrap_or_default()),
     };
     args.flags.apply(&mut c)?;
     Ok(c)

@@ -8,9 +8,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, RunConfig, TargetKind, WindowSpec};
+use crate::config::{ConfigError, RunConfig, WindowSpec};
 use crate::engine::cpu::Simd;
 use crate::engine::{Backend, EngineError, Record};
+use crate::targets::TargetName;
 use simulator::Group;
 
 /// What is simulated at each point.
@@ -517,9 +518,9 @@ fn run_sampler_point(
     let ensembles = if s.ensembles > 0 { s.ensembles } else { 16 };
     let config = RunConfig {
         target: if s.model == Model::SumModes {
-            TargetKind::SumModes
+            TargetName::of(&crate::targets::sum_modes::SUM_MODES)
         } else {
-            TargetKind::Modes2d
+            TargetName::modes2d()
         },
         dim: s.dim,
         chains,

@@ -3,10 +3,51 @@
 
 use std::sync::Arc;
 
+use super::{Builtin, Method};
+use crate::config::{ExplorerKind, RunConfig};
 use crate::engine::{Batched, ClassifierTarget, Target};
 
 /// A classifier target as the engines hold it.
 pub type Classifier = Arc<ClassifierTarget>;
+
+/// `--target classifier`: the defaults of the deep experiment (momentum SGD, rates
+/// 0.005 to 0.02 per example, S = 0.1, buffer 0.1 per example with scale 10,
+/// γ_k = 50/(k^0.8 + 1000), 4,000 iterations, 3 ensembles, a sample every 20 iterations
+/// after 400).
+pub const CLASSIFIER: Builtin = Builtin {
+    name: "classifier",
+    about: "a Bayesian MLP (or softmax regression) on data: --data, --hidden, --batch; \
+            rates and buffer per example",
+    method: Method::Sgd,
+    keys: &[
+        "data",
+        "labels",
+        "test_data",
+        "test_labels",
+        "hidden",
+        "batch",
+        "prior_sigma",
+    ],
+    args: &[],
+    defaults: |c| RunConfig {
+        chains: 10,
+        ensembles: 3,
+        iterations: 4_000,
+        swap_rate: 0.1,
+        eta_min: 0.005,
+        eta_max: 0.02,
+        explorer: ExplorerKind::Msgd,
+        buffer: 0.1,
+        buffer_scale: 10.0,
+        gamma_b: 1000.0,
+        thin: 20,
+        warmup: 400,
+        ..c
+    },
+    // Rates and buffer are per example; the energy sums over N examples (the target's
+    // energy scale).
+    build: |c| Ok(Arc::new(Arc::clone(c.model()?.target()))),
+};
 
 impl Target for Arc<ClassifierTarget> {
     type Oracle = Batched;

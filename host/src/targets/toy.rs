@@ -1,11 +1,9 @@
-//! The synthetic targets: a potential seen only through noisy gradients and energies
-//! (nrpt-core's [`Noisy`] oracle), as the paper's 2D experiment sees its 25-mode target.
+//! A potential seen only through noisy gradients and energies (nrpt-core's [`Noisy`]
+//! oracle), as the paper's 2D experiment sees its 25-mode target: the synthetic targets
+//! `modes2d` and `sum-modes` are `Toy<P>`.
 
 use nrpt_core::target::{Modes2d, Noisy, SumModes};
 use serde::Serialize;
-
-use crate::engine::replica_lanes;
-use crate::engine::{Explore, Job, Target};
 
 /// A potential `P` behind Gaussian noise of standard deviation `noise` on every
 /// gradient coordinate and on every energy.
@@ -50,55 +48,5 @@ impl Toy<SumModes> {
             potential: SumModes { dim },
             noise,
         }
-    }
-}
-
-impl Target for Toy<Modes2d> {
-    type Oracle = Noisy<Modes2d>;
-
-    fn name(&self) -> String {
-        "modes2d".into()
-    }
-
-    fn dim(&self) -> usize {
-        2
-    }
-
-    fn oracle(&self) -> Noisy<Modes2d> {
-        self.noisy()
-    }
-
-    fn settings(&self) -> serde_json::Value {
-        serde_json::json!({ "name": "modes2d", "noise": self.noise })
-    }
-
-    fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<Modes2d>>> {
-        replica_lanes::applies(job.options.explorer)
-            .then_some(replica_lanes::explore::<Modes2d> as Explore<Noisy<Modes2d>>)
-    }
-}
-
-impl Target for Toy<SumModes> {
-    type Oracle = Noisy<SumModes>;
-
-    fn name(&self) -> String {
-        "sum-modes".into()
-    }
-
-    fn dim(&self) -> usize {
-        self.potential.dim
-    }
-
-    fn oracle(&self) -> Noisy<SumModes> {
-        self.noisy()
-    }
-
-    fn settings(&self) -> serde_json::Value {
-        serde_json::json!({ "name": "sum-modes", "dim": self.potential.dim, "noise": self.noise })
-    }
-
-    fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<SumModes>>> {
-        replica_lanes::applies(job.options.explorer)
-            .then_some(replica_lanes::explore::<SumModes> as Explore<Noisy<SumModes>>)
     }
 }

@@ -2,7 +2,6 @@
 //! same fields. Errors name the field (and its flag) and the allowed range.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -14,11 +13,11 @@ use nrpt_core::window::Scheme;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{AnyTarget, Job, Record};
-use crate::preset::{
-    LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, RuleChoices,
-    SweepOrderKind,
-};
-use crate::targets::Toy;
+use crate::targets::TargetName;
+
+mod keys;
+use crate::preset::RuleChoices;
+pub use keys::{ChainsArg, KEYS, Key, RunConfig, RunFlags, TargetArgs};
 
 /// A configuration error: which field, what is allowed, what was given.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -162,37 +161,6 @@ pub enum RuleKind {
     Metropolis,
 }
 
-/// The target distribution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum TargetKind {
-    /// The paper's 25-mode 2D target.
-    Modes2d,
-    /// A D-dimensional sum of 5-mode profiles (`dim` sets D).
-    SumModes,
-    /// A Bayesian classifier (softmax regression or MLP) on data: the bundled UCI
-    /// digits or `data` (see `hidden`, `batch`, `prior_sigma`). Learning rates, buffer
-    /// and buffer scale are then per example, for the mean loss.
-    Classifier,
-    /// Exact tempering on the Gaussian path N(0, I_D) → N(0, I_D/10) (`dim` sets D):
-    /// MALA explorers, Metropolis swaps between inverse temperatures β, the grid of β
-    /// tuned to equal rejection, and the communication barrier Λ and log Z, whose
-    /// closed forms are reported beside the estimates. `auto_chains` chooses P.
-    GaussianPath,
-}
-
-impl TargetKind {
-    /// The spelling of the flag and the TOML value.
-    pub fn name(self) -> &'static str {
-        match self {
-            TargetKind::Modes2d => "modes2d",
-            TargetKind::SumModes => "sum-modes",
-            TargetKind::Classifier => "classifier",
-            TargetKind::GaussianPath => "gaussian-path",
-        }
-    }
-}
-
 impl ExplorerKind {
     /// The spelling of the flag and the TOML value.
     pub fn name(self) -> &'static str {
@@ -204,154 +172,8 @@ impl ExplorerKind {
     }
 }
 
-/// Every field of a run. Field names are the TOML keys; each has a flag with dashes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RunConfig {
-    /// Target distribution.
-    pub target: TargetKind,
-    /// Dimension of `sum-modes` (ignored for `modes2d`, which is 2).
-    pub dim: usize,
-    /// Chains per ensemble (P).
-    pub chains: usize,
-    /// `gaussian-path`: choose P from a pilot run's barrier Λ̂ (flag: `--chains auto`),
-    /// P − 1 ≈ 2Λ̂ (the most round trips per chain-iteration); `chains` is then unused.
-    pub auto_chains: bool,
-    /// Independent ensembles (E).
-    pub ensembles: usize,
-    /// Iterations.
-    pub iterations: u64,
-    /// Swap window: a number, `opt`, `paper` or `seo`.
-    pub window: WindowSpec,
-    /// Swap rule.
-    pub rule: RuleKind,
-    /// Target swap rate S of every adjacent pair.
-    pub swap_rate: f64,
-    /// Smallest learning rate (the target level).
-    pub eta_min: f64,
-    /// Largest learning rate (the hottest explorer).
-    pub eta_max: f64,
-    /// Exploration kernel.
-    pub explorer: ExplorerKind,
-    /// Momentum of `msgd`.
-    pub momentum: f64,
-    /// Initial correction buffer C.
-    pub buffer: f64,
-    /// Standard deviation of the noise on gradients and energies.
-    pub noise: f64,
-    /// Adapt the learning-rate ladder.
-    pub adapt_ladder: bool,
-    /// Adapt the correction buffer.
-    pub adapt_buffer: bool,
-    /// Step-size numerator a of γ_k = a / (k^α + b).
-    pub gamma_a: f64,
-    /// Step-size exponent α.
-    pub gamma_alpha: f64,
-    /// Step-size offset b.
-    pub gamma_b: f64,
-    /// Buffer update scale.
-    pub buffer_scale: f64,
-    /// Random seed.
-    pub seed: u32,
-    /// The rules: `paper` (the default) or `authors-code`; the keys below override it.
-    pub preset: Preset,
-    /// Energies of a pair test: `per-level` or `fresh-per-test` (default: the preset's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pair_energies: Option<PairEnergiesKind>,
-    /// Order of the pair tests: `simultaneous` or `sequential`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sweep_order: Option<SweepOrderKind>,
-    /// Ladder update: `jacobi` or `in-place`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ladder_update: Option<LadderUpdateKind>,
-    /// Buffer projection: `non-negative` or `unprojected`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub buffer_projection: Option<ProjectionKind>,
-    /// Momentum of swapped msgd replicas: `reset` or `carry`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub momentum_on_swap: Option<MomentumKind>,
-    /// Round the initial learning rates to this many decimals (0: no rounding).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ladder_decimals: Option<u8>,
-    /// Run iterations 0 … N inclusive (N + 1 of them), as the authors' loops do.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub inclusive_iterations: Option<bool>,
-    /// Classifier: training data, a CSV file (label last) or a `.npy` features file
-    /// (default: the bundled UCI digits).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<PathBuf>,
-    /// Classifier: labels of a `.npy` `data` file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub labels: Option<PathBuf>,
-    /// Classifier: test data (default: every 4th example of `data`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub test_data: Option<PathBuf>,
-    /// Classifier: labels of a `.npy` `test_data` file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub test_labels: Option<PathBuf>,
-    /// Classifier: hidden widths (empty: softmax regression).
-    pub hidden: Vec<usize>,
-    /// Classifier: examples per mini-batch.
-    pub batch: usize,
-    /// Classifier: standard deviation of the Gaussian prior on every weight.
-    pub prior_sigma: f64,
-    /// Keep a target-level sample every `thin` iterations.
-    pub thin: u64,
-    /// Iterations before the first kept sample.
-    pub warmup: u64,
-    /// Output folder.
-    pub out: PathBuf,
-}
-
-impl Default for RunConfig {
-    /// The paper's 2D experiment with the optimal window, 5 ensembles.
-    fn default() -> Self {
-        RunConfig {
-            target: TargetKind::Modes2d,
-            dim: 2,
-            chains: 16,
-            auto_chains: false,
-            ensembles: 5,
-            iterations: 20_000,
-            window: WindowSpec::Optimal,
-            rule: RuleKind::Buffered,
-            swap_rate: 0.4,
-            eta_min: 0.003,
-            eta_max: 0.6,
-            explorer: ExplorerKind::Sgd,
-            momentum: 0.9,
-            buffer: 4.0,
-            noise: 2.0,
-            adapt_ladder: true,
-            adapt_buffer: true,
-            gamma_a: 50.0,
-            gamma_alpha: 0.8,
-            gamma_b: 500.0,
-            buffer_scale: 1.0,
-            seed: 0,
-            preset: Preset::Paper,
-            pair_energies: None,
-            sweep_order: None,
-            ladder_update: None,
-            buffer_projection: None,
-            momentum_on_swap: None,
-            ladder_decimals: None,
-            inclusive_iterations: None,
-            data: None,
-            labels: None,
-            test_data: None,
-            test_labels: None,
-            hidden: vec![64],
-            batch: 64,
-            prior_sigma: 1.0,
-            thin: 10,
-            warmup: 100,
-            out: PathBuf::from("nrpt-out"),
-        }
-    }
-}
-
-fn in_range<T: PartialOrd + fmt::Display + Copy>(
+/// Checks that `value` lies in `lo ..= hi`; the error names `field`.
+pub(crate) fn in_range<T: PartialOrd + fmt::Display + Copy>(
     field: &str,
     value: T,
     lo: T,
@@ -398,45 +220,19 @@ pub const MAX_CHAINS: usize = 65_536;
 pub const MAX_DIM: usize = 1 << 20;
 
 impl RunConfig {
-    /// The defaults for a target: the paper's 2D settings for the toys; for a
-    /// classifier, the deep experiment's (momentum SGD, rates 0.005 to 0.02 per
-    /// example, S = 0.1, buffer 0.1 per example with scale 10, γ_k = 50/(k^0.8 + 1000),
-    /// 4,000 iterations, 3 ensembles, a sample every 20 iterations after 400).
-    pub fn defaults_for(target: TargetKind) -> Self {
-        let toy = RunConfig::default();
-        match target {
-            TargetKind::Modes2d | TargetKind::SumModes => RunConfig { target, ..toy },
-            // Vanilla DEO: with exact swaps a window W > 1 lets a rejected pair try again
-            // within the window, which biases the levels' distributions (see
-            // `commands::gaussian_path`).
-            TargetKind::GaussianPath => RunConfig {
-                target,
-                window: WindowSpec::Fixed(1),
-                ..toy
-            },
-            TargetKind::Classifier => RunConfig {
-                target,
-                chains: 10,
-                ensembles: 3,
-                iterations: 4_000,
-                swap_rate: 0.1,
-                eta_min: 0.005,
-                eta_max: 0.02,
-                explorer: ExplorerKind::Msgd,
-                buffer: 0.1,
-                buffer_scale: 10.0,
-                gamma_b: 1000.0,
-                thin: 20,
-                warmup: 400,
-                ..toy
-            },
-        }
+    /// The defaults for a target: the paper's 2D settings, with the target's own over
+    /// them (its registration's `defaults`; a classifier's are the deep experiment's).
+    pub fn defaults_for(target: TargetName) -> Self {
+        (target.builtin().defaults)(RunConfig {
+            target,
+            ..RunConfig::default()
+        })
     }
 
     /// Reads a TOML file (every key optional; unknown keys are errors). Keys absent
     /// take the defaults of the file's `target` ([`RunConfig::defaults_for`]), or of
     /// `target` when given (a flag wins over the file).
-    pub fn from_toml_for(text: &str, target: Option<TargetKind>) -> Result<Self, ConfigError> {
+    pub fn from_toml_for(text: &str, target: Option<TargetName>) -> Result<Self, ConfigError> {
         let error = |message: String| ConfigError {
             field: "config file".to_string(),
             flag: "config".to_string(),
@@ -454,7 +250,7 @@ impl RunConfig {
                 .clone()
                 .try_into()
                 .map_err(|e: toml::de::Error| error(format!("target: {}", e.message())))?,
-            (None, None) => TargetKind::Modes2d,
+            (None, None) => TargetName::modes2d(),
         };
         let mut base = toml::Table::try_from(RunConfig::defaults_for(kind))
             .map_err(|e| error(e.to_string()))?;
@@ -550,23 +346,9 @@ impl RunConfig {
         positive("gamma_alpha", self.gamma_alpha)?;
         positive("gamma_b", self.gamma_b)?;
         positive("buffer_scale", self.buffer_scale)?;
-        let target: Arc<dyn AnyTarget> = match self.target {
-            TargetKind::Modes2d => Arc::new(Toy::modes2d(self.noise)),
-            TargetKind::SumModes => {
-                in_range("dim", self.dim, 1, MAX_DIM)?;
-                Arc::new(Toy::sum_modes(self.dim, self.noise))
-            }
-            // Rates and buffer are per example; the energy sums over N examples (the
-            // target's energy scale).
-            TargetKind::Classifier => Arc::new(Arc::clone(self.model()?.target())),
-            TargetKind::GaussianPath => {
-                return Err(ConfigError::new(
-                    "target",
-                    "gaussian-path runs exact tempering (`nrpt run --target gaussian-path`), \
-                     not the SGD engine",
-                ));
-            }
-        };
+        let builtin = self.target.builtin();
+        builtin.check_args(self)?;
+        let target: Arc<dyn AnyTarget> = (builtin.build)(self)?;
         check_memory(self, &record, target.dim())?;
         let scale = target.energy_scale();
         if self.rule == RuleKind::Metropolis && self.explorer != ExplorerKind::Sgld {
@@ -685,15 +467,16 @@ fn check_memory(c: &RunConfig, record: &Record, dim: usize) -> Result<(), Config
     let states = c.chains as u128 * c.ensembles as u128 * dim as u128;
     if states > MAX_VALUES {
         // Blame what makes a chain large when one chain alone is (the network, or D).
-        let (field, lower) = match c.target {
-            TargetKind::Classifier if (dim as u128) * 2 > MAX_VALUES / c.chains as u128 => (
+        let one_chain_too_large = (dim as u128) * 2 > MAX_VALUES / c.chains as u128;
+        let (field, lower) = if one_chain_too_large && c.target.reads("hidden") {
+            (
                 "hidden",
                 "smaller --hidden layers (a network of that many parameters does not fit)",
-            ),
-            TargetKind::SumModes if (dim as u128) * 2 > MAX_VALUES / c.chains as u128 => {
-                ("dim", "a smaller --dim")
-            }
-            _ => ("ensembles", "lower --ensembles or --chains"),
+            )
+        } else if one_chain_too_large && c.target.reads("dim") {
+            ("dim", "a smaller --dim")
+        } else {
+            ("ensembles", "lower --ensembles or --chains")
         };
         return Err(ConfigError::new(
             field,
@@ -736,88 +519,39 @@ impl RunConfig {
     /// the TOML keys.
     pub fn ignored_settings(&self) -> Vec<&'static str> {
         let d = RunConfig::defaults_for(self.target);
-        let mut ignored = Vec::new();
-        if self.target == TargetKind::GaussianPath {
-            // Exact tempering: a β grid tuned to equal rejection, MALA, Metropolis swaps.
-            let keys: [(&'static str, bool); 27] = [
-                ("chains", self.auto_chains && self.chains != d.chains),
-                ("rule", self.rule != d.rule),
-                ("swap_rate", self.swap_rate != d.swap_rate),
-                ("eta_min", self.eta_min != d.eta_min),
-                ("eta_max", self.eta_max != d.eta_max),
-                ("explorer", self.explorer != d.explorer),
-                ("momentum", self.momentum != d.momentum),
-                ("buffer", self.buffer != d.buffer),
-                ("noise", self.noise != d.noise),
-                ("adapt_ladder", self.adapt_ladder != d.adapt_ladder),
-                ("adapt_buffer", self.adapt_buffer != d.adapt_buffer),
-                ("gamma_a", self.gamma_a != d.gamma_a),
-                ("gamma_alpha", self.gamma_alpha != d.gamma_alpha),
-                ("gamma_b", self.gamma_b != d.gamma_b),
-                ("buffer_scale", self.buffer_scale != d.buffer_scale),
-                ("preset", self.preset != d.preset),
-                ("pair_energies", self.pair_energies.is_some()),
-                ("sweep_order", self.sweep_order.is_some()),
-                ("ladder_update", self.ladder_update.is_some()),
-                ("buffer_projection", self.buffer_projection.is_some()),
-                ("momentum_on_swap", self.momentum_on_swap.is_some()),
-                ("ladder_decimals", self.ladder_decimals.is_some()),
-                ("inclusive_iterations", self.inclusive_iterations.is_some()),
-                ("thin", self.thin != d.thin),
-                ("warmup", self.warmup != d.warmup),
-                ("hidden", self.hidden != d.hidden),
-                ("batch", self.batch != d.batch),
-            ];
-            ignored.extend(keys.iter().filter(|(_, set)| *set).map(|(k, _)| *k));
-            let data = [
-                ("data", self.data.is_some()),
-                ("labels", self.labels.is_some()),
-                ("test_data", self.test_data.is_some()),
-                ("test_labels", self.test_labels.is_some()),
-                ("prior_sigma", self.prior_sigma != d.prior_sigma),
-            ];
-            ignored.extend(data.iter().filter(|(_, set)| *set).map(|(k, _)| *k));
-            return ignored;
-        }
-        let classifier = self.target == TargetKind::Classifier;
-        if self.target != TargetKind::SumModes && self.dim != d.dim {
-            ignored.push("dim");
-        }
-        if self.explorer != ExplorerKind::Msgd && self.momentum != d.momentum {
-            ignored.push("momentum");
-        }
-        if self.explorer != ExplorerKind::Msgd && self.momentum_on_swap.is_some() {
-            ignored.push("momentum_on_swap");
-        }
-        if classifier && self.noise != d.noise {
-            ignored.push("noise");
-        }
-        if !classifier {
-            let keys: [(&'static str, bool); 7] = [
-                ("data", self.data.is_some()),
-                ("labels", self.labels.is_some()),
-                ("test_data", self.test_data.is_some()),
-                ("test_labels", self.test_labels.is_some()),
-                ("hidden", self.hidden != d.hidden),
-                ("batch", self.batch != d.batch),
-                ("prior_sigma", self.prior_sigma != d.prior_sigma),
-            ];
-            ignored.extend(keys.iter().filter(|(_, set)| *set).map(|(k, _)| *k));
-        }
-        let buffered = self.rule == RuleKind::Buffered;
-        if !buffered && self.buffer != d.buffer {
-            ignored.push("buffer");
-        }
-        if !(buffered && self.adapt_buffer) && self.buffer_scale != d.buffer_scale {
-            ignored.push("buffer_scale");
-        }
-        ignored
+        KEYS.iter()
+            .filter(|k| !(k.used)(self) && (k.differs)(self, &d))
+            .map(|k| k.name)
+            .collect()
     }
+}
+
+/// Parses `--hidden`: widths separated by commas (`128`, `64,32`), `0` or nothing for
+/// none (softmax regression).
+pub fn parse_hidden(text: &str) -> Result<Vec<usize>, ConfigError> {
+    let bad = |t: &str| {
+        ConfigError::new(
+            "hidden",
+            format!("`{t}` is not a list of hidden widths such as 128 or 64,32 (0: none)"),
+        )
+    };
+    let t = text.trim();
+    if t.is_empty() || t == "0" {
+        return Ok(Vec::new());
+    }
+    t.split(',')
+        .map(|w| match w.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(bad(text)),
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preset::{Preset, SweepOrderKind};
+    use crate::targets::Toy;
 
     #[test]
     fn defaults_are_the_paper_settings() {
@@ -932,13 +666,14 @@ mod tests {
         assert_eq!(job.target.name(), "classifier");
         assert_eq!(job.target.energy_scale(), n);
         // A flag's target wins over the file's, and the toy keeps its defaults.
-        let t = RunConfig::from_toml_for("chains = 4", Some(TargetKind::Classifier)).unwrap();
+        let classifier = TargetName::named("classifier");
+        let t = RunConfig::from_toml_for("chains = 4", classifier).unwrap();
         assert_eq!(t.eta_max, 0.02);
         assert_eq!(RunConfig::from_toml("chains = 4").unwrap().eta_max, 0.6);
         let e = RunConfig {
-            target: TargetKind::Classifier,
+            target: TargetName::named("classifier").unwrap(),
             batch: 0,
-            ..RunConfig::defaults_for(TargetKind::Classifier)
+            ..RunConfig::defaults_for(TargetName::named("classifier").unwrap())
         };
         assert_eq!(e.job(Record::NOTHING).unwrap_err().field, "batch");
     }

@@ -1,0 +1,372 @@
+//! Every key of a run's configuration, declared once: its TOML key (the field name), its
+//! flag (the name with dashes) and clap settings, its type and default, its help (the
+//! doc comment, shown by `--help` and listed in `KEYS`), how a flag's value is applied,
+//! and when the key is used (a key set to a value other than the target's default but
+//! unused gives a "has no effect" warning). From this one list the [`keys!`] macro makes
+//! [`RunConfig`], its `Default`, the flags [`RunFlags`] with [`RunFlags::apply`], and
+//! [`KEYS`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::{ConfigError, ExplorerKind, RuleKind, WindowSpec, parse_hidden};
+use crate::preset::{
+    LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, SweepOrderKind,
+};
+use crate::targets::TargetName;
+
+/// One configuration key, as [`KEYS`] lists it.
+#[derive(Clone, Copy)]
+pub struct Key {
+    /// The TOML key.
+    pub name: &'static str,
+    /// Its help text (as `--help` shows it).
+    pub help: &'static str,
+    /// Whether a configuration uses it.
+    pub used: fn(&RunConfig) -> bool,
+    /// Whether two configurations differ in it.
+    pub differs: fn(&RunConfig, &RunConfig) -> bool,
+}
+
+impl Key {
+    /// The flag, with its dashes (`--swap-rate`).
+    pub fn flag(&self) -> String {
+        format!("--{}", self.name.replace('_', "-"))
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Key").field("name", &self.name).finish()
+    }
+}
+
+/// Makes the configuration, its flags and its key list from one declaration per key:
+///
+/// ```text
+/// /// help
+/// name: Type = default, [serde attributes], flag FlagType [clap attributes]
+///     => |config, value| apply, used |config| condition;
+/// ```
+macro_rules! keys {
+    ($(
+        $(#[doc = $doc:literal])*
+        $field:ident : $ty:ty = $default:expr,
+        [$($serde:meta),*],
+        flag $fty:ty [$($arg:tt)*] => $apply:expr,
+        used $used:expr;
+    )*) => {
+        /// Every field of a run. Field names are the TOML keys; each has a flag with
+        /// dashes. See `config::keys` for the declaration of each.
+        #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct RunConfig {
+            $(
+                $(#[doc = $doc])*
+                $(#[serde($serde)])*
+                pub $field: $ty,
+            )*
+        }
+
+        impl Default for RunConfig {
+            /// The paper's 2D experiment with the optimal window, 5 ensembles.
+            fn default() -> Self {
+                RunConfig { $($field: $default,)* }
+            }
+        }
+
+        /// The run configuration as flags; each overrides the same key of `--config`.
+        /// Keys not given take the defaults of the target (`modes2d`: the paper's 2D
+        /// settings; `classifier`: see `nrpt deep`), shown in brackets.
+        #[derive(Debug, clap::Args, Default)]
+        pub struct RunFlags {
+            $(
+                $(#[doc = $doc])*
+                #[arg($($arg)*)]
+                pub $field: Option<$fty>,
+            )*
+        }
+
+        impl RunFlags {
+            /// Applies every given flag on top of `c` (an error names a flag whose text
+            /// does not parse).
+            pub fn apply(&self, c: &mut RunConfig) -> Result<(), ConfigError> {
+                $(
+                    if let Some(v) = self.$field.clone() {
+                        let apply: fn(&mut RunConfig, $fty) -> Result<(), ConfigError> = $apply;
+                        apply(c, v)?;
+                    }
+                )*
+                Ok(())
+            }
+        }
+
+        /// Every configuration key, in the order of the declaration.
+        pub const KEYS: &[Key] = &[$(
+            Key {
+                name: stringify!($field),
+                help: concat!($($doc, "\n"),*),
+                used: $used,
+                differs: |a, b| a.$field != b.$field,
+            },
+        )*];
+    };
+}
+
+/// A value for every configuration: applied as given.
+macro_rules! set {
+    ($field:ident) => {
+        |c, v| {
+            c.$field = v;
+            Ok(())
+        }
+    };
+    (Some $field:ident) => {
+        |c, v| {
+            c.$field = Some(v);
+            Ok(())
+        }
+    };
+}
+
+/// Used by the SGD tempering engines (not by exact tempering).
+fn sgd(c: &RunConfig) -> bool {
+    c.target.sgd()
+}
+
+keys! {
+    /// What to sample: one of the built-in targets listed below [modes2d]. Each takes
+    /// its own defaults for the keys not given (a classifier's rates are per example).
+    target: TargetName = TargetName::modes2d(), [],
+        flag TargetName [long, value_enum] => set!(target),
+        used |_| true;
+    /// Dimension D of `sum-modes`, `mixture` and `gaussian-path` [2].
+    dim: usize = 2, [],
+        flag usize [long] => set!(dim),
+        used |c| c.target.reads("dim");
+    /// Chains per ensemble P, 2 to 65536 [16; classifier 10]; `auto` (gaussian-path)
+    /// chooses P − 1 ≈ 2Λ̂ from a pilot run's communication barrier.
+    chains: usize = 16, [],
+        flag ChainsArg [long, short = 'p', value_name = "P"] => |c, v| {
+            match v {
+                ChainsArg::Count(p) => {
+                    c.chains = p;
+                    c.auto_chains = false;
+                }
+                ChainsArg::Auto => c.auto_chains = true,
+            }
+            Ok(())
+        },
+        used |c| !c.auto_chains;
+    /// Choose P from a pilot run (gaussian-path; the flag is `--chains auto`).
+    auto_chains: bool = false, [],
+        flag bool [long, hide = true, value_name = "BOOL"] => set!(auto_chains),
+        used |_| true;
+    /// Independent ensembles E, run in parallel and pooled [5; classifier 3].
+    ensembles: usize = 5, [],
+        flag usize [long, short = 'e', value_name = "E", alias = "seeds"] => set!(ensembles),
+        used |_| true;
+    /// Iterations [20000; classifier 4000].
+    iterations: u64 = 20_000, [],
+        flag u64 [long, short = 'n', value_name = "N", alias = "iters"] => set!(iterations),
+        used |_| true;
+    /// Swap window: iterations (1 = vanilla DEO), `opt` (exact W⋆), `paper` (the
+    /// paper's asymptotic formula) or `seo` (reversible baseline) [opt; gaussian-path 1].
+    window: WindowSpec = WindowSpec::Optimal, [],
+        flag WindowSpec [long, short = 'w'] => set!(window),
+        used |_| true;
+    /// Swap rule: `buffered` (for SGD explorers) or `metropolis` (needs sgld).
+    rule: RuleKind = RuleKind::Buffered, [],
+        flag RuleKind [long, value_enum] => set!(rule),
+        used sgd;
+    /// Target swap rate S, strictly between 0 and 1 [0.4; classifier 0.1].
+    swap_rate: f64 = 0.4, [],
+        flag f64 [long, short = 's', value_name = "S"] => set!(swap_rate),
+        used sgd;
+    /// Smallest learning rate (the target level), > 0 [0.003; classifier 0.005 per
+    /// example].
+    eta_min: f64 = 0.003, [],
+        flag f64 [long] => set!(eta_min),
+        used sgd;
+    /// Largest learning rate (the hottest explorer), > eta-min [0.6; classifier 0.02].
+    eta_max: f64 = 0.6, [],
+        flag f64 [long] => set!(eta_max),
+        used sgd;
+    /// Explorers: `sgd` (the paper's), `sgld` or `msgd` (momentum).
+    explorer: ExplorerKind = ExplorerKind::Sgd, [],
+        flag ExplorerKind [long, value_enum] => set!(explorer),
+        used sgd;
+    /// Momentum of msgd, in [0, 1).
+    momentum: f64 = 0.9, [],
+        flag f64 [long] => set!(momentum),
+        used |c| sgd(c) && c.explorer == ExplorerKind::Msgd;
+    /// Initial correction buffer C of the buffered rule, >= 0.
+    buffer: f64 = 4.0, [],
+        flag f64 [long] => set!(buffer),
+        used |c| sgd(c) && c.rule == RuleKind::Buffered;
+    /// Noise scale of the stochastic gradients and energies, >= 0.
+    noise: f64 = 2.0, [],
+        flag f64 [long] => set!(noise),
+        used |c| c.target.reads("noise");
+    /// Adapt the learning-rate ladder (true/false).
+    adapt_ladder: bool = true, [],
+        flag bool [long] => set!(adapt_ladder),
+        used sgd;
+    /// Adapt the correction buffer (true/false).
+    adapt_buffer: bool = true, [],
+        flag bool [long] => set!(adapt_buffer),
+        used sgd;
+    /// Step sizes γ_k = a / (k^α + b): a.
+    gamma_a: f64 = 50.0, [],
+        flag f64 [long] => set!(gamma_a),
+        used sgd;
+    /// Step sizes: α.
+    gamma_alpha: f64 = 0.8, [],
+        flag f64 [long] => set!(gamma_alpha),
+        used sgd;
+    /// Step sizes: b.
+    gamma_b: f64 = 500.0, [],
+        flag f64 [long] => set!(gamma_b),
+        used sgd;
+    /// Scale of the buffer's updates.
+    buffer_scale: f64 = 1.0, [],
+        flag f64 [long] => set!(buffer_scale),
+        used |c| sgd(c) && c.rule == RuleKind::Buffered && c.adapt_buffer;
+    /// Random seed (0 to 4294967295).
+    seed: u32 = 0, [],
+        flag u32 [long] => set!(seed),
+        used |_| true;
+    /// The variant of the rules: `paper` (the default: the paper's equations) or
+    /// `authors-code` (the authors' 2D notebook: fresh energies per pair test, one
+    /// sequential pass, rounded initial ladder, unprojected buffer, iterations 0…N).
+    /// The rule flags below override single rules of the preset.
+    preset: Preset = Preset::Paper, [],
+        flag Preset [long, value_enum] => set!(preset),
+        used sgd;
+    /// Energies of a pair test: one per level (`per-level`) or a fresh draw for each
+    /// side of each test (`fresh-per-test`).
+    pair_energies: Option<PairEnergiesKind> = None, [skip_serializing_if = "Option::is_none"],
+        flag PairEnergiesKind [long, value_enum] => set!(Some pair_energies),
+        used sgd;
+    /// Pair tests from the pre-swap states (`simultaneous`) or in one pass that sees
+    /// the swaps below (`sequential`).
+    sweep_order: Option<SweepOrderKind> = None, [skip_serializing_if = "Option::is_none"],
+        flag SweepOrderKind [long, value_enum] => set!(Some sweep_order),
+        used sgd;
+    /// Ladder update: from the previous ladder (`jacobi`) or in place, clamped
+    /// (`in-place`).
+    ladder_update: Option<LadderUpdateKind> = None, [skip_serializing_if = "Option::is_none"],
+        flag LadderUpdateKind [long, value_enum] => set!(Some ladder_update),
+        used sgd;
+    /// Keep the buffer C ≥ 0 (`non-negative`) or not (`unprojected`).
+    buffer_projection: Option<ProjectionKind> = None, [skip_serializing_if = "Option::is_none"],
+        flag ProjectionKind [long, value_enum] => set!(Some buffer_projection),
+        used sgd;
+    /// msgd explorers after a swap: zero velocity (`reset`) or keep it (`carry`).
+    momentum_on_swap: Option<MomentumKind> = None, [skip_serializing_if = "Option::is_none"],
+        flag MomentumKind [long, value_enum] => set!(Some momentum_on_swap),
+        used |c| sgd(c) && c.explorer == ExplorerKind::Msgd;
+    /// Round the initial learning rates to this many decimals (0: no rounding).
+    ladder_decimals: Option<u8> = None, [skip_serializing_if = "Option::is_none"],
+        flag u8 [long, value_name = "D"] => set!(Some ladder_decimals),
+        used sgd;
+    /// Run iterations 0…N inclusive (N + 1 of them), as the authors' loops do.
+    inclusive_iterations: Option<bool> = None, [skip_serializing_if = "Option::is_none"],
+        flag bool [long, value_name = "BOOL"] => set!(Some inclusive_iterations),
+        used sgd;
+    /// Classifier: training data, CSV (label last; `.gz` accepted) or `.npy` features
+    /// (default: the bundled UCI digits).
+    data: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
+        flag PathBuf [long, value_name = "FILE"] => set!(Some data),
+        used |c| c.target.reads("data");
+    /// Classifier: labels of a `.npy` --data file.
+    labels: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
+        flag PathBuf [long, value_name = "FILE"] => set!(Some labels),
+        used |c| c.target.reads("labels");
+    /// Classifier: test data (default: every 4th example of --data).
+    test_data: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
+        flag PathBuf [long, value_name = "FILE"] => set!(Some test_data),
+        used |c| c.target.reads("test_data");
+    /// Classifier: labels of a `.npy` --test-data file.
+    test_labels: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
+        flag PathBuf [long, value_name = "FILE"] => set!(Some test_labels),
+        used |c| c.target.reads("test_labels");
+    /// Classifier: hidden widths, comma-separated (`0`: softmax regression) [64].
+    hidden: Vec<usize> = vec![64], [],
+        flag String [long, value_name = "H1,H2,…"] => |c, v| {
+            c.hidden = parse_hidden(&v)?;
+            Ok(())
+        },
+        used |c| c.target.reads("hidden");
+    /// Classifier: examples per mini-batch [64].
+    batch: usize = 64, [],
+        flag usize [long] => set!(batch),
+        used |c| c.target.reads("batch");
+    /// Classifier: standard deviation of the Gaussian prior on every weight [1].
+    prior_sigma: f64 = 1.0, [],
+        flag f64 [long] => set!(prior_sigma),
+        used |c| c.target.reads("prior_sigma");
+    /// A parameter of the target's own, NAME=VALUE (repeat the flag for several; TOML:
+    /// a table `[target_args]`); `mixture` takes `components` and `separation`.
+    target_args: BTreeMap<String, f64> = BTreeMap::new(), [skip_serializing_if = "BTreeMap::is_empty"],
+        flag Vec<TargetArgs> [long = "target-arg", value_name = "NAME=VALUE",
+                              action = clap::ArgAction::Append] => |c, v| {
+            for pair in v {
+                c.target_args.extend(pair.0);
+            }
+            Ok(())
+        },
+        used |c| !c.target.builtin().args.is_empty();
+    /// Keep a target-level sample every `thin` iterations (0: none) [10; classifier 20].
+    thin: u64 = 10, [],
+        flag u64 [long] => set!(thin),
+        used sgd;
+    /// Iterations before the first kept sample [100; classifier 400].
+    warmup: u64 = 100, [],
+        flag u64 [long] => set!(warmup),
+        used sgd;
+    /// Output folder [nrpt-out], replaced whole when the run ends: an empty folder or
+    /// one nrpt wrote (see --force).
+    out: PathBuf = PathBuf::from("nrpt-out"), [],
+        flag PathBuf [long, short = 'o', value_name = "DIR"] => set!(out),
+        used |_| true;
+}
+
+/// The value of `--chains`: a number or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainsArg {
+    /// P chains.
+    Count(usize),
+    /// Chosen by the run (gaussian-path).
+    Auto,
+}
+
+impl std::str::FromStr for ChainsArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(ChainsArg::Auto);
+        }
+        s.parse()
+            .map(ChainsArg::Count)
+            .map_err(|_| format!("`{s}` is neither a number of chains nor `auto`"))
+    }
+}
+
+/// The values of `--target-arg NAME=VALUE` (one pair per flag; the flag may repeat).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TargetArgs(pub BTreeMap<String, f64>);
+
+impl std::str::FromStr for TargetArgs {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, value) = s
+            .split_once('=')
+            .ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+        let v: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{value}` is not a number (in `{s}`)"))?;
+        Ok(TargetArgs(BTreeMap::from([(name.trim().to_string(), v)])))
+    }
+}

@@ -1,0 +1,46 @@
+//! The paper's 25-mode 2D target behind noise (`--target modes2d`, the default).
+
+use std::sync::Arc;
+
+use nrpt_core::target::{Modes2d, Noisy};
+
+use super::{Builtin, Method, Toy};
+use crate::engine::replica_lanes;
+use crate::engine::{Explore, Job, Target};
+
+/// `--target modes2d`.
+pub const MODES2D: Builtin = Builtin {
+    name: "modes2d",
+    about: "the paper's 25-mode 2D target, seen through noise of scale --noise",
+    method: Method::Sgd,
+    keys: &["noise"],
+    args: &[],
+    defaults: |c| c,
+    build: |c| Ok(Arc::new(Toy::modes2d(c.noise))),
+};
+
+impl Target for Toy<Modes2d> {
+    type Oracle = Noisy<Modes2d>;
+
+    fn name(&self) -> String {
+        "modes2d".into()
+    }
+
+    fn dim(&self) -> usize {
+        2
+    }
+
+    fn oracle(&self) -> Noisy<Modes2d> {
+        self.noisy()
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({ "name": "modes2d", "noise": self.noise })
+    }
+
+    fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<Modes2d>>> {
+        replica_lanes::applies(job.options.explorer)
+            .then_some(replica_lanes::explore::<Modes2d> as Explore<Noisy<Modes2d>>)
+    }
+}
+

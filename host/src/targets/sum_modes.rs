@@ -1,0 +1,49 @@
+//! The D-dimensional sum of 5-mode profiles behind noise (`--target sum-modes`).
+
+use std::sync::Arc;
+
+use nrpt_core::target::{Noisy, SumModes};
+
+use super::{Builtin, Method, Toy};
+use crate::config::{MAX_DIM, in_range};
+use crate::engine::replica_lanes;
+use crate::engine::{Explore, Job, Target};
+
+/// `--target sum-modes`.
+pub const SUM_MODES: Builtin = Builtin {
+    name: "sum-modes",
+    about: "Σ_j 0.2 x_j² − 2 cos 2πx_j in --dim dimensions (5^D modes), seen through noise",
+    method: Method::Sgd,
+    keys: &["dim", "noise"],
+    args: &[],
+    defaults: |c| c,
+    build: |c| {
+        in_range("dim", c.dim, 1, MAX_DIM)?;
+        Ok(Arc::new(Toy::sum_modes(c.dim, c.noise)))
+    },
+};
+
+impl Target for Toy<SumModes> {
+    type Oracle = Noisy<SumModes>;
+
+    fn name(&self) -> String {
+        "sum-modes".into()
+    }
+
+    fn dim(&self) -> usize {
+        self.potential.dim
+    }
+
+    fn oracle(&self) -> Noisy<SumModes> {
+        self.noisy()
+    }
+
+    fn settings(&self) -> serde_json::Value {
+        serde_json::json!({ "name": "sum-modes", "dim": self.potential.dim, "noise": self.noise })
+    }
+
+    fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<SumModes>>> {
+        replica_lanes::applies(job.options.explorer)
+            .then_some(replica_lanes::explore::<SumModes> as Explore<Noisy<SumModes>>)
+    }
+}
