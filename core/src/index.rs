@@ -123,18 +123,6 @@ pub fn initial_trip_state(level: usize, top: usize) -> TripState {
     }
 }
 
-/// Exchanges the replicas at levels `pair` and `pair + 1` (buffers checked by the
-/// caller: `pair + 1 < P`, a permutation and its inverse).
-#[inline]
-pub(crate) fn swap_levels(pair: usize, replica_at: &mut [u32], level_of: &mut [u32]) {
-    let a = replica_at[pair];
-    let b = replica_at[pair + 1];
-    replica_at[pair] = b;
-    replica_at[pair + 1] = a;
-    level_of[b as usize] = pair as u32;
-    level_of[a as usize] = (pair + 1) as u32;
-}
-
 /// Updates the standard round-trip phase of a replica that has just arrived at
 /// `level` (`top = P − 1`).
 #[inline]
@@ -217,6 +205,7 @@ impl IndexStats {
 mod tests {
     use super::*;
     use crate::swap::flags::SWAPPED;
+    use crate::swap::swap_levels;
     use std::vec::Vec;
 
     /// Feeds a hand-built sequence of levels for one replica (the standard counting).

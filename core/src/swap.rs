@@ -23,7 +23,6 @@ use rand_core::Rng;
 
 use crate::error::{Error, check_chains, check_len};
 use crate::float::Float;
-use crate::index::swap_levels;
 use crate::rng::UnitDraw;
 use crate::rules::SweepOrder;
 use crate::window::{Scheme, is_window_start, pair_eligible, window_parity};
@@ -38,6 +37,18 @@ pub mod flags {
     pub const SWAPPED: u8 = 4;
     /// One of the two energies was not finite.
     pub const NONFINITE: u8 = 8;
+}
+
+/// Exchanges the replicas at levels `pair` and `pair + 1` (buffers checked by the
+/// caller: `pair + 1 < P`, a permutation and its inverse).
+#[inline]
+pub(crate) fn swap_levels(pair: usize, replica_at: &mut [u32], level_of: &mut [u32]) {
+    let a = replica_at[pair];
+    let b = replica_at[pair + 1];
+    replica_at[pair] = b;
+    replica_at[pair + 1] = a;
+    level_of[b as usize] = pair as u32;
+    level_of[a as usize] = (pair + 1) as u32;
 }
 
 /// Which rule turns two energies into a swap indicator.

@@ -140,7 +140,7 @@ fn parse(args: Vec<String>) -> Result<Mode, String> {
 /// `--emit-ptx`: every program compiled by NVRTC, written with its manifest.
 fn emit(dir: &std::path::Path, arch: &str) -> Result<(), CudaError> {
     let t = Instant::now();
-    let files = ptx_cache::emit_all(dir, arch)?;
+    let files = nrpt_cuda::bundle::emit_all(dir, arch)?;
     println!(
         "{} for {arch}, {:.1} s:",
         ptx_cache::kernel_origin(),

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use nrpt_core::index::{IndexStats, PairStats};
 
-use crate::ensembles::{EnsembleSnapshot, Snapshot};
 use crate::error::{CudaError, driver};
 use crate::params::Arrays;
+use crate::snapshot::{EnsembleSnapshot, Snapshot};
 
 /// Everything of E ensembles of P chains but the states and momenta.
 #[derive(Debug)]

@@ -180,10 +180,29 @@ pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
     ]
 }
 
-/// `true` when libnvrtc can be loaded (without loading the rest of cudarc's NVRTC).
-pub fn nvrtc_present() -> bool {
-    // SAFETY: only tries to dlopen the library by its usual names.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+pub use crate::ptx_cache::nvrtc_present;
+
+/// The file stem of the kernels of `kernels/` for `arch` (e.g. `compute_90`) and `mode`.
+pub fn kernels_stem(arch: &str, mode: MathMode) -> String {
+    let mode = match mode {
+        MathMode::Exact => "exact",
+        MathMode::Fma => "fma",
+    };
+    format!("nrpt_kernels.{arch}.{mode}")
+}
+
+/// The kernels of `kernels/` for `arch` and `mode` from `dir`, checked ([`load`]).
+pub fn load_kernels(
+    dir: &std::path::Path,
+    arch: &str,
+    mode: MathMode,
+) -> Result<String, CudaError> {
+    crate::ptx_cache::load(
+        dir,
+        &kernels_stem(arch, mode),
+        &program_source(),
+        &compile_options(arch, mode),
+    )
 }
 
 type Cache = Mutex<HashMap<(String, MathMode), String>>;
@@ -202,7 +221,7 @@ pub fn compile_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
         return Ok(ptx.clone());
     }
     let text = match crate::ptx_cache::dir_from_env() {
-        Some(dir) => crate::ptx_cache::load_kernels(&dir, arch, mode)?,
+        Some(dir) => load_kernels(&dir, arch, mode)?,
         None => nvrtc_ptx(arch, mode)?,
     };
     if let Ok(mut guard) = cache.lock() {

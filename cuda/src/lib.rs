@@ -20,6 +20,7 @@
 //! }
 //! ```
 
+pub mod bundle;
 pub mod device;
 pub mod ensembles;
 pub mod error;
@@ -30,8 +31,10 @@ pub mod limits;
 pub mod mlp;
 pub mod params;
 pub mod ptx_cache;
+mod snapshot;
 
 pub use device::{DeviceInfo, Gpu};
-pub use ensembles::{EnsembleConfig, EnsembleSnapshot, GpuEnsembles, Snapshot};
+pub use ensembles::{EnsembleConfig, GpuEnsembles};
 pub use error::CudaError;
 pub use params::{ExecutionPath, GpuParams, GpuTarget, MathMode, Noise, Precision};
+pub use snapshot::{EnsembleSnapshot, Snapshot};

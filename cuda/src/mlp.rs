@@ -38,11 +38,11 @@ use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::model::DataView;
 
 use crate::device::Gpu;
-use crate::ensembles::Snapshot;
 use crate::error::{CudaError, driver};
 use crate::exchange_state::{ExchangeState, ptr};
 use crate::kernels;
 use crate::params::{Arrays, GpuParams, IterConsts, MathMode};
+use crate::snapshot::Snapshot;
 
 /// The headers and the kernel file of the program, embedded at build time.
 const FILES: &[(&str, &str)] = &[

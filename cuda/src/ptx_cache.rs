@@ -16,8 +16,12 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::CudaError;
-use crate::kernels;
-use crate::params::MathMode;
+
+/// `true` when libnvrtc can be loaded (without loading the rest of cudarc's NVRTC).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only tries to dlopen the library by its usual names.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
 
 /// The environment variable that names the folder of precompiled PTX.
 pub const PTX_DIR_ENV: &str = "NRPT_CUDA_PTX_DIR";
@@ -34,7 +38,7 @@ pub fn dir_from_env() -> Option<PathBuf> {
 
 /// The version (major, minor) of the NVRTC library on the library path, if it loads.
 pub fn nvrtc_version() -> Option<(i32, i32)> {
-    if !kernels::nvrtc_present() {
+    if !nvrtc_present() {
         return None;
     }
     let (mut major, mut minor) = (0, 0);
@@ -58,7 +62,7 @@ pub fn kernel_origin() -> String {
 /// Compiles `source` to PTX with NVRTC under `options` (`name` is the program's file
 /// name in NVRTC's messages). Never reads [`PTX_DIR_ENV`] and caches nothing.
 pub fn nvrtc_compile(name: &str, source: &str, options: &[String]) -> Result<String, CudaError> {
-    if !kernels::nvrtc_present() {
+    if !nvrtc_present() {
         return Err(CudaError::NoNvrtc {
             reason: format!(
                 "libnvrtc.so not found on the library path (set LD_LIBRARY_PATH, or \
@@ -112,15 +116,6 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
     }
     s
-}
-
-/// The file stem of the kernels of `kernels/` for `arch` (e.g. `compute_90`) and `mode`.
-pub fn kernels_stem(arch: &str, mode: MathMode) -> String {
-    let mode = match mode {
-        MathMode::Exact => "exact",
-        MathMode::Fma => "fma",
-    };
-    format!("nrpt_kernels.{arch}.{mode}")
 }
 
 fn ptx_path(dir: &Path, stem: &str) -> PathBuf {
@@ -272,80 +267,6 @@ pub fn load(dir: &Path, stem: &str, source: &str, options: &[String]) -> Result<
         )));
     }
     Ok(ptx)
-}
-
-/// The kernels of `kernels/` for `arch` and `mode` from `dir`, checked ([`load`]).
-pub fn load_kernels(dir: &Path, arch: &str, mode: MathMode) -> Result<String, CudaError> {
-    load(
-        dir,
-        &kernels_stem(arch, mode),
-        &kernels::program_source(),
-        &kernels::compile_options(arch, mode),
-    )
-}
-
-/// One NVRTC program nrpt-cuda loads: its file stem in a folder of precompiled PTX,
-/// NVRTC's name for it, its source and its options.
-pub struct Program {
-    /// `DIR/STEM.ptx`.
-    pub stem: String,
-    /// The program's file name in NVRTC's messages.
-    pub name: &'static str,
-    /// The CUDA source NVRTC compiles.
-    pub source: String,
-    /// The NVRTC options.
-    pub options: Vec<String>,
-}
-
-/// Every program nrpt-cuda loads for `arch`: the kernels of `kernels/` and the MLP
-/// kernels in both math modes, and the micro-kernels of [`crate::limits`]. Each
-/// module that loads a program reads it from [`PTX_DIR_ENV`] under the same stem.
-pub fn programs(arch: &str) -> Vec<Program> {
-    let mut out = Vec::new();
-    for mode in [MathMode::Exact, MathMode::Fma] {
-        out.push(Program {
-            stem: kernels_stem(arch, mode),
-            name: "nrpt_kernels.cu",
-            source: kernels::program_source(),
-            options: kernels::compile_options(arch, mode),
-        });
-        out.push(Program {
-            stem: crate::mlp::program_stem(arch, mode),
-            name: crate::mlp::PROGRAM_NAME,
-            source: crate::mlp::program_source(),
-            options: crate::mlp::compile_options(arch, mode),
-        });
-    }
-    let (stem, source, options) = crate::limits::program(arch);
-    out.push(Program {
-        stem,
-        name: crate::limits::PROGRAM_NAME,
-        source: source.to_string(),
-        options,
-    });
-    out
-}
-
-/// Compiles every program of [`programs`] for `arch` with NVRTC and writes each to
-/// `dir` with its manifest. Returns the files written. Needs NVRTC, not a GPU.
-pub fn emit_all(dir: &Path, arch: &str) -> Result<Vec<PathBuf>, CudaError> {
-    let compiler = match nvrtc_version() {
-        Some((major, minor)) => format!("NVRTC {major}.{minor}"),
-        None => "NVRTC".to_string(),
-    };
-    let mut written = Vec::new();
-    for p in programs(arch) {
-        let ptx = nvrtc_compile(p.name, &p.source, &p.options)?;
-        let path = write(dir, &p.stem, &p.source, &p.options, &ptx, &compiler).map_err(|e| {
-            CudaError::Unsupported(format!(
-                "cannot write {}/{}.ptx: {e}",
-                dir.display(),
-                p.stem
-            ))
-        })?;
-        written.push(path);
-    }
-    Ok(written)
 }
 
 #[cfg(test)]

@@ -134,7 +134,7 @@ fn ptxas_reports_no_spills() {
     }
 }
 
-/// `gpu_bench --emit-ptx` (ptx_cache::emit_all) writes NVRTC's PTX unchanged; it loads
+/// `gpu_bench --emit-ptx` (bundle::emit_all) writes NVRTC's PTX unchanged; it loads
 /// back as the same text, through the same `compile_ptx` that Gpu::open calls when
 /// NRPT_CUDA_PTX_DIR is set; and a copy altered after writing, or one whose manifest
 /// names other options, is refused.
@@ -146,15 +146,16 @@ fn precompiled_ptx_is_nvrtc_output_and_stale_ptx_is_refused() {
     }
     let dir = std::env::temp_dir().join(format!("nrpt-cuda-emit-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let written = ptx_cache::emit_all(&dir, ARCH).unwrap_or_else(|e| panic!("{e}"));
-    let programs = ptx_cache::programs(ARCH);
+    let written = nrpt_cuda::bundle::emit_all(&dir, ARCH).unwrap_or_else(|e| panic!("{e}"));
+    let programs = nrpt_cuda::bundle::programs(ARCH);
     assert_eq!(written.len(), programs.len(), "{written:?}");
     // Every program loads back from the folder, checked against its source.
     for p in &programs {
         ptx_cache::load(&dir, &p.stem, &p.source, &p.options).unwrap_or_else(|e| panic!("{e}"));
     }
     for mode in [MathMode::Exact, MathMode::Fma] {
-        let loaded = ptx_cache::load_kernels(&dir, ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
+        let loaded =
+            nrpt_cuda::kernels::load_kernels(&dir, ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
         // What this process compiles at run time (NRPT_CUDA_PTX_DIR is not set here).
         let fresh = kernels::compile_ptx(ARCH, mode).unwrap();
         assert_eq!(
@@ -180,7 +181,7 @@ fn precompiled_ptx_is_nvrtc_output_and_stale_ptx_is_refused() {
     let (ok, text) = child(&dir);
     assert!(ok && text.contains("1 passed"), "child failed:\n{text}");
     // The exact kernels asked for under the fma options (a wrong manifest pairing).
-    let exact = ptx_cache::kernels_stem(ARCH, MathMode::Exact);
+    let exact = nrpt_cuda::kernels::kernels_stem(ARCH, MathMode::Exact);
     let err = ptx_cache::load(
         &dir,
         &exact,
@@ -195,7 +196,7 @@ fn precompiled_ptx_is_nvrtc_output_and_stale_ptx_is_refused() {
         "{err}"
     );
     // No PTX for another architecture: the error lists what the folder holds.
-    let err = ptx_cache::load_kernels(&dir, "compute_80", MathMode::Exact)
+    let err = nrpt_cuda::kernels::load_kernels(&dir, "compute_80", MathMode::Exact)
         .unwrap_err()
         .to_string();
     assert!(err.contains("nrpt_kernels.compute_90.exact"), "{err}");
@@ -204,7 +205,7 @@ fn precompiled_ptx_is_nvrtc_output_and_stale_ptx_is_refused() {
     let mut text = std::fs::read_to_string(&path).unwrap();
     text = text.replacen(".entry", ".entry ", 1);
     std::fs::write(&path, text).unwrap();
-    let err = ptx_cache::load_kernels(&dir, ARCH, MathMode::Exact)
+    let err = nrpt_cuda::kernels::load_kernels(&dir, ARCH, MathMode::Exact)
         .unwrap_err()
         .to_string();
     assert!(err.contains("content changed"), "{err}");
@@ -227,7 +228,7 @@ fn child_compile_ptx_from_env() {
     let ptx = kernels::compile_ptx(ARCH, MathMode::Exact).unwrap_or_else(|e| panic!("{e}"));
     let file = dir.join(format!(
         "{}.ptx",
-        ptx_cache::kernels_stem(ARCH, MathMode::Exact)
+        nrpt_cuda::kernels::kernels_stem(ARCH, MathMode::Exact)
     ));
     assert_eq!(ptx, std::fs::read_to_string(&file).unwrap());
     let origin = ptx_cache::kernel_origin();

@@ -10,7 +10,7 @@
 //! `Σ_j W_l[i, j] δ_j`, masked where the ReLU was off.
 
 use super::arch::Architecture;
-use super::oracle::DataView;
+use super::data::DataView;
 use crate::error::{Error, check_len};
 use crate::float::Float;
 

@@ -26,8 +26,10 @@
 
 mod arch;
 pub mod batch;
+mod data;
 pub mod mlp;
 mod oracle;
 
 pub use arch::{Architecture, Layer, MAX_LAYERS};
-pub use oracle::{Classifier, DataView};
+pub use data::DataView;
+pub use oracle::Classifier;
