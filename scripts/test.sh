@@ -19,6 +19,9 @@ step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --manifest-path python/Cargo.toml -- -D warnings
 
+step "no import circles between the modules of nrpt-core, nrpt-host and nrpt-cuda"
+python3 scripts/check-import-cycles.py
+
 step "nrpt-core is no_std: builds for Cortex-M4F and WASM"
 cargo build -p nrpt-core --target thumbv7em-none-eabihf
 cargo build -p nrpt-core --target wasm32-unknown-unknown

@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use crate::config::RunConfig;
 use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
-use crate::engine::{EngineError, Job, OnProgress};
+use crate::engine::{EngineError, Flow, Job, OnProgress};
 use crate::output::write_atomic;
 
 const MAGIC: &[u8; 8] = b"NRPTCKPT";
@@ -377,16 +377,23 @@ pub fn run<C: Serialize>(
     loop {
         let from = state.as_ref().map_or(0, |s| s.iteration);
         let until = from.saturating_add(plan.every).min(job.iterations);
+        // A stop asked by `progress` (during a segment, or during the write of a
+        // checkpoint) leaves the last checkpoint on disk: say which.
+        let stopped = |on_disk: Option<u64>| match on_disk {
+            Some(iteration) if progress(0) == Flow::Stop && plan.path.exists() => Some(Stopped {
+                path: plan.path.to_path_buf(),
+                iteration,
+            }),
+            _ => None,
+        };
         let s = match cpu.run_from(job, state.take(), until, progress) {
             Ok(s) => s,
-            Err(EngineError::Interrupted) if on_disk.is_some() && plan.path.exists() => {
-                return Err(Stopped {
-                    path: plan.path.to_path_buf(),
-                    iteration: on_disk.unwrap_or(0),
-                }
-                .into());
+            Err(e) => {
+                return Err(match (e, stopped(on_disk)) {
+                    (EngineError::Interrupted, Some(stop)) => stop.into(),
+                    (e, _) => e.into(),
+                });
             }
-            Err(e) => return Err(e.into()),
         };
         if until >= job.iterations {
             return Ok(s);
@@ -397,7 +404,12 @@ pub fn run<C: Serialize>(
             every: plan.every,
             state: s,
         };
-        write(plan.path, &c)?;
+        if let Err(e) = write(plan.path, &c) {
+            return Err(match stopped(on_disk) {
+                Some(stop) => stop.into(),
+                None => e,
+            });
+        }
         on_disk = Some(until);
         state = Some(c.state);
     }

@@ -53,6 +53,32 @@ fn parse_max_memory(text: &str) -> Result<u64, String> {
 pub const MIN_MAX_MEMORY: u64 = 64 << 20;
 
 /// Replace an existing output folder that nrpt did not write (see `--out`).
+/// The command line's parser: [`Cli`] with `run --target`'s values listed from the
+/// registry of targets (the configuration knows targets by name only).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    Cli::command().mut_subcommand("run", |run| {
+        run.mut_arg("target", |a| {
+            a.value_parser(
+                PossibleValuesParser::new(crate::targets::possible_values())
+                    .map(|s| crate::config::TargetName::new(&s)),
+            )
+        })
+    })
+}
+
+/// Parses `args` (the program's name first) with [`command`].
+pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
 /// The most worker threads accepted by --threads.
 pub const MAX_THREADS: usize = 1024;
 
@@ -460,7 +486,7 @@ pub struct SweepArgs {
     pub dim: usize,
     /// Run only the points with index % n == i (0 <= i < n), written i/n.
     #[arg(long, value_name = "i/n")]
-    pub shard: Option<crate::commands::scale::Shard>,
+    pub shard: Option<crate::scale::Shard>,
     /// Output folder.
     #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
     pub out: PathBuf,

@@ -44,6 +44,7 @@ pub mod config;
 pub mod data;
 pub mod deep;
 pub mod engine;
+pub mod error;
 pub mod exact;
 pub mod figures;
 pub mod input;

@@ -8,6 +8,15 @@
 
 use std::sync::OnceLock;
 
+/// Largest P accepted.
+pub const MAX_CHAINS: usize = 65_536;
+/// Largest D accepted.
+pub const MAX_DIM: usize = 1 << 20;
+
+/// The most f32 values a run may hold in its chain states, or in its kept samples
+/// (2³¹, 8 GiB): beyond, the configuration is refused before anything is allocated.
+pub const MAX_VALUES: u128 = 1 << 31;
+
 /// The bounds of this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
 use nrpt::commands;
 use nrpt::config::ConfigError;
@@ -103,7 +102,7 @@ fn has<E: std::error::Error + Send + Sync + 'static>(e: &anyhow::Error) -> bool 
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match nrpt::cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         // Help, version and usage errors: clap's text and status (0 or 2), or 1 (141 for
         // a closed pipe) when the text cannot be written.

@@ -2,10 +2,9 @@
 //! the command's own parser (clap) and validated by its own code, so a Python caller
 //! gets the same defaults, the same checks and the same messages.
 
-use clap::{CommandFactory, Parser};
 use pyo3::prelude::*;
 
-use nrpt::cli::{Cli, Command};
+use nrpt::cli::Command;
 use nrpt::config::RunConfig;
 
 use crate::errors::{command_error, parse_error, value_error};
@@ -16,7 +15,7 @@ pub fn parse(command: &str, argv: &[String]) -> PyResult<Command> {
         .into_iter()
         .map(String::from)
         .chain(argv.iter().cloned());
-    let cli = Cli::try_parse_from(args).map_err(|e| parse_error(&e))?;
+    let cli = nrpt::cli::try_parse_from(args).map_err(|e| parse_error(&e))?;
     Ok(cli.command)
 }
 
@@ -33,7 +32,7 @@ pub fn run_config(argv: &[String]) -> PyResult<RunConfig> {
 /// `{"swap-rate": True, …}`; the global `json`, `quiet`, `help` and `version` left out.
 #[pyfunction]
 pub fn flags(command: &str) -> PyResult<Vec<(String, bool)>> {
-    let mut cli = Cli::command();
+    let mut cli = nrpt::cli::command();
     cli.build();
     let sub = cli
         .find_subcommand(command)

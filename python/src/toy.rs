@@ -64,7 +64,7 @@ fn toy_of(argv: &[String], ensemble: u32) -> PyResult<(TemperingOptions, Noisy<T
     } else {
         return Err(value_error(format!(
             "target {}: the toy explorer runs the synthetic targets (modes2d, sum-modes) only",
-            config.target.name()
+            config.target
         )));
     };
     let oracle = Noisy::new(toy, noise, noise).map_err(value_error)?;

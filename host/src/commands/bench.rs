@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::cli::BenchArgs;
 use crate::config::RunConfig;
+use crate::config::TargetName;
 use crate::engine::{Backend, EngineError, Record};
-use crate::targets::TargetName;
 
 /// The answer of `nrpt bench`.
 #[derive(Debug, Serialize)]

@@ -142,7 +142,7 @@ fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> Exact
         pooled,
         closed_form: out.closed_form,
         warnings: {
-            let mut w = super::run::warnings(config, 1, 0, 1);
+            let mut w = super::warnings::warnings(config, 1, 0, 1);
             if out.window > 1 {
                 w.push(format!(
                     "window {}: with exact (Metropolis) swaps, a pair rejected in a window tries \
@@ -195,7 +195,7 @@ fn report(summary: &ExactSummary, seconds: f64, strict: bool, json: bool) -> Res
         print_text(summary, seconds)?;
     }
     if strict && !summary.warnings.is_empty() {
-        return Err(super::run::StrictError {
+        return Err(super::warnings::StrictError {
             warnings: summary.warnings.len(),
         }
         .into());

@@ -7,6 +7,7 @@ pub mod gaussian_path;
 pub mod reproduce;
 pub mod run;
 pub mod scale;
+pub mod warnings;
 pub mod window;
 
 use std::path::Path;

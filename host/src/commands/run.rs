@@ -106,51 +106,7 @@ impl WindowAdvice {
     }
 }
 
-/// Non-finite energies above this share of the chain-steps give a warning.
-pub const NONFINITE_WARNING_SHARE: f64 = 0.01;
-
-/// The warnings of a run (see [`Summary::warnings`]).
-pub fn warnings(
-    config: &RunConfig,
-    chain_steps: u64,
-    nonfinite: u64,
-    samples: usize,
-) -> Vec<String> {
-    let mut w = Vec::new();
-    let share = nonfinite as f64 / chain_steps.max(1) as f64;
-    if share > NONFINITE_WARNING_SHARE {
-        w.push(format!(
-            "{nonfinite} energies were not finite ({:.1} per 100 chain-steps): the explorers \
-             diverge (lower --eta-max or --noise); those replicas never swap",
-            100.0 * share
-        ));
-    }
-    if samples == 0 {
-        w.push(format!(
-            "no samples were kept: --warmup {} leaves none of the {} iterations (or --thin {} \
-             is larger than what remains)",
-            config.warmup, config.iterations, config.thin
-        ));
-    }
-    for key in config.ignored_settings() {
-        w.push(if !config.target.sgd() {
-            format!(
-                "--{} has no effect with target {} (exact tempering: MALA, Metropolis swaps, \
-                 a β grid tuned to equal rejection)",
-                key.replace('_', "-"),
-                config.target
-            )
-        } else {
-            format!(
-                "--{} has no effect with target {} and explorer {}",
-                key.replace('_', "-"),
-                config.target.name(),
-                config.explorer.name()
-            )
-        });
-    }
-    w
-}
+pub use super::warnings::{NONFINITE_WARNING_SHARE, StrictError, warnings};
 
 /// What `--json` prints: the summary (which is the same for the same seed, whatever
 /// the machine) plus the timing (which is not, and so stays out of summary.json).
@@ -200,9 +156,9 @@ pub fn load_config(args: &RunArgs) -> Result<RunConfig> {
                 flag: "config".into(),
                 message: format!("cannot read {}: {e}", path.display()),
             })?;
-            RunConfig::from_toml_for(&text, args.flags.target)?
+            RunConfig::from_toml_for(&text, args.flags.target.clone())?
         }
-        None => RunConfig::defaults_for(args.flags.target.unwrap_or_default()),
+        None => RunConfig::defaults_for(args.flags.target.clone().unwrap_or_default()),
     };
     args.flags.apply(&mut c)?;
     Ok(c)
@@ -298,9 +254,7 @@ pub fn write_outputs(
     write_json(&dir.join("summary.json"), summary)
 }
 
-/// States of more coordinates than this (a classifier's parameters) are written to
-/// samples.npy only.
-pub const MAX_CSV_DIM: usize = 64;
+pub use crate::config::MAX_CSV_DIM;
 
 /// Where a run starts: its configuration, checkpoint cadence, saved state (when resumed)
 /// and the digests of its input files (when it checkpoints).
@@ -677,12 +631,4 @@ fn report(
         .into());
     }
     Ok(())
-}
-
-/// `--strict` and a run with warnings: the outputs are written, the status is 1.
-#[derive(Debug, thiserror::Error)]
-#[error("--strict: the run gave {warnings} warning(s)")]
-pub struct StrictError {
-    /// How many.
-    pub warnings: usize,
 }

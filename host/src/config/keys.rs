@@ -9,11 +9,74 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::{ConfigError, ExplorerKind, RuleKind, WindowSpec, parse_hidden};
+use serde::{Deserialize, Serialize};
+
+use super::{ExplorerKind, RuleKind, WindowSpec, parse_hidden};
+use crate::error::ConfigError;
 use crate::preset::{
     LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, SweepOrderKind,
 };
-use crate::targets::TargetName;
+
+/// The name of the target of a run (`--target`, `target =`): a built-in target of
+/// `crate::targets`, which gives it its meaning; the configuration holds the name only,
+/// and an unknown one is refused when the run is built (naming the known ones).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TargetName(String);
+
+impl TargetName {
+    /// The name as given (trimmed, lower case).
+    pub fn new(name: &str) -> TargetName {
+        TargetName(name.trim().to_ascii_lowercase())
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for TargetName {
+    /// The paper's 2D toy.
+    fn default() -> Self {
+        TargetName::new("modes2d")
+    }
+}
+
+impl std::fmt::Display for TargetName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for TargetName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim().is_empty() {
+            return Err("the target's name is empty".into());
+        }
+        Ok(TargetName::new(s))
+    }
+}
+
+/// What the target of a configuration reads, as its registration says: for the keys'
+/// `used` conditions (`crate::targets` fills it in).
+#[derive(Clone, Copy, Debug)]
+pub struct TargetUse {
+    /// Whether the SGD tempering engines sample it (not exact tempering).
+    pub sgd: bool,
+    /// The configuration keys it reads besides the sampler's own.
+    pub keys: &'static [&'static str],
+    /// Whether it takes parameters of its own (`--target-arg`).
+    pub has_args: bool,
+}
+
+impl TargetUse {
+    /// Whether the target reads `key`.
+    pub fn reads(&self, key: &str) -> bool {
+        self.keys.contains(&key)
+    }
+}
 
 /// One configuration key, as [`KEYS`] lists it.
 #[derive(Clone, Copy)]
@@ -22,8 +85,9 @@ pub struct Key {
     pub name: &'static str,
     /// Its help text (as `--help` shows it).
     pub help: &'static str,
-    /// Whether a configuration uses it.
-    pub used: fn(&RunConfig) -> bool,
+    /// Whether a configuration, of a target that reads what the second argument says,
+    /// uses it.
+    pub used: fn(&RunConfig, &TargetUse) -> bool,
     /// Whether two configurations differ in it.
     pub differs: fn(&RunConfig, &RunConfig) -> bool,
 }
@@ -130,20 +194,20 @@ macro_rules! set {
 }
 
 /// Used by the SGD tempering engines (not by exact tempering).
-fn sgd(c: &RunConfig) -> bool {
-    c.target.sgd()
+fn sgd(_: &RunConfig, t: &TargetUse) -> bool {
+    t.sgd
 }
 
 keys! {
     /// What to sample: one of the built-in targets listed below [modes2d]. Each takes
     /// its own defaults for the keys not given (a classifier's rates are per example).
-    target: TargetName = TargetName::modes2d(), [],
-        flag TargetName [long, value_enum] => set!(target),
-        used |_| true;
+    target: TargetName = TargetName::default(), [],
+        flag TargetName [long, value_name = "NAME"] => set!(target),
+        used |_, _| true;
     /// Dimension D of `sum-modes`, `mixture` and `gaussian-path` [2].
     dim: usize = 2, [],
         flag usize [long] => set!(dim),
-        used |c| c.target.reads("dim");
+        used |_, t| t.reads("dim");
     /// Chains per ensemble P, 2 to 65536 [16; classifier 10]; `auto` (gaussian-path)
     /// chooses P − 1 ≈ 2Λ̂ from a pilot run's communication barrier.
     chains: usize = 16, [],
@@ -157,24 +221,24 @@ keys! {
             }
             Ok(())
         },
-        used |c| !c.auto_chains;
+        used |c, _| !c.auto_chains;
     /// Choose P from a pilot run (gaussian-path; the flag is `--chains auto`).
     auto_chains: bool = false, [],
         flag bool [long, hide = true, value_name = "BOOL"] => set!(auto_chains),
-        used |_| true;
+        used |_, _| true;
     /// Independent ensembles E, run in parallel and pooled [5; classifier 3].
     ensembles: usize = 5, [],
         flag usize [long, short = 'e', value_name = "E", alias = "seeds"] => set!(ensembles),
-        used |_| true;
+        used |_, _| true;
     /// Iterations [20000; classifier 4000].
     iterations: u64 = 20_000, [],
         flag u64 [long, short = 'n', value_name = "N", alias = "iters"] => set!(iterations),
-        used |_| true;
+        used |_, _| true;
     /// Swap window: iterations (1 = vanilla DEO), `opt` (exact W⋆), `paper` (the
     /// paper's asymptotic formula) or `seo` (reversible baseline) [opt; gaussian-path 1].
     window: WindowSpec = WindowSpec::Optimal, [],
         flag WindowSpec [long, short = 'w'] => set!(window),
-        used |_| true;
+        used |_, _| true;
     /// Swap rule: `buffered` (for SGD explorers) or `metropolis` (needs sgld).
     rule: RuleKind = RuleKind::Buffered, [],
         flag RuleKind [long, value_enum] => set!(rule),
@@ -199,15 +263,15 @@ keys! {
     /// Momentum of msgd, in [0, 1).
     momentum: f64 = 0.9, [],
         flag f64 [long] => set!(momentum),
-        used |c| sgd(c) && c.explorer == ExplorerKind::Msgd;
+        used |c, t| t.sgd && c.explorer == ExplorerKind::Msgd;
     /// Initial correction buffer C of the buffered rule, >= 0.
     buffer: f64 = 4.0, [],
         flag f64 [long] => set!(buffer),
-        used |c| sgd(c) && c.rule == RuleKind::Buffered;
+        used |c, t| t.sgd && c.rule == RuleKind::Buffered;
     /// Noise scale of the stochastic gradients and energies, >= 0.
     noise: f64 = 2.0, [],
         flag f64 [long] => set!(noise),
-        used |c| c.target.reads("noise");
+        used |_, t| t.reads("noise");
     /// Adapt the learning-rate ladder (true/false).
     adapt_ladder: bool = true, [],
         flag bool [long] => set!(adapt_ladder),
@@ -231,11 +295,11 @@ keys! {
     /// Scale of the buffer's updates.
     buffer_scale: f64 = 1.0, [],
         flag f64 [long] => set!(buffer_scale),
-        used |c| sgd(c) && c.rule == RuleKind::Buffered && c.adapt_buffer;
+        used |c, t| t.sgd && c.rule == RuleKind::Buffered && c.adapt_buffer;
     /// Random seed (0 to 4294967295).
     seed: u32 = 0, [],
         flag u32 [long] => set!(seed),
-        used |_| true;
+        used |_, _| true;
     /// The variant of the rules: `paper` (the default: the paper's equations) or
     /// `authors-code` (the authors' 2D notebook: fresh energies per pair test, one
     /// sequential pass, rounded initial ladder, unprojected buffer, iterations 0…N).
@@ -265,7 +329,7 @@ keys! {
     /// msgd explorers after a swap: zero velocity (`reset`) or keep it (`carry`).
     momentum_on_swap: Option<MomentumKind> = None, [skip_serializing_if = "Option::is_none"],
         flag MomentumKind [long, value_enum] => set!(Some momentum_on_swap),
-        used |c| sgd(c) && c.explorer == ExplorerKind::Msgd;
+        used |c, t| t.sgd && c.explorer == ExplorerKind::Msgd;
     /// Round the initial learning rates to this many decimals (0: no rounding).
     ladder_decimals: Option<u8> = None, [skip_serializing_if = "Option::is_none"],
         flag u8 [long, value_name = "D"] => set!(Some ladder_decimals),
@@ -278,34 +342,34 @@ keys! {
     /// (default: the bundled UCI digits).
     data: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
         flag PathBuf [long, value_name = "FILE"] => set!(Some data),
-        used |c| c.target.reads("data");
+        used |_, t| t.reads("data");
     /// Classifier: labels of a `.npy` --data file.
     labels: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
         flag PathBuf [long, value_name = "FILE"] => set!(Some labels),
-        used |c| c.target.reads("labels");
+        used |_, t| t.reads("labels");
     /// Classifier: test data (default: every 4th example of --data).
     test_data: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
         flag PathBuf [long, value_name = "FILE"] => set!(Some test_data),
-        used |c| c.target.reads("test_data");
+        used |_, t| t.reads("test_data");
     /// Classifier: labels of a `.npy` --test-data file.
     test_labels: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
         flag PathBuf [long, value_name = "FILE"] => set!(Some test_labels),
-        used |c| c.target.reads("test_labels");
+        used |_, t| t.reads("test_labels");
     /// Classifier: hidden widths, comma-separated (`0`: softmax regression) [64].
     hidden: Vec<usize> = vec![64], [],
         flag String [long, value_name = "H1,H2,…"] => |c, v| {
             c.hidden = parse_hidden(&v)?;
             Ok(())
         },
-        used |c| c.target.reads("hidden");
+        used |_, t| t.reads("hidden");
     /// Classifier: examples per mini-batch [64].
     batch: usize = 64, [],
         flag usize [long] => set!(batch),
-        used |c| c.target.reads("batch");
+        used |_, t| t.reads("batch");
     /// Classifier: standard deviation of the Gaussian prior on every weight [1].
     prior_sigma: f64 = 1.0, [],
         flag f64 [long] => set!(prior_sigma),
-        used |c| c.target.reads("prior_sigma");
+        used |_, t| t.reads("prior_sigma");
     /// A parameter of the target's own, NAME=VALUE (repeat the flag for several; TOML:
     /// a table `[target_args]`); `mixture` takes `components` and `separation`.
     target_args: BTreeMap<String, f64> = BTreeMap::new(), [skip_serializing_if = "BTreeMap::is_empty"],
@@ -316,7 +380,7 @@ keys! {
             }
             Ok(())
         },
-        used |c| !c.target.builtin().args.is_empty();
+        used |_, t| t.has_args;
     /// Keep a target-level sample every `thin` iterations (0: none) [10; classifier 20].
     thin: u64 = 10, [],
         flag u64 [long] => set!(thin),
@@ -329,7 +393,7 @@ keys! {
     /// one nrpt wrote (see --force).
     out: PathBuf = PathBuf::from("nrpt-out"), [],
         flag PathBuf [long, short = 'o', value_name = "DIR"] => set!(out),
-        used |_| true;
+        used |_, _| true;
 }
 
 /// The value of `--chains`: a number or `auto`.

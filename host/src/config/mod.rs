@@ -1,46 +1,20 @@
-//! One validated run configuration, from a TOML file and command-line flags for the
-//! same fields. Errors name the field (and its flag) and the allowed range.
+//! A run's configuration, from a TOML file and command-line flags for the same
+//! fields (every key declared once in [`keys`]). Errors name the field (and its flag)
+//! and the allowed range. Turning a configuration into a job, which needs the
+//! registry of targets, is `crate::targets`'s part (`targets/setup.rs`).
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
 
-use nrpt_core::adapt::{AdaptOptions, StepSchedule};
-use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
-use nrpt_core::explore::Explorer;
-use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{AnyTarget, Job, Record};
-use crate::targets::TargetName;
+use crate::preset::RuleChoices;
 
 mod keys;
-use crate::preset::RuleChoices;
-pub use keys::{ChainsArg, KEYS, Key, RunConfig, RunFlags, TargetArgs};
-
-/// A configuration error: which field, what is allowed, what was given.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field} (--{flag}): {message}")]
-pub struct ConfigError {
-    /// Field name as in the TOML file.
-    pub field: String,
-    /// The matching command-line flag, without dashes.
-    pub flag: String,
-    /// What is wrong and what is allowed.
-    pub message: String,
-}
-
-impl ConfigError {
-    /// An error for `field` (its flag is the field name with dashes).
-    pub fn new(field: &str, message: impl Into<String>) -> Self {
-        ConfigError {
-            field: field.to_string(),
-            flag: field.replace('_', "-"),
-            message: message.into(),
-        }
-    }
-}
+pub use crate::error::{ConfigError, in_range};
+pub use crate::limits::{MAX_CHAINS, MAX_DIM, MAX_VALUES};
+pub use keys::{ChainsArg, KEYS, Key, RunConfig, RunFlags, TargetArgs, TargetName, TargetUse};
 
 /// The swap window: a number of iterations, the exact optimum, the paper's formula, or
 /// the reversible SEO scheme.
@@ -172,97 +146,14 @@ impl ExplorerKind {
     }
 }
 
-/// Checks that `value` lies in `lo ..= hi`; the error names `field`.
-pub(crate) fn in_range<T: PartialOrd + fmt::Display + Copy>(
-    field: &str,
-    value: T,
-    lo: T,
-    hi: T,
-) -> Result<(), ConfigError> {
-    if value >= lo && value <= hi {
-        Ok(())
-    } else {
-        Err(ConfigError::new(
-            field,
-            format!("must be between {lo} and {hi}, got {value}"),
-        ))
-    }
-}
-
-fn positive(field: &str, value: f64) -> Result<(), ConfigError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(())
-    } else {
-        Err(ConfigError::new(
-            field,
-            format!("must be a finite number > 0, got {value}"),
-        ))
-    }
-}
-
-fn non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(ConfigError::new(
-            field,
-            format!("must be a finite number >= 0, got {value}"),
-        ))
-    }
-}
-
 /// What a run too large for `--max-memory` can lower.
 pub const RUN_MEMORY_ADVICE: &str = "--ensembles, --chains or --iterations, raise --thin";
 
-/// Largest P accepted.
-pub const MAX_CHAINS: usize = 65_536;
-/// Largest D accepted.
-pub const MAX_DIM: usize = 1 << 20;
+/// States of more coordinates than this (a classifier's parameters) are written to
+/// `samples.npy` only, not to `samples.csv`.
+pub const MAX_CSV_DIM: usize = 64;
 
 impl RunConfig {
-    /// The defaults for a target: the paper's 2D settings, with the target's own over
-    /// them (its registration's `defaults`; a classifier's are the deep experiment's).
-    pub fn defaults_for(target: TargetName) -> Self {
-        (target.builtin().defaults)(RunConfig {
-            target,
-            ..RunConfig::default()
-        })
-    }
-
-    /// Reads a TOML file (every key optional; unknown keys are errors). Keys absent
-    /// take the defaults of the file's `target` ([`RunConfig::defaults_for`]), or of
-    /// `target` when given (a flag wins over the file).
-    pub fn from_toml_for(text: &str, target: Option<TargetName>) -> Result<Self, ConfigError> {
-        let error = |message: String| ConfigError {
-            field: "config file".to_string(),
-            flag: "config".to_string(),
-            message,
-        };
-        // First read the text as it is, for errors that show the line, the column and
-        // the key (toml's message with its snippet); the values that count come from
-        // the merge below, with the target's own defaults for the keys left out.
-        let _: RunConfig =
-            toml::from_str(text).map_err(|e| error(e.to_string().trim_end().to_string()))?;
-        let table: toml::Table = toml::from_str(text).map_err(|e| error(e.to_string()))?;
-        let kind = match (target, table.get("target")) {
-            (Some(t), _) => t,
-            (None, Some(v)) => v
-                .clone()
-                .try_into()
-                .map_err(|e: toml::de::Error| error(format!("target: {}", e.message())))?,
-            (None, None) => TargetName::modes2d(),
-        };
-        let mut base = toml::Table::try_from(RunConfig::defaults_for(kind))
-            .map_err(|e| error(e.to_string()))?;
-        base.extend(table);
-        RunConfig::deserialize(base).map_err(|e| error(e.message().to_string()))
-    }
-
-    /// [`RunConfig::from_toml_for`] with the file's own target.
-    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        RunConfig::from_toml_for(text, None)
-    }
-
     /// The input files this configuration names, with their keys: the classifier's data
     /// files (whatever the target; the keys are then ignored, but a folder holding one
     /// is still never replaced by --out).
@@ -278,19 +169,6 @@ impl RunConfig {
         .collect()
     }
 
-    /// The classifier of a `classifier` target: its data loaded and checked.
-    pub fn model(&self) -> Result<crate::deep::Model, ConfigError> {
-        let spec = crate::data::DataSpec::from_paths(
-            self.data.as_deref(),
-            self.labels.as_deref(),
-            self.test_data.as_deref(),
-            self.test_labels.as_deref(),
-        )
-        .map_err(|e| ConfigError::new("data", e.to_string()))?;
-        let data = crate::data::load(&spec).map_err(|e| ConfigError::new("data", e.to_string()))?;
-        crate::deep::Model::new(Arc::new(data), &self.hidden, self.batch, self.prior_sigma)
-    }
-
     /// The preset and rule keys of this configuration.
     pub fn rule_choices(&self) -> RuleChoices {
         RuleChoices {
@@ -303,226 +181,6 @@ impl RunConfig {
             ladder_decimals: self.ladder_decimals,
             inclusive_iterations: self.inclusive_iterations,
         }
-    }
-
-    /// Checks every field and turns the configuration into a job.
-    pub fn job(&self, record: Record) -> Result<Job, ConfigError> {
-        if self.auto_chains {
-            return Err(ConfigError::new(
-                "chains",
-                "`auto` needs exact energies: use it with --target gaussian-path (for SGD \
-                 explorers, `nrpt window -p P -s S` gives the window Lemma 1 recommends)",
-            ));
-        }
-        in_range("chains", self.chains, 2, MAX_CHAINS)?;
-        in_range("ensembles", self.ensembles, 1, 1 << 24)?;
-        in_range("iterations", self.iterations, 1, 1 << 40)?;
-        if !(self.swap_rate > 0.0 && self.swap_rate < 1.0) {
-            return Err(ConfigError::new(
-                "swap_rate",
-                format!("must lie strictly between 0 and 1, got {}", self.swap_rate),
-            ));
-        }
-        positive("eta_min", self.eta_min)?;
-        positive("eta_max", self.eta_max)?;
-        if self.eta_min >= self.eta_max {
-            return Err(ConfigError::new(
-                "eta_max",
-                format!(
-                    "must be larger than eta_min ({}), got {}",
-                    self.eta_min, self.eta_max
-                ),
-            ));
-        }
-        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
-            return Err(ConfigError::new(
-                "momentum",
-                format!("must be in [0, 1), got {}", self.momentum),
-            ));
-        }
-        non_negative("buffer", self.buffer)?;
-        non_negative("noise", self.noise)?;
-        positive("gamma_a", self.gamma_a)?;
-        positive("gamma_alpha", self.gamma_alpha)?;
-        positive("gamma_b", self.gamma_b)?;
-        positive("buffer_scale", self.buffer_scale)?;
-        let builtin = self.target.builtin();
-        builtin.check_args(self)?;
-        let target: Arc<dyn AnyTarget> = (builtin.build)(self)?;
-        check_memory(self, &record, target.dim())?;
-        let scale = target.energy_scale();
-        if self.rule == RuleKind::Metropolis && self.explorer != ExplorerKind::Sgld {
-            return Err(ConfigError::new(
-                "rule",
-                "`metropolis` needs known temperatures: use it with `--explorer sgld`",
-            ));
-        }
-        if let Some(d) = self.ladder_decimals {
-            in_range("ladder_decimals", d, 0, 12)?;
-        }
-        let resolved = self.rule_choices().resolve();
-        let scheme = self.window.scheme(self.chains, self.swap_rate)?;
-        let (explorer, temperatures) = match self.explorer {
-            ExplorerKind::Sgd => (Explorer::Langevin, Temperatures::SgdExplorers),
-            ExplorerKind::Sgld => (Explorer::Langevin, Temperatures::FollowLadder),
-            ExplorerKind::Msgd => (
-                Explorer::Momentum {
-                    momentum: self.momentum,
-                },
-                Temperatures::SgdExplorers,
-            ),
-        };
-        let options = TemperingOptions {
-            scheme,
-            rule: match self.rule {
-                RuleKind::Buffered => SwapRule::Buffered,
-                RuleKind::Metropolis => SwapRule::Metropolis,
-            },
-            explorer,
-            temperatures,
-            ladder_min: self.eta_min / scale,
-            ladder_max: self.eta_max / scale,
-            initial_buffer: self.buffer * scale,
-            adapt: AdaptOptions {
-                target_swap_rate: self.swap_rate,
-                schedule: StepSchedule {
-                    a: self.gamma_a,
-                    alpha: self.gamma_alpha,
-                    b: self.gamma_b,
-                },
-                adapt_ladder: self.adapt_ladder,
-                adapt_buffer: self.adapt_buffer,
-                buffer_scale: self.buffer_scale / scale,
-            },
-            rules: resolved.rules,
-            init: InitialStates::Uniform {
-                low: -1.0,
-                high: 1.0,
-            },
-            seed: self.seed,
-            ensemble: 0,
-        };
-        // Anything nrpt-core still rejects is reported with its own words; a ladder
-        // that rounding collapses names the decimals.
-        options
-            .validate()
-            .map_err(|e| ConfigError::new("config", e.to_string()))?;
-        let mut ladder = vec![0.0; self.chains];
-        nrpt_core::adapt::initial_ladder(
-            options.rules.initial_ladder,
-            self.eta_min / scale,
-            self.eta_max / scale,
-            &mut ladder,
-        )
-        .map_err(|e| ConfigError::new("ladder_decimals", e.to_string()))?;
-        let job = Job {
-            options,
-            target,
-            chains: self.chains,
-            ensembles: self.ensembles,
-            iterations: self.iterations + u64::from(resolved.inclusive_iterations),
-            record,
-            initial_states: None,
-        };
-        crate::engine::memory::check(&self.footprint(&job), RUN_MEMORY_ADVICE)
-            .map_err(|m| ConfigError::new("max_memory", m))?;
-        Ok(job)
-    }
-
-    /// The memory of running `job` (made from this configuration) as `nrpt run` does:
-    /// [`crate::engine::memory::of_job`] and the outputs it builds in memory (CSV text,
-    /// the `.npy` bytes, the summary).
-    pub fn footprint(&self, job: &Job) -> crate::engine::memory::Footprint {
-        use crate::engine::memory::{kept_samples, trace_entries};
-        let mut f = crate::engine::memory::of_job(job);
-        let (e, p, d) = (
-            job.ensembles as u64,
-            job.chains as u64,
-            job.target.dim() as u64,
-        );
-        let (samples, entries) = (kept_samples(job), trace_entries(job));
-        let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
-        // About 12 bytes of text per CSV cell (measured: 7 to 13).
-        let csv_cells = m(&[entries, p.saturating_add(4)])
-            .saturating_add(m(&[entries, m(&[2, p]).saturating_add(1)]))
-            .saturating_add(if d <= crate::commands::run::MAX_CSV_DIM as u64 {
-                m(&[samples, e, d.saturating_add(3)])
-            } else {
-                0
-            });
-        let outputs = m(&[csv_cells, 12])
-            .saturating_add(m(&[samples, e, d, 4]))
-            .saturating_add(m(&[e, p, 64]));
-        f.add("outputs", outputs);
-        f
-    }
-}
-
-/// The most f32 values a run may hold in its chain states, or in its kept samples
-/// (2³¹, 8 GiB): beyond, the configuration is refused before anything is allocated.
-pub const MAX_VALUES: u128 = 1 << 31;
-
-fn check_memory(c: &RunConfig, record: &Record, dim: usize) -> Result<(), ConfigError> {
-    let gib = |v: u128| v as f64 * 4.0 / f64::from(1u32 << 30);
-    let states = c.chains as u128 * c.ensembles as u128 * dim as u128;
-    if states > MAX_VALUES {
-        // Blame what makes a chain large when one chain alone is (the network, or D).
-        let one_chain_too_large = (dim as u128) * 2 > MAX_VALUES / c.chains as u128;
-        let (field, lower) = if one_chain_too_large && c.target.reads("hidden") {
-            (
-                "hidden",
-                "smaller --hidden layers (a network of that many parameters does not fit)",
-            )
-        } else if one_chain_too_large && c.target.reads("dim") {
-            ("dim", "a smaller --dim")
-        } else {
-            ("ensembles", "lower --ensembles or --chains")
-        };
-        return Err(ConfigError::new(
-            field,
-            format!(
-                "{} chains × {} ensembles × {dim} coordinates = {states} state values \
-                 ({:.1} GiB): more than the {MAX_VALUES} accepted; {lower}",
-                c.chains,
-                c.ensembles,
-                gib(states)
-            ),
-        ));
-    }
-    let iterations = u128::from(c.iterations);
-    let (thin, warmup) = (u128::from(record.thin), u128::from(record.warmup));
-    let kept = if thin == 0 || iterations <= warmup {
-        0
-    } else {
-        (iterations - warmup).div_ceil(thin)
-    };
-    let values = kept * c.ensembles as u128 * dim as u128;
-    if values > MAX_VALUES {
-        return Err(ConfigError::new(
-            "thin",
-            format!(
-                "keeps {kept} samples × {} ensembles × {dim} coordinates = {values} values \
-                 ({:.1} GiB): more than the {MAX_VALUES} accepted; raise --thin or --warmup, \
-                 or lower --iterations",
-                c.ensembles,
-                gib(values)
-            ),
-        ));
-    }
-    Ok(())
-}
-
-impl RunConfig {
-    /// Settings that differ from the target's defaults but have no effect on this run
-    /// (`dim` with `modes2d`, `momentum` without `msgd`, classifier keys on a toy
-    /// target, `noise` on a classifier, whose noise comes from its mini-batches), as
-    /// the TOML keys.
-    pub fn ignored_settings(&self) -> Vec<&'static str> {
-        let d = RunConfig::defaults_for(self.target);
-        KEYS.iter()
-            .filter(|k| !(k.used)(self) && (k.differs)(self, &d))
-            .map(|k| k.name)
-            .collect()
     }
 }
 
@@ -550,6 +208,7 @@ pub fn parse_hidden(text: &str) -> Result<Vec<usize>, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Record;
     use crate::preset::{Preset, SweepOrderKind};
     use crate::targets::Toy;
 
@@ -666,14 +325,14 @@ mod tests {
         assert_eq!(job.target.name(), "classifier");
         assert_eq!(job.target.energy_scale(), n);
         // A flag's target wins over the file's, and the toy keeps its defaults.
-        let classifier = TargetName::named("classifier");
+        let classifier = Some(TargetName::new("classifier"));
         let t = RunConfig::from_toml_for("chains = 4", classifier).unwrap();
         assert_eq!(t.eta_max, 0.02);
         assert_eq!(RunConfig::from_toml("chains = 4").unwrap().eta_max, 0.6);
         let e = RunConfig {
-            target: TargetName::named("classifier").unwrap(),
+            target: TargetName::new("classifier"),
             batch: 0,
-            ..RunConfig::defaults_for(TargetName::named("classifier").unwrap())
+            ..RunConfig::defaults_for(TargetName::new("classifier"))
         };
         assert_eq!(e.job(Record::NOTHING).unwrap_err().field, "batch");
     }

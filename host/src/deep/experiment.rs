@@ -11,8 +11,8 @@ use serde::Serialize;
 use super::methods::{self, ChainSettings, Thinning};
 use super::metrics::{Bma, Scores};
 use super::{Model, Rates, Sampling};
-use crate::config::ConfigError;
 use crate::engine::{Backend, Job, Record, RunOutput};
+use crate::error::ConfigError;
 use crate::stats::mean_sd;
 
 /// The sizes of a comparison.

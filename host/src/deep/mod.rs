@@ -29,9 +29,9 @@ use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use serde::Serialize;
 
-use crate::config::ConfigError;
 use crate::data::Dataset;
 use crate::engine::{ClassifierTarget, Job, Record};
+use crate::error::ConfigError;
 
 /// A classifier on a dataset: the network [F, hidden…, C] with ReLU hidden layers,
 /// mini-batches of `batch` examples and a N(0, σ²) prior on every parameter.

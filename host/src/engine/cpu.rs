@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use super::lockstep::LANES;
 use super::record::{Recorder, merge};
+pub use super::simd::Simd;
 use super::state::{EnsembleState, RunState};
 use super::{Backend, EngineError, EnsembleBuffers, Flow, Job, OnProgress, Record, RunOutput};
 
@@ -21,46 +22,6 @@ pub struct CpuBackend {
     /// Which code paths may run (for comparisons and tests; results are the same bits
     /// whichever runs).
     pub simd: Simd,
-}
-
-/// The code paths of the CPU engine, from the fastest the processor allows down to
-/// nrpt-core's scalar driver.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Simd {
-    /// The best the processor supports (AVX-512, else AVX2, else portable).
-    #[default]
-    Auto,
-    /// At most AVX2.
-    Avx2,
-    /// Vectorized paths compiled for the baseline instruction set (SSE2 on x86-64).
-    Portable,
-    /// nrpt-core's scalar driver only.
-    Scalar,
-}
-
-impl Simd {
-    /// The instruction sets the vectorized paths may use on this processor.
-    pub fn resolve(self) -> Simd {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let avx512 = std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512dq")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-                && std::arch::is_x86_feature_detected!("avx512bw");
-            let avx2 = std::arch::is_x86_feature_detected!("avx2");
-            match self {
-                Simd::Auto if avx512 => Simd::Auto,
-                Simd::Auto | Simd::Avx2 if avx2 => Simd::Avx2,
-                Simd::Scalar => Simd::Scalar,
-                _ => Simd::Portable,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        match self {
-            Simd::Scalar => Simd::Scalar,
-            _ => Simd::Portable,
-        }
-    }
 }
 
 /// How often workers report progress (iterations of a chunk of ensembles).

@@ -23,14 +23,12 @@
 use nrpt_core::adapt::{JACOBI_GUARD, growth_factors, initial_ladder};
 use nrpt_core::driver::{InitialStates, Temperatures};
 use nrpt_core::explore::Explorer;
-use nrpt_core::fastmath::{ln, sin_cos_2pi};
+use nrpt_core::fastmath::sin_cos_2pi;
 use nrpt_core::index::{
     IndexStats, PHASE_MASK, PairStats, SEEN_BOTTOM, SEEN_TOP, TripState, initial_trip_state,
     observe_arrival,
 };
-use nrpt_core::rng::{
-    PhiloxStream, Rng, counter, philox4x32_10_keyed_lanes, streams, uniform_f32, uniform_f64,
-};
+use nrpt_core::rng::{PhiloxStream, Rng, counter, philox4x32_10_keyed_lanes, streams, uniform_f64};
 use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies, SweepOrder};
 use nrpt_core::swap::SwapRule;
 // ∇U and U of the 25-mode target are nrpt-core's own functions (the same bits), with
@@ -42,11 +40,10 @@ use nrpt_core::driver::Progress;
 use nrpt_core::swap::flags;
 
 use super::EnsembleBuffers;
-use super::cpu::Simd;
 use super::record::Recorder;
+use super::simd::{Simd, box_muller};
 use super::state::EnsembleState;
-use super::{Flow, Job, OnProgress};
-use crate::targets::Modes2dTarget;
+use super::{Flow, Job, LaneGroup, OnProgress};
 
 /// Ensembles per lane group: two AVX-512 registers of `f32` (four of AVX2), which gives
 /// the compiler independent work to interleave (measured faster than 16 or 64).
@@ -60,9 +57,7 @@ type U64s = [u64; LANES];
 /// `true` when the lockstep path can run `job`.
 pub fn applies(job: &Job) -> bool {
     let o = &job.options;
-    job.target
-        .downcast_ref::<Modes2dTarget>()
-        .is_some_and(|t| t.noise > 0.0)
+    matches!(job.target.lane_group(), Some(LaneGroup::Modes2d { noise }) if noise > 0.0)
         && job.initial_states.is_none()
         && o.explorer == Explorer::Langevin
         && o.temperatures == Temperatures::SgdExplorers
@@ -136,15 +131,6 @@ fn step_counter(k: u64, replica: &U32s, block: u32) -> [U32s; 4] {
     c
 }
 
-/// Box–Muller of nrpt-core (`box_muller_f32`) with a correctly rounded square root,
-/// written for lane loops (std's `sqrt` vectorizes; the bits are the same).
-#[inline(always)]
-pub(super) fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
-    let r = (-2.0 * ln(uniform_f32(w0))).sqrt();
-    let (s, c) = sin_cos_2pi(uniform_f32(w1));
-    (r * c, r * s)
-}
-
 impl Lanes {
     /// Starts ensembles `first .. first + LANES` of `job` (which must satisfy
     /// [`applies`]) as nrpt-core's driver starts them.
@@ -189,10 +175,10 @@ impl Lanes {
             window,
             seed: o.seed,
             ensemble,
-            noise: job
-                .target
-                .downcast_ref::<Modes2dTarget>()
-                .map_or(0.0, |t| t.noise as f32),
+            noise: match job.target.lane_group() {
+                Some(LaneGroup::Modes2d { noise }) => noise as f32,
+                None => 0.0,
+            },
             target_rate: o.adapt.target_swap_rate,
             schedule_scale: o.adapt.buffer_scale,
             adapt_ladder: o.adapt.adapt_ladder,

@@ -11,12 +11,13 @@ pub mod memory;
 mod record;
 pub use record::ladder_spread;
 pub(crate) mod replica_lanes;
+pub mod simd;
 pub mod state;
 pub mod target;
 
 pub use buffers::EnsembleBuffers;
 pub use classifier::{Batched, ClassifierTarget};
-pub use target::{AnyTarget, Explore, Target};
+pub use target::{AnyTarget, Explore, LaneGroup, Target};
 
 use std::sync::Arc;
 

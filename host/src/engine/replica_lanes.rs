@@ -27,8 +27,7 @@ use nrpt_core::rng::{counter, philox4x32_10_lanes, streams};
 use nrpt_core::rules::PairEnergies;
 use nrpt_core::target::{LanePotential, Noisy};
 
-use super::cpu::Simd;
-use super::lockstep::box_muller;
+use super::simd::{Simd, box_muller};
 
 /// Replicas per vector pass.
 const LANES: usize = 16;

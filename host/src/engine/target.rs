@@ -100,6 +100,22 @@ pub trait Target: Send + Sync + fmt::Debug + 'static {
     fn memory(&self, _ensembles: usize) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+
+    /// Whether the lane engine, which runs the whole iteration of 32 ensembles in
+    /// SIMD lanes (`engine::lockstep`), knows this target's math.
+    fn lane_group(&self) -> Option<LaneGroup> {
+        None
+    }
+}
+
+/// The targets whose math the whole-iteration lane engine (`engine::lockstep`) has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LaneGroup {
+    /// The paper's 2D toy behind noise of this scale.
+    Modes2d {
+        /// The noise scale of gradients and energies.
+        noise: f64,
+    },
 }
 
 /// A faster exploration phase: steps every replica of an ensemble and writes its energy,
@@ -119,6 +135,8 @@ pub trait AnyTarget: Send + Sync + fmt::Debug {
     fn settings(&self) -> serde_json::Value;
     /// See [`Target::memory`].
     fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)>;
+    /// See [`Target::lane_group`].
+    fn lane_group(&self) -> Option<LaneGroup>;
     /// Runs the ensembles of `span` of `job` on the CPU (see `engine::cpu`), with the
     /// target's own oracle type.
     fn run_cpu(
@@ -152,6 +170,10 @@ impl<T: Target> AnyTarget for T {
 
     fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)> {
         Target::memory(self, ensembles)
+    }
+
+    fn lane_group(&self) -> Option<LaneGroup> {
+        Target::lane_group(self)
     }
 
     fn run_cpu(

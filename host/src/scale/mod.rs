@@ -8,10 +8,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::config::TargetName;
 use crate::config::{ConfigError, RunConfig, WindowSpec};
-use crate::engine::cpu::Simd;
+use crate::engine::simd::Simd;
 use crate::engine::{Backend, EngineError, Record};
-use crate::targets::TargetName;
 use simulator::Group;
 
 /// What is simulated at each point.
@@ -138,6 +138,31 @@ pub struct Settings {
     pub seed: u32,
     /// Dimension of `sum-modes`.
     pub dim: usize,
+}
+
+/// Which part of a sweep a run covers: points with `index % count == shard`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This shard, 0-based.
+    pub index: usize,
+    /// Shards in all.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not a shard: write i/n with 0 <= i < n, e.g. 0/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse::<usize>().map_err(|_| bad())?,
+            n.trim().parse::<usize>().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
 }
 
 /// The most points a sweep may have (chain counts × windows × swap rates).
@@ -520,7 +545,7 @@ fn run_sampler_point(
         target: if s.model == Model::SumModes {
             TargetName::of(&crate::targets::sum_modes::SUM_MODES)
         } else {
-            TargetName::modes2d()
+            TargetName::default()
         },
         dim: s.dim,
         chains,

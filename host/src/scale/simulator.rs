@@ -18,7 +18,7 @@ use nrpt_core::index::{IndexStats, PHASE_MASK, initial_trip_state};
 use nrpt_core::rng::{ENSEMBLE_WIDE, counter, philox4x32_10_keyed_lanes, streams};
 use nrpt_core::window::{is_window_start, pair_eligible, window_parity};
 
-use crate::engine::cpu::Simd;
+use crate::engine::simd::Simd;
 
 /// Ensembles per group of the benchmarks and tests (any power of two from 4 to 64
 /// works: `Group<N>`).

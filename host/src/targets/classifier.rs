@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{Builtin, Method};
 use crate::config::{ExplorerKind, RunConfig};
+use crate::error::ConfigError;
 use crate::engine::{Batched, ClassifierTarget, Target};
 
 /// A classifier target as the engines hold it.
@@ -46,8 +47,21 @@ pub const CLASSIFIER: Builtin = Builtin {
     },
     // Rates and buffer are per example; the energy sums over N examples (the target's
     // energy scale).
-    build: |c| Ok(Arc::new(Arc::clone(c.model()?.target()))),
+    build: |c| Ok(Arc::new(Arc::clone(model(c)?.target()))),
 };
+
+/// The classifier a configuration describes: its data loaded and checked, its network.
+pub fn model(c: &RunConfig) -> Result<crate::deep::Model, ConfigError> {
+    let spec = crate::data::DataSpec::from_paths(
+        c.data.as_deref(),
+        c.labels.as_deref(),
+        c.test_data.as_deref(),
+        c.test_labels.as_deref(),
+    )
+    .map_err(|e| ConfigError::new("data", e.to_string()))?;
+    let data = crate::data::load(&spec).map_err(|e| ConfigError::new("data", e.to_string()))?;
+    crate::deep::Model::new(Arc::new(data), &c.hidden, c.batch, c.prior_sigma)
+}
 
 impl Target for Arc<ClassifierTarget> {
     type Oracle = Batched;

@@ -4,7 +4,8 @@
 //! their closed forms. Run by `commands::gaussian_path`, not by the SGD engines.
 
 use super::{Builtin, Method};
-use crate::config::{ConfigError, RunConfig, WindowSpec};
+use crate::config::{RunConfig, WindowSpec};
+use crate::error::ConfigError;
 
 /// `--target gaussian-path`. Vanilla DEO by default: with exact swaps a window W > 1
 /// lets a rejected pair try again within the window, which biases the levels'

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use nrpt_core::target::{Noisy, Potential};
 
 use super::{Builtin, Method, TargetArg, Toy};
-use crate::config::{ConfigError, MAX_DIM, in_range};
+use crate::error::{ConfigError, in_range};
+use crate::limits::MAX_DIM;
 use crate::engine::Target;
 
 /// The potential: `U(x) = −log Σ_k exp(−|x − μ_k|²/2)` (the weights' constant dropped),

@@ -9,12 +9,11 @@
 //! [`Job`](crate::engine::Job) directly (see `host/examples/own_target.rs`).
 
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::{ConfigError, RunConfig};
+use crate::config::{RunConfig, TargetName};
 use crate::engine::AnyTarget;
+use crate::error::ConfigError;
 
 /// Which engine samples a target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +110,7 @@ macro_rules! builtins {
     };
 }
 
+mod setup;
 pub mod toy;
 
 builtins! {
@@ -124,111 +124,46 @@ builtins! {
 pub use classifier::Classifier;
 pub use toy::{Modes2dTarget, SumModesTarget, Toy};
 
-/// The name of a built-in target: what `--target` and `target =` hold.
-#[derive(Clone, Copy)]
-pub struct TargetName(&'static Builtin);
+/// The registration of the target a configuration names, or an error that names the
+/// built-in targets.
+pub fn lookup(name: &TargetName) -> Result<&'static Builtin, ConfigError> {
+    name.builtin().ok_or_else(|| {
+        let names: Vec<&str> = BUILTIN.iter().map(|b| b.name).collect();
+        ConfigError::new(
+            "target",
+            format!("`{name}` is not a target: use one of {}", names.join(", ")),
+        )
+    })
+}
 
+/// The names and help of every built-in target, as `--target` lists them.
+pub fn possible_values() -> Vec<clap::builder::PossibleValue> {
+    BUILTIN
+        .iter()
+        .map(|b| clap::builder::PossibleValue::new(b.name).help(b.about))
+        .collect()
+}
+
+/// What the registry knows of a target's name.
 impl TargetName {
-    /// The target named `name`, if it is built in.
-    pub fn named(name: &str) -> Option<TargetName> {
-        BUILTIN
-            .iter()
-            .find(|b| b.name.eq_ignore_ascii_case(name.trim()))
-            .map(TargetName)
-    }
-
     /// The name of the registration `builtin`.
-    pub const fn of(builtin: &'static Builtin) -> TargetName {
-        TargetName(builtin)
+    pub fn of(builtin: &Builtin) -> TargetName {
+        TargetName::new(builtin.name)
     }
 
-    /// The paper's 2D toy, the default.
-    pub fn modes2d() -> TargetName {
-        TargetName(&BUILTIN[0])
+    /// Its registration, when it names a built-in target.
+    pub fn builtin(&self) -> Option<&'static Builtin> {
+        BUILTIN.iter().find(|b| b.name == self.as_str())
     }
 
-    /// Its registration.
-    pub fn builtin(self) -> &'static Builtin {
-        self.0
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        self.0.name
+    /// Whether the SGD tempering engines sample it (unknown names: yes, and they are
+    /// refused when the run is built).
+    pub fn sgd(&self) -> bool {
+        self.builtin().is_none_or(|b| b.method == Method::Sgd)
     }
 
     /// Whether it reads the configuration key `key` (besides the sampler's own).
-    pub fn reads(self, key: &str) -> bool {
-        self.0.keys.contains(&key)
-    }
-
-    /// Whether the SGD tempering engines sample it (not exact tempering).
-    pub fn sgd(self) -> bool {
-        self.0.method == Method::Sgd
-    }
-
-    fn unknown(name: &str) -> String {
-        let names: Vec<&str> = BUILTIN.iter().map(|b| b.name).collect();
-        format!("`{name}` is not a target: use one of {}", names.join(", "))
-    }
-}
-
-impl Default for TargetName {
-    fn default() -> Self {
-        TargetName::modes2d()
-    }
-}
-
-impl PartialEq for TargetName {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.name == other.0.name
-    }
-}
-
-impl Eq for TargetName {}
-
-impl fmt::Debug for TargetName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TargetName({})", self.0.name)
-    }
-}
-
-impl fmt::Display for TargetName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.name)
-    }
-}
-
-impl std::str::FromStr for TargetName {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        TargetName::named(s).ok_or_else(|| TargetName::unknown(s))
-    }
-}
-
-impl Serialize for TargetName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.0.name)
-    }
-}
-
-impl<'de> Deserialize<'de> for TargetName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        name.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// Every name, as `--target` lists them.
-static NAMES: LazyLock<Vec<TargetName>> =
-    LazyLock::new(|| BUILTIN.iter().map(TargetName).collect());
-
-impl clap::ValueEnum for TargetName {
-    fn value_variants<'a>() -> &'a [Self] {
-        &NAMES
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.0.name).help(self.0.about))
+    pub fn reads(&self, key: &str) -> bool {
+        self.builtin().is_some_and(|b| b.keys.contains(&key))
     }
 }

@@ -6,7 +6,7 @@ use nrpt_core::target::{Modes2d, Noisy};
 
 use super::{Builtin, Method, Toy};
 use crate::engine::replica_lanes;
-use crate::engine::{Explore, Job, Target};
+use crate::engine::{Explore, Job, LaneGroup, Target};
 
 /// `--target modes2d`.
 pub const MODES2D: Builtin = Builtin {
@@ -36,6 +36,10 @@ impl Target for Toy<Modes2d> {
 
     fn settings(&self) -> serde_json::Value {
         serde_json::json!({ "name": "modes2d", "noise": self.noise })
+    }
+
+    fn lane_group(&self) -> Option<LaneGroup> {
+        Some(LaneGroup::Modes2d { noise: self.noise })
     }
 
     fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<Modes2d>>> {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use nrpt_core::target::{Noisy, SumModes};
 
 use super::{Builtin, Method, Toy};
-use crate::config::{MAX_DIM, in_range};
+use crate::error::in_range;
+use crate::limits::MAX_DIM;
 use crate::engine::replica_lanes;
 use crate::engine::{Explore, Job, Target};
 
