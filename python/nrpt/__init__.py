@@ -609,9 +609,10 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     ``final_ladders``, ``pair_indicator_rate``, ...; vectors as arrays) and
     ``round_trips``, ``authors_round_trips``, ``restarts`` (totals over ensembles),
     ``samples`` (the kept target-level samples, shape (S, E, D), float32, as
-    ``samples.npy``), ``sample_iterations``, ``trace`` (a dict of arrays: what
-    ``trace.csv`` and ``ladder.csv`` hold), ``ensembles`` (every ensemble's counts,
-    buffer and final states by level), ``seconds``, ``memory_estimate_bytes`` (what
+    ``samples.npy``), ``sample_iterations``, ``pairs``, ``trace`` and ``ladder`` (each
+    a dict of the columns of ``pairs.csv``, ``trace.csv`` and ``ladder.csv``; a group
+    of columns ``NAME_0, NAME_1, ...`` is one 2-D array ``NAME``), ``ensembles`` (every
+    ensemble's counts, buffer, per-pair counts and final states by level), ``seconds``, ``memory_estimate_bytes`` (what
     the run was estimated to need, checked before it started) and ``peak_memory_bytes``
     (this process's peak resident memory so far; ``None`` where the system does not
     say). The gaussian-path target returns its own summary with a ``lambda_profile``.

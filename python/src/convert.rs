@@ -1,7 +1,7 @@
 //! Rust values to Python ones: JSON-like trees (every report of the host is
 //! `Serialize`) to dicts and lists, vectors to NumPy arrays.
 
-use numpy::ndarray::{Array, Array2, Array3};
+use numpy::ndarray::{Array, Array2};
 use numpy::{Element, IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -69,17 +69,6 @@ pub fn array2<'py, T: Element + Clone>(
     Ok(a.into_pyarray(py).into_any())
 }
 
-/// A flat vector as an array of the given shape.
-pub fn array3<'py, T: Element>(
-    py: Python<'py>,
-    flat: Vec<T>,
-    shape: (usize, usize, usize),
-) -> PyResult<Bound<'py, PyAny>> {
-    let a = Array3::from_shape_vec(shape, flat)
-        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-    Ok(a.into_pyarray(py).into_any())
-}
-
 /// A flat vector as a 2-D array.
 pub fn reshape2<'py, T: Element>(
     py: Python<'py>,
@@ -89,4 +78,79 @@ pub fn reshape2<'py, T: Element>(
     let a = Array::from_shape_vec(shape, flat)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     Ok(a.into_pyarray(py).into_any())
+}
+
+/// A flat vector as an array of any shape.
+pub fn reshape<'py, T: Element>(
+    py: Python<'py>,
+    flat: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    let a = Array::from_shape_vec(numpy::ndarray::IxDyn(shape), flat)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    Ok(a.into_pyarray(py).into_any())
+}
+
+/// Adds a command's outputs ([`nrpt::output::OutputSet`], what its files hold) to `d`:
+/// each table a dict of column arrays (a block per row: an array of `rows × block`),
+/// each array, the totals and the vectors.
+pub fn add_outputs<'py>(
+    py: Python<'py>,
+    d: &Bound<'py, PyDict>,
+    set: nrpt::output::OutputSet,
+) -> PyResult<()> {
+    use nrpt::output::Values;
+    for t in set.tables.into_iter().filter(|t| t.in_python) {
+        let table = PyDict::new(py);
+        for c in t.columns {
+            let mut shape = vec![c.rows()];
+            shape.extend(&c.row_shape);
+            let column = match c.values {
+                Values::U64(v) => reshape(py, v, &shape)?,
+                Values::F64(v, _) => reshape(py, v, &shape)?,
+                Values::F32(v, _) => reshape(py, v, &shape)?,
+            };
+            table.set_item(c.name, column)?;
+        }
+        d.set_item(t.name, table)?;
+    }
+    for a in set.arrays {
+        d.set_item(a.name, reshape(py, a.data, &a.shape)?)?;
+    }
+    for (name, v) in set.totals {
+        d.set_item(name, v)?;
+    }
+    for (name, v) in set.vectors {
+        d.set_item(name, array1(py, v))?;
+    }
+    Ok(())
+}
+
+/// Top-level lists of numbers of `d` (a report's vectors) as NumPy arrays: 1-D, or 2-D
+/// for lists of equally long lists of numbers.
+pub fn lists_to_arrays(py: Python<'_>, d: &Bound<'_, PyDict>, value: &Value) -> PyResult<()> {
+    let Value::Object(map) = value else {
+        return Ok(());
+    };
+    let numbers =
+        |items: &[Value]| -> Option<Vec<f64>> { items.iter().map(Value::as_f64).collect() };
+    for (k, v) in map {
+        let Value::Array(items) = v else { continue };
+        if items.is_empty() {
+            continue;
+        }
+        if let Some(row) = numbers(items) {
+            d.set_item(k, array1(py, row))?;
+        } else if let Some(rows) = items
+            .iter()
+            .map(|r| r.as_array().and_then(|r| numbers(r)))
+            .collect::<Option<Vec<Vec<f64>>>>()
+        {
+            let width = rows.first().map_or(0, Vec::len);
+            if rows.iter().all(|r| r.len() == width) {
+                d.set_item(k, array2(py, &rows, width)?)?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -16,7 +16,7 @@ use nrpt::engine::{Backend, Job, RunOutput};
 use nrpt_core::exact::GaussianPath;
 
 use crate::config::parse;
-use crate::convert::{array1, array2, array3, reshape2, to_dict};
+use crate::convert::{add_outputs, array1, lists_to_arrays, to_dict};
 use crate::errors::{command_error, value_error};
 use crate::interrupt::interruptible;
 
@@ -92,7 +92,7 @@ pub fn run<'py>(
     match ran {
         Ran::Sgd(b) => {
             let (config, job, out, summary, seconds) = *b;
-            let d = sgd_result(py, &job, out, &summary, seconds)?;
+            let d = sgd_result(py, &config, &job, out, &summary, seconds)?;
             d.set_item("memory_estimate_bytes", config.footprint(&job).total())?;
             d.set_item("peak_memory_bytes", nrpt::limits::peak_memory())?;
             Ok(d)
@@ -106,109 +106,31 @@ pub fn run<'py>(
 
 fn sgd_result<'py>(
     py: Python<'py>,
+    config: &RunConfig,
     job: &Job,
     out: RunOutput,
     summary: &commands::run::Summary,
     seconds: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
+    // The summary (its vectors as arrays), then what the files hold, from the one
+    // description the command writes them from.
     let d = to_dict(py, summary)?;
-    let (p, e, dim) = (job.chains, out.ensembles.len(), job.target.dim());
-    let scale = job.target.energy_scale();
+    let json = serde_json::to_value(summary).map_err(value_error)?;
+    lists_to_arrays(py, &d, &json)?;
+    let (p, e) = (job.chains, out.ensembles.len());
     d.set_item("seconds", seconds)?;
     d.set_item(
         "chain_steps_per_sec",
         (p * e) as f64 * job.iterations as f64 / seconds,
     )?;
-    let totals = out.total_stats();
-    d.set_item("round_trips", totals.round_trips)?;
-    d.set_item("authors_round_trips", totals.authors_round_trips)?;
-    d.set_item("restarts", totals.restarts)?;
-    // The summary's vectors as arrays.
-    d.set_item(
-        "final_ladder_mean",
-        array1(py, summary.final_ladder_mean.clone()),
-    )?;
-    d.set_item(
-        "final_ladder_sd",
-        array1(py, summary.final_ladder_sd.clone()),
-    )?;
-    d.set_item("final_ladders", array2(py, &summary.final_ladders, p)?)?;
-    d.set_item(
-        "pair_indicator_rate",
-        array1(py, summary.pair_indicator_rate.clone()),
-    )?;
-    d.set_item(
-        "pair_executed_swap_rate",
-        array1(py, summary.pair_executed_swap_rate.clone()),
-    )?;
-    // samples.npy: (samples, ensembles, D).
-    let kept = out.sample_iterations.len();
-    d.set_item("samples", array3(py, out.samples, (kept, e, dim))?)?;
-    d.set_item("sample_iterations", array1(py, out.sample_iterations))?;
-    // trace.csv and ladder.csv, in the configuration's units.
-    let t = out.trace;
-    let trace = PyDict::new(py);
-    trace.set_item("iterations", array1(py, t.iterations))?;
-    trace.set_item("round_trips", array1(py, t.round_trips))?;
-    trace.set_item("authors_round_trips", array1(py, t.authors_round_trips))?;
-    trace.set_item(
-        "buffer",
-        array1(py, t.buffer.iter().map(|b| b / scale).collect()),
-    )?;
-    trace.set_item("indicator_rate", array2(py, &t.indicator_rate, p - 1)?)?;
-    let scaled = |rows: &[Vec<f64>]| -> Vec<Vec<f64>> {
-        rows.iter()
-            .map(|r| r.iter().map(|v| v * scale).collect())
-            .collect()
-    };
-    trace.set_item("ladder", array2(py, &scaled(&t.ladder), p)?)?;
-    trace.set_item("ladder_sd", array2(py, &scaled(&t.ladder_sd), p)?)?;
-    d.set_item("trace", trace)?;
-    // Every ensemble's counts and final state.
-    let ens = PyDict::new(py);
-    let column = |f: &dyn Fn(&nrpt::engine::EnsembleResult) -> u64| -> Vec<u64> {
-        out.ensembles.iter().map(f).collect()
-    };
-    ens.set_item("round_trips", array1(py, column(&|r| r.stats.round_trips)))?;
-    ens.set_item(
-        "authors_round_trips",
-        array1(py, column(&|r| r.stats.authors_round_trips)),
-    )?;
-    ens.set_item("restarts", array1(py, column(&|r| r.stats.restarts)))?;
-    ens.set_item(
-        "nonfinite_energies",
-        array1(py, column(&|r| r.stats.nonfinite_energies)),
-    )?;
-    ens.set_item(
-        "buffer",
-        array1(py, out.ensembles.iter().map(|r| r.buffer / scale).collect()),
-    )?;
-    let pairs = |f: &dyn Fn(&nrpt_core::index::PairStats) -> u64| -> Vec<u64> {
-        out.ensembles
-            .iter()
-            .flat_map(|r| r.pairs.iter().map(f))
-            .collect()
-    };
-    ens.set_item(
-        "pair_indicators",
-        reshape2(py, pairs(&|s| s.indicators), (e, p - 1))?,
-    )?;
-    ens.set_item(
-        "pair_attempts",
-        reshape2(py, pairs(&|s| s.attempts), (e, p - 1))?,
-    )?;
-    ens.set_item("pair_swaps", reshape2(py, pairs(&|s| s.swaps), (e, p - 1))?)?;
-    ens.set_item(
-        "pair_nonfinite",
-        reshape2(py, pairs(&|s| s.nonfinite), (e, p - 1))?,
-    )?;
-    let levels: Vec<f32> = out
-        .ensembles
-        .iter()
-        .flat_map(|r| r.levels.iter().copied())
-        .collect();
-    ens.set_item("levels", array3(py, levels, (e, p, dim))?)?;
-    d.set_item("ensembles", ens)?;
+    let set = commands::run::outputs(
+        config,
+        job.target.dim(),
+        job.target.energy_scale(),
+        &out,
+        summary,
+    );
+    add_outputs(py, &d, set)?;
     Ok(d)
 }
 

@@ -61,20 +61,26 @@ def test_run_equals_nrpt_run(cli, tmp_path):
     assert r["samples"].dtype == np.float32 and r["samples"].shape == samples.shape
     assert r["samples"].tobytes() == samples.tobytes()
     assert r["sample_iterations"][0] == 100 and np.all(np.diff(r["sample_iterations"]) == 10)
-    # trace.csv (rounded in the file).
-    with open(out / "trace.csv") as f:
-        rows = list(csv.DictReader(f))
-    t = r["trace"]
-    assert len(rows) == len(t["iterations"])
-    for i, row in enumerate(rows):
-        assert int(row["iteration"]) == t["iterations"][i]
-        assert int(row["round_trips"]) == t["round_trips"][i]
-        assert int(row["authors_round_trips"]) == t["authors_round_trips"][i]
-        assert float(row["buffer"]) == pytest.approx(t["buffer"][i], abs=1e-6)
-    assert t["indicator_rate"].shape == (len(rows), 7)
-    assert t["ladder"].shape == (len(rows), 8)
+    # Every table of the folder is a dict of its columns (rounded in the files: 4 to 6
+    # decimals, or 6 significant digits), a
+    # column of several CSV columns (NAME_0, NAME_1, ...) a 2-D array.
+    for name, vectors in [("trace", ["indicator_rate"]), ("ladder", ["eta_mean", "eta_sd"]),
+                          ("pairs", [])]:
+        with open(out / f"{name}.csv") as f:
+            rows = list(csv.DictReader(f))
+        t = r[name]
+        for column, values in t.items():
+            assert len(values) == len(rows), (name, column)
+            for i, row in enumerate(rows):
+                cells = ([float(row[f"{column}_{j}"]) for j in range(values.shape[1])]
+                         if column in vectors else [float(row[column])])
+                got = values[i] if column in vectors else [values[i]]
+                assert cells == pytest.approx(list(got), rel=1e-5, abs=6e-5), (name, column, i)
+    assert r["trace"]["indicator_rate"].shape[1] == 7
+    assert r["ladder"]["eta_mean"].shape[1] == 8
     assert r["final_ladders"].shape == (2, 8)
     assert r["ensembles"]["levels"].shape == (2, 8, 2)
+    assert r["ensembles"]["pair_swaps"].shape == (2, 7)
 
 
 def test_run_of_a_data_target_equals_the_command(cli, tmp_path):

@@ -13,7 +13,7 @@ use crate::engine::cpu::CpuBackend;
 use crate::engine::state::RunState;
 use crate::engine::{Backend, Job, Record, RunOutput};
 use crate::metrics::{Accuracy, Truth};
-use crate::output::{Csv, OutDir, OutPolicy, write_atomic, write_json};
+use crate::output::{OutDir, OutPolicy, OutputSet, write_json};
 use crate::targets::Modes2dTarget;
 use crate::targets::classifier::Classifier;
 
@@ -164,7 +164,178 @@ pub fn load_config(args: &RunArgs) -> Result<RunConfig> {
     Ok(c)
 }
 
-/// Writes the output folder of a run.
+/// The outputs of a run besides its summary, described once: `pairs.csv`, `trace.csv`,
+/// `ladder.csv`, `samples.csv` (D ≤ [`MAX_CSV_DIM`]) and `samples.npy` as files, and
+/// for Python also every ensemble's counts and final states. Rates and buffers are in
+/// the configuration's units (`energy_scale`: per example for classifiers).
+pub fn outputs(
+    config: &RunConfig,
+    dim: usize,
+    energy_scale: f64,
+    out: &RunOutput,
+    summary: &Summary,
+) -> OutputSet {
+    use crate::output::{Array, Cell, Column, Table, Values};
+    let (p, e, scale) = (config.chains, out.ensembles.len(), energy_scale);
+    // Rates over the iterations that ran (N + 1 with inclusive iterations), as in the
+    // summary.
+    let (ind, swp) = pair_rates(out, summary.iterations_run);
+    let ladder = &summary.final_ladder_mean;
+    let pairs = Table {
+        name: "pairs",
+        file: Some("pairs.csv"),
+        in_python: true,
+        columns: vec![
+            Column::new("pair", Values::U64((0..ind.len() as u64).collect())),
+            Column::new("indicator_rate", Values::F64(ind.clone(), Cell::Fixed(6))),
+            Column::new("executed_swap_rate", Values::F64(swp, Cell::Fixed(6))),
+            Column::new(
+                "final_eta_lower_mean",
+                Values::F64(ladder[..ind.len()].to_vec(), Cell::Sci(6)),
+            ),
+            Column::new(
+                "final_eta_upper_mean",
+                Values::F64(ladder[1..=ind.len()].to_vec(), Cell::Sci(6)),
+            ),
+        ],
+    };
+    let t = &out.trace;
+    let trace = Table {
+        name: "trace",
+        file: Some("trace.csv"),
+        in_python: true,
+        columns: vec![
+            Column::new("iteration", Values::U64(t.iterations.clone())),
+            Column::new("round_trips", Values::U64(t.round_trips.clone())),
+            Column::new(
+                "authors_round_trips",
+                Values::U64(t.authors_round_trips.clone()),
+            ),
+            Column::new(
+                "buffer",
+                Values::F64(t.buffer.iter().map(|b| b / scale).collect(), Cell::Fixed(6)),
+            ),
+            Column::vector(
+                "indicator_rate",
+                p - 1,
+                Values::F64(t.indicator_rate.concat(), Cell::Fixed(4)),
+            ),
+        ],
+    };
+    let scaled =
+        |rows: &[Vec<f64>]| -> Vec<f64> { rows.iter().flatten().map(|v| v * scale).collect() };
+    let ladder_table = Table {
+        name: "ladder",
+        file: Some("ladder.csv"),
+        in_python: true,
+        columns: vec![
+            Column::new("iteration", Values::U64(t.iterations.clone())),
+            Column::vector("eta_mean", p, Values::F64(scaled(&t.ladder), Cell::Sci(6))),
+            Column::vector("eta_sd", p, Values::F64(scaled(&t.ladder_sd), Cell::Sci(6))),
+        ],
+    };
+    // samples.csv: one row per (sample, ensemble); in Python the array below.
+    let kept = out.sample_iterations.len();
+    let samples_csv = Table {
+        name: "samples_table",
+        file: (dim <= MAX_CSV_DIM).then_some("samples.csv"),
+        in_python: false,
+        columns: vec![
+            Column::new(
+                "sample",
+                Values::U64(
+                    (0..kept as u64)
+                        .flat_map(|i| std::iter::repeat_n(i, e))
+                        .collect(),
+                ),
+            ),
+            Column::new(
+                "iteration",
+                Values::U64(
+                    out.sample_iterations
+                        .iter()
+                        .flat_map(|&k| std::iter::repeat_n(k, e))
+                        .collect(),
+                ),
+            ),
+            Column::new(
+                "ensemble",
+                Values::U64((0..kept).flat_map(|_| 0..e as u64).collect()),
+            ),
+            Column {
+                separator: "",
+                ..Column::vector("x", dim, Values::F32(out.samples.clone(), Cell::Plain))
+            },
+        ],
+    };
+    let stats = |f: &dyn Fn(&crate::engine::EnsembleResult) -> u64| -> Values {
+        Values::U64(out.ensembles.iter().map(f).collect())
+    };
+    let pair = |f: &dyn Fn(&nrpt_core::index::PairStats) -> u64| -> Values {
+        Values::U64(
+            out.ensembles
+                .iter()
+                .flat_map(|r| r.pairs.iter().map(f))
+                .collect(),
+        )
+    };
+    let ensembles = Table {
+        name: "ensembles",
+        file: None,
+        in_python: true,
+        columns: vec![
+            Column::new("round_trips", stats(&|r| r.stats.round_trips)),
+            Column::new(
+                "authors_round_trips",
+                stats(&|r| r.stats.authors_round_trips),
+            ),
+            Column::new("restarts", stats(&|r| r.stats.restarts)),
+            Column::new("nonfinite_energies", stats(&|r| r.stats.nonfinite_energies)),
+            Column::new(
+                "buffer",
+                Values::F64(
+                    out.ensembles.iter().map(|r| r.buffer / scale).collect(),
+                    Cell::Plain,
+                ),
+            ),
+            Column::vector("pair_indicators", p - 1, pair(&|s| s.indicators)),
+            Column::vector("pair_attempts", p - 1, pair(&|s| s.attempts)),
+            Column::vector("pair_swaps", p - 1, pair(&|s| s.swaps)),
+            Column::vector("pair_nonfinite", p - 1, pair(&|s| s.nonfinite)),
+            Column {
+                row_shape: vec![p, dim],
+                ..Column::new(
+                    "levels",
+                    Values::F32(
+                        out.ensembles
+                            .iter()
+                            .flat_map(|r| r.levels.iter().copied())
+                            .collect(),
+                        Cell::Plain,
+                    ),
+                )
+            },
+        ],
+    };
+    let totals = out.total_stats();
+    OutputSet {
+        tables: vec![pairs, trace, ladder_table, samples_csv, ensembles],
+        arrays: vec![Array {
+            name: "samples",
+            file: Some("samples.npy"),
+            shape: vec![kept, e, dim],
+            data: out.samples.clone(),
+        }],
+        totals: vec![
+            ("round_trips", totals.round_trips),
+            ("authors_round_trips", totals.authors_round_trips),
+            ("restarts", totals.restarts),
+        ],
+        vectors: vec![("sample_iterations", out.sample_iterations.clone())],
+    }
+}
+
+/// Writes the output folder of a run: its [`outputs`] and `summary.json`.
 pub fn write_outputs(
     dir: &Path,
     config: &RunConfig,
@@ -173,84 +344,7 @@ pub fn write_outputs(
     out: &RunOutput,
     summary: &Summary,
 ) -> Result<()> {
-    // Rates over the iterations that ran (N + 1 with inclusive iterations), as in the
-    // summary.
-    let (ind, swp) = pair_rates(out, summary.iterations_run);
-    let mut pairs = Csv::new(&[
-        "pair",
-        "indicator_rate",
-        "executed_swap_rate",
-        "final_eta_lower_mean",
-        "final_eta_upper_mean",
-    ]);
-    let ladder = &summary.final_ladder_mean;
-    for l in 0..ind.len() {
-        pairs.row([
-            l.to_string(),
-            format!("{:.6}", ind[l]),
-            format!("{:.6}", swp[l]),
-            format!("{:.6e}", ladder[l]),
-            format!("{:.6e}", ladder[l + 1]),
-        ]);
-    }
-    pairs.write(&dir.join("pairs.csv"))?;
-
-    let t = &out.trace;
-    let p = config.chains;
-    let scale = energy_scale;
-    let mut header = vec![
-        "iteration".to_string(),
-        "round_trips".into(),
-        "authors_round_trips".into(),
-        "buffer".into(),
-    ];
-    header.extend((0..p - 1).map(|l| format!("indicator_rate_{l}")));
-    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut trace = Csv::new(&refs);
-    for i in 0..t.iterations.len() {
-        let mut row = vec![
-            t.iterations[i].to_string(),
-            t.round_trips[i].to_string(),
-            t.authors_round_trips[i].to_string(),
-            format!("{:.6}", t.buffer[i] / scale),
-        ];
-        row.extend(t.indicator_rate[i].iter().map(|r| format!("{r:.4}")));
-        trace.row(row);
-    }
-    trace.write(&dir.join("trace.csv"))?;
-
-    let mut header = vec!["iteration".to_string()];
-    header.extend((0..p).map(|l| format!("eta_mean_{l}")));
-    header.extend((0..p).map(|l| format!("eta_sd_{l}")));
-    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut ladder = Csv::new(&refs);
-    for (i, (mean, sd)) in t.ladder.iter().zip(&t.ladder_sd).enumerate() {
-        let mut cells = vec![t.iterations[i].to_string()];
-        cells.extend(mean.iter().chain(sd).map(|v| format!("{:.6e}", v * scale)));
-        ladder.row(cells);
-    }
-    ladder.write(&dir.join("ladder.csv"))?;
-
-    let e = out.ensembles.len();
-    if dim <= MAX_CSV_DIM {
-        let mut header = vec!["sample".to_string(), "iteration".into(), "ensemble".into()];
-        header.extend((0..dim).map(|j| format!("x{j}")));
-        let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut samples = Csv::new(&refs);
-        for (i, &k) in out.sample_iterations.iter().enumerate() {
-            for ens in 0..e {
-                let base = (i * e + ens) * dim;
-                let mut cells = vec![i.to_string(), k.to_string(), ens.to_string()];
-                cells.extend(out.samples[base..base + dim].iter().map(|v| format!("{v}")));
-                samples.row(cells);
-            }
-        }
-        samples.write(&dir.join("samples.csv"))?;
-    }
-    write_atomic(
-        &dir.join("samples.npy"),
-        &crate::npy::encode_f32(&[out.sample_iterations.len(), e, dim], &out.samples),
-    )?;
+    outputs(config, dim, energy_scale, out, summary).write(dir)?;
     write_json(&dir.join("summary.json"), summary)
 }
 

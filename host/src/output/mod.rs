@@ -11,6 +11,7 @@
 mod files;
 mod folder;
 pub mod ownership;
+mod set;
 pub mod temp;
 
 use std::path::Path;
@@ -20,6 +21,7 @@ pub use folder::{
     Committed, InterruptedWhileWriting, OutDir, OutPolicy, PAUSE_BEFORE_COMMIT_VAR,
     TEMP_NAME_OVERHEAD,
 };
+pub use set::{Array, Cell, Column, OutputSet, Table, Values};
 
 /// The folder a path is in (`.` for a bare name).
 pub(crate) fn parent_of(path: &Path) -> &Path {
