@@ -47,7 +47,9 @@ cargo test --workspace
 
 step "vectorized engines in release builds: the same bits as nrpt-core (AVX-512, AVX2, portable)"
 cargo test --release -p nrpt-host --lib
-cargo test --release -p nrpt-host --test engine
+# The parity matrix and determinism checks of the cross-crate tests (tests/), compiled as
+# users get the engines.
+cargo test --release -p nrpt-tests
 
 step "embedded and WASM: firmware under QEMU, Node test of the .wasm, size limits"
 embedded/ci.sh

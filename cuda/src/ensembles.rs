@@ -27,8 +27,9 @@ const CHUNK: u64 = 4096;
 const THREADS: u32 = 256;
 /// Threads per block of the swap-and-adapt kernel (one team of lanes per ensemble).
 const SWAP_THREADS: u32 = 128;
-/// Largest D stepped by one thread per chain; above it a block per chain.
-const SEQ_MAX_DIM: usize = 64;
+/// Largest D stepped by one thread per chain (`step_2d`, `step_seq`); above it a block
+/// per chain (`step_block`, in the shape [`BlockShape::for_dim`]).
+pub const SEQ_MAX_DIM: usize = 64;
 /// Target (and largest) number of threads per persistent block: the kernel's launch
 /// bound (kernels/persistent.cu NRPT_PERSISTENT_MAX_THREADS, two blocks per SM).
 const PERSISTENT_THREADS: u32 = 512;

@@ -337,3 +337,41 @@ impl Backend for CpuBackend {
         Ok(self.finish(job, state))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use nrpt_core::window::Scheme;
+
+    use super::*;
+    use crate::targets::Toy;
+
+    /// The progress reports of a run add up to E × iterations, whichever path runs it
+    /// (small runs one ensemble at a time, larger ones in lockstep lane groups).
+    #[test]
+    fn progress_adds_up_to_all_the_work() {
+        for ensembles in [6, 40] {
+            let job = Job::new(
+                Arc::new(Toy::modes2d(2.0)),
+                TemperingOptions {
+                    scheme: Scheme::Deo { window: 7 },
+                    seed: 77,
+                    ..TemperingOptions::default()
+                },
+                16,
+                ensembles,
+                700,
+            );
+            let done = AtomicU64::new(0);
+            CpuBackend::default()
+                .run(&job, &|n| {
+                    done.fetch_add(n, Ordering::Relaxed);
+                    Flow::Continue
+                })
+                .unwrap();
+            assert_eq!(done.load(Ordering::Relaxed), ensembles as u64 * 700);
+        }
+    }
+}

@@ -246,25 +246,60 @@ impl CudaBackend {
     /// target the kernels do not know gets the 2D toy's, which [`Backend::unsupported`]
     /// refuses to run.)
     pub fn config(&self, job: &Job) -> EnsembleConfig {
-        let (target, noise) = gpu_toy(job).unwrap_or((GpuTarget::Modes2d, 0.0));
         EnsembleConfig {
-            noise: Noise {
-                gradient: noise,
-                energy: noise,
-            },
             precision: self.precision,
             math: self.math,
             path: self.path,
-            ..EnsembleConfig::new(
-                TemperingOptions {
-                    ensemble: 0,
-                    ..job.options
-                },
-                target,
-                job.ensembles,
-                job.chains,
-            )
+            ..toy_config(job).unwrap_or_else(|| launch_config(job, GpuTarget::Modes2d, 0.0))
         }
+    }
+}
+
+/// The nrpt-cuda configuration of a job of a built-in toy target (`modes2d`,
+/// `sum-modes`) with the engine's defaults ([`MathMode::Exact`], automatic choice of
+/// kernels, `f32` states), or `None` for a target the toy kernels do not know. Ensemble
+/// e of the job is ensemble e of the launch, with Philox key (seed, e) as on the CPU.
+/// The parity tests (`tests/`) run the kernels' host-compiled math on exactly this.
+pub fn toy_config(job: &Job) -> Option<EnsembleConfig> {
+    gpu_toy(job).map(|(target, noise)| launch_config(job, target, noise))
+}
+
+/// Why the toy kernels cannot run `job` (not a toy target, given initial states, rules
+/// they do not implement), or `None`.
+pub fn toy_unsupported(job: &Job) -> Option<String> {
+    if gpu_toy(job).is_none() {
+        return Some(format!(
+            "the kernels know the built-in targets only (modes2d, sum-modes, classifier), \
+             not {}",
+            job.target.name()
+        ));
+    }
+    if job.initial_states.is_some() {
+        return Some("given initial states are not uploaded by the CUDA engine".to_string());
+    }
+    match job.options.params(job.chains, job.target.dim()) {
+        Err(nrpt_core::Error::Unsupported { what }) => {
+            Some(format!("the kernels do not implement {what}"))
+        }
+        _ => None,
+    }
+}
+
+fn launch_config(job: &Job, target: GpuTarget, noise: f64) -> EnsembleConfig {
+    EnsembleConfig {
+        noise: Noise {
+            gradient: noise,
+            energy: noise,
+        },
+        ..EnsembleConfig::new(
+            TemperingOptions {
+                ensemble: 0,
+                ..job.options
+            },
+            target,
+            job.ensembles,
+            job.chains,
+        )
     }
 }
 
@@ -492,22 +527,7 @@ impl Backend for CudaBackend {
         if let Some(c) = job.target.downcast_ref::<Classifier>() {
             return self.classifier_unsupported(job, c);
         }
-        if gpu_toy(job).is_none() {
-            return Some(format!(
-                "the kernels know the built-in targets only (modes2d, sum-modes, classifier), \
-                 not {}",
-                job.target.name()
-            ));
-        }
-        if job.initial_states.is_some() {
-            return Some("given initial states are not uploaded by the CUDA engine".to_string());
-        }
-        match job.options.params(job.chains, job.target.dim()) {
-            Err(nrpt_core::Error::Unsupported { what }) => {
-                Some(format!("the kernels do not implement {what}"))
-            }
-            _ => None,
-        }
+        toy_unsupported(job)
     }
 
     fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {

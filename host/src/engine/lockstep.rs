@@ -426,9 +426,12 @@ impl Lanes {
     }
 
     /// Lane `i` in nrpt-core's layout, with what it has recorded: what a checkpoint
-    /// saves. The flags keep the indicator, swap and non-finite bits of the last
-    /// iteration (not the attempt bit, which the lanes do not keep; nothing reads it
-    /// before the next iteration rewrites it).
+    /// saves, the bytes nrpt-core's driver leaves (so a checkpoint does not depend on
+    /// the code path that wrote it). The lanes keep the energies of the last sweep by
+    /// level before its swaps, the driver after them: the swapped pairs' energies are
+    /// exchanged here (eligible pairs are disjoint). The attempt bit of the flags, which
+    /// the lanes do not keep, follows from the window: an eligible pair was attempted
+    /// when its gate was open before the sweep, that is, is open now or has swapped.
     pub fn save(&self, i: usize, recorder: Recorder) -> EnsembleState {
         let p = self.p;
         let mut b = EnsembleBuffers::<f32>::new(p, 2, false);
@@ -444,9 +447,23 @@ impl Lanes {
             b.trips[r] = self.trips[l][i];
         }
         for l in 0..p - 1 {
+            if self.swap[l][i] {
+                b.energies.swap(l, l + 1);
+            }
+        }
+        // The parity of the last sweep (none before the first iteration).
+        let parity = self
+            .iteration
+            .checked_sub(1)
+            .map(|k| window_parity(k, self.window));
+        for l in 0..p - 1 {
             b.gates[l] = self.gates[l][i];
             let bad = !(self.energy[l][i].is_finite() && self.energy[l + 1][i].is_finite());
+            let attempt = parity.is_some_and(|parity| {
+                pair_eligible(l, parity) && (self.gates[l][i] || self.swap[l][i])
+            });
             b.flags[l] = (u8::from(self.indicator[l][i]) * flags::INDICATOR)
+                | (u8::from(attempt) * flags::ATTEMPT)
                 | (u8::from(self.swap[l][i]) * flags::SWAPPED)
                 | (u8::from(bad) * flags::NONFINITE);
             let c = &self.pairs[l];
@@ -494,6 +511,14 @@ impl Lanes {
                 c.attempts[i] = ps.attempts;
                 c.swaps[i] = ps.swaps;
                 c.nonfinite[i] = ps.nonfinite;
+            }
+            // Back to the lanes' order of the energies (see `save`).
+            for l in 0..self.p - 1 {
+                if self.swap[l][i] {
+                    let e = self.energy[l][i];
+                    self.energy[l][i] = self.energy[l + 1][i];
+                    self.energy[l + 1][i] = e;
+                }
             }
             self.buffer[i] = s.progress.buffer;
             self.stats[i] = s.progress.stats;

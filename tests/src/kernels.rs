@@ -1,0 +1,338 @@
+//! A [`Job`] run through the CUDA kernels' own per-thread code, compiled for the host
+//! (`nrpt_cuda::host_math`, from the same `kernels/*.cuh` headers): every replica's step
+//! and every ensemble's swap-and-adapt phase driven exactly as the launchers drive them,
+//! recorded as the CPU engine records. No GPU and no CUDA library is needed.
+//!
+//! What is emulated and what is not:
+//! - the configuration is the CUDA engine's own ([`toy_config`]), so a job reaches the
+//!   kernels' arithmetic with the parameters a GPU run would get;
+//! - the step is `step_2d` (D = 2), `step_seq` (D ≤ [`SEQ_MAX_DIM`]) or the block step
+//!   in the launcher's shape (larger D); the [`KernelPath::Persistent`] path runs the
+//!   persistent 2D kernel's step with its kept sines, its momentum reset in registers
+//!   and its swap phase's team steps backwards (the GPU's lanes may take them in any
+//!   order);
+//! - the initial states come from the CPU engine's initialization (the init kernel's
+//!   arithmetic is checked on a GPU, `cuda/tests/gpu.rs`); the ladder and temperatures
+//!   are what the CUDA engine uploads ([`EnsembleConfig::initial_levels`]).
+
+use nrpt::engine::cpu::{CpuBackend, Simd};
+use nrpt::engine::cuda::{toy_config, toy_unsupported};
+use nrpt::engine::state::{EnsembleState, RunState};
+use nrpt::engine::{Job, unobserved};
+use nrpt_core::driver::Progress;
+use nrpt_core::index::{IndexStats, PairStats};
+use nrpt_core::params::adapt_flags;
+use nrpt_cuda::EnsembleConfig;
+use nrpt_cuda::ensembles::{SEQ_MAX_DIM, persistent_group};
+use nrpt_cuda::host_math::{self as hm, EnsembleArrays, StepInput};
+use nrpt_cuda::params::{BlockShape, GpuParams, IterConsts};
+
+use crate::Run;
+
+/// Which kernels' handling of an iteration the emulation follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelPath {
+    /// A step kernel, then `swap_adapt`, which zeroes the momenta of swapped replicas
+    /// in memory (`nrpt_zero_swapped_momenta`).
+    StepSwap,
+    /// `persistent_2d`: the sines of each state kept in registers from the last
+    /// energy; after the swap phase every thread whose replica swapped zeroes its
+    /// velocity registers (`nrpt_swapped_at_level`).
+    Persistent,
+}
+
+impl KernelPath {
+    /// A short name for the matrix's columns.
+    pub fn label(self) -> &'static str {
+        match self {
+            KernelPath::StepSwap => "kernels: step + swap",
+            KernelPath::Persistent => "kernels: persistent 2D",
+        }
+    }
+}
+
+/// Why the kernels cannot run `job` on `path`, or `None`: the CUDA engine's own
+/// refusals, then the persistent kernel's conditions (D = 2, an ensemble that fits a
+/// block).
+pub fn unsupported(job: &Job, path: KernelPath) -> Option<String> {
+    if let Some(why) = toy_unsupported(job) {
+        return Some(why);
+    }
+    let config = toy_config(job)?;
+    if let Err(e) = config.params() {
+        return Some(e.to_string());
+    }
+    let fits = persistent_group(job.chains as u32, job.ensembles as u32).is_some();
+    match path {
+        KernelPath::Persistent if job.target.dim() != 2 => {
+            Some("the persistent kernel is for D = 2 only".to_string())
+        }
+        KernelPath::Persistent if !fits => Some(format!(
+            "an ensemble of P = {} does not fit a persistent block",
+            job.chains
+        )),
+        _ => None,
+    }
+}
+
+/// Runs `job` through the kernels' host-compiled code on `path`.
+///
+/// Panics where [`unsupported`] gives a reason.
+pub fn run(job: &Job, path: KernelPath) -> Run {
+    if let Some(why) = unsupported(job, path) {
+        panic!("the kernels cannot run this job: {why}");
+    }
+    let config = toy_config(job).expect("a toy target");
+    let params = config.params().expect("parameters the kernels accept");
+    // The CPU engine's initialization of every ensemble (no iteration run).
+    let start = CpuBackend {
+        threads: Some(1),
+        simd: Simd::Scalar,
+    }
+    .run_from(job, None, 0, &unobserved)
+    .expect("the job initializes");
+    let ensembles = start
+        .ensembles
+        .into_iter()
+        .enumerate()
+        .map(|(e, s)| run_ensemble(job, &config, &params, path, e, s))
+        .collect();
+    let mut run = Run::finished(
+        job,
+        RunState {
+            iteration: job.iterations,
+            ensembles,
+        },
+    );
+    run.output.backend = path.label().to_string();
+    run
+}
+
+/// Ensemble `e` from its initial state `s` to the end of the job, recorded.
+fn run_ensemble(
+    job: &Job,
+    config: &EnsembleConfig,
+    params: &GpuParams,
+    path: KernelPath,
+    e: usize,
+    mut s: EnsembleState,
+) -> EnsembleState {
+    let mut emu = Emulated::new(config, *params, path, e, &mut s);
+    let rec = job.record;
+    for k in 0..job.iterations {
+        emu.iterate();
+        // As the CPU engine's `observe`.
+        if rec.traces_at(k) {
+            let pairs = &emu.pairs;
+            s.recorder.trace(
+                k,
+                rec.trace_every,
+                emu.ladder.clone(),
+                emu.buffer,
+                emu.stats,
+                |l| pairs[l].indicators,
+            );
+        }
+        if s.recorder.is_first() && rec.paths_at(k) {
+            s.recorder.path(emu.of.iter().copied());
+        }
+        if rec.samples_at(k) {
+            let r = emu.at[0] as usize;
+            s.recorder
+                .sample(k, &emu.states[r * emu.dim..(r + 1) * emu.dim]);
+        }
+    }
+    emu.store(&mut s);
+    s
+}
+
+/// The GPU's arrays of one ensemble, on the host.
+struct Emulated {
+    params: GpuParams,
+    options: nrpt_core::TemperingOptions,
+    path: KernelPath,
+    key: u32,
+    dim: usize,
+    /// The block step's shape where the launcher uses the block kernel.
+    block: Option<BlockShape>,
+    states: Vec<f32>,
+    /// persistent_2d's registers: sin 2πx of each replica's two coordinates, kept from
+    /// the last energy.
+    sines: Vec<[f32; 2]>,
+    momenta: Vec<f32>,
+    energies: Vec<f32>,
+    ladder: Vec<f64>,
+    temps: Vec<f64>,
+    at: Vec<u32>,
+    of: Vec<u32>,
+    trips: Vec<u8>,
+    gates: Vec<u8>,
+    flags: Vec<u8>,
+    pairs: Vec<PairStats>,
+    buffer: f64,
+    stats: IndexStats,
+    k: u64,
+}
+
+impl Emulated {
+    /// The arrays of ensemble `e` as the CUDA engine fills them before its first
+    /// iteration: the states from `s`, the ladder, temperatures and buffer uploaded.
+    fn new(
+        config: &EnsembleConfig,
+        params: GpuParams,
+        path: KernelPath,
+        e: usize,
+        s: &mut EnsembleState,
+    ) -> Self {
+        let dim = config.target.dim();
+        let (ladder, temps) = config.initial_levels().expect("valid options");
+        let b = s.buffers.lend();
+        let states = b.states.to_vec();
+        Emulated {
+            params,
+            options: config.options,
+            path,
+            // Ensemble e of a launch draws with key word options.ensemble + e.
+            key: config.options.ensemble + e as u32,
+            dim,
+            block: (dim > SEQ_MAX_DIM)
+                .then(|| BlockShape::for_dim(dim).expect("a block shape for this D")),
+            // Computed once after the load, as the persistent kernel does.
+            sines: states
+                .chunks(dim)
+                .map(|x| {
+                    if dim == 2 {
+                        hm::sines([x[0], x[1]])
+                    } else {
+                        [0.0; 2]
+                    }
+                })
+                .collect(),
+            states,
+            momenta: b.momenta.to_vec(),
+            energies: b.energies.to_vec(),
+            ladder,
+            temps,
+            at: b.replica_at.to_vec(),
+            of: b.level_of.to_vec(),
+            trips: b.trips.to_vec(),
+            gates: b.gates.iter().map(|&g| u8::from(g)).collect(),
+            flags: b.flags.to_vec(),
+            pairs: b.pair_stats.to_vec(),
+            buffer: config.options.initial_buffer,
+            stats: IndexStats::default(),
+            k: 0,
+        }
+    }
+
+    /// One iteration: every replica's step, then the swap-and-adapt phase and the
+    /// momentum reset of the path's kernels.
+    fn iterate(&mut self) {
+        let p = self.energies.len();
+        let d = self.dim;
+        for r in 0..p {
+            let level = self.of[r] as usize;
+            let input = StepInput {
+                ensemble_key: self.key,
+                iteration: self.k,
+                replica: r as u32,
+                eta: self.ladder[level],
+                temperature: self.temps[level],
+            };
+            let x = &mut self.states[r * d..(r + 1) * d];
+            let v: &mut [f32] = if self.momenta.is_empty() {
+                &mut []
+            } else {
+                &mut self.momenta[r * d..(r + 1) * d]
+            };
+            self.energies[level] = match (self.block, self.path, d) {
+                (Some(shape), _, _) => hm::chain_step_block(&self.params, &input, shape, x, v),
+                // persistent_2d: the sines come from the last energy.
+                (None, KernelPath::Persistent, 2) => {
+                    let mut xr = [x[0], x[1]];
+                    let mut vr = if v.is_empty() { [0.0; 2] } else { [v[0], v[1]] };
+                    let e = hm::chain_step_2d_sin(
+                        &self.params,
+                        &input,
+                        &mut xr,
+                        &mut vr,
+                        &mut self.sines[r],
+                    );
+                    x.copy_from_slice(&xr);
+                    if !v.is_empty() {
+                        v.copy_from_slice(&vr);
+                    }
+                    e
+                }
+                _ => hm::chain_step(&self.params, &input, x, v),
+            };
+        }
+        let ic = IterConsts::at(&self.options, self.k);
+        hm::swap_and_adapt_ordered(
+            &self.params,
+            self.key,
+            self.k,
+            &ic,
+            EnsembleArrays {
+                energies: &mut self.energies,
+                ladder: &mut self.ladder,
+                temps: &mut self.temps,
+                replica_at: &mut self.at,
+                level_of: &mut self.of,
+                trips: &mut self.trips,
+                gates: &mut self.gates,
+                flags: &mut self.flags,
+                pairs: &mut self.pairs,
+                stride: 1,
+                buffer: &mut self.buffer,
+                stats: &mut self.stats,
+            },
+            self.path == KernelPath::Persistent,
+        );
+        if !self.momenta.is_empty() {
+            match self.path {
+                // swap_adapt: after nrpt_swap_and_adapt, when a.momenta is set.
+                KernelPath::StepSwap => hm::zero_swapped_momenta(
+                    &self.params,
+                    &mut self.at,
+                    &mut self.flags,
+                    &mut self.momenta,
+                ),
+                // persistent_2d: thread (g, r) after the barrier that ends the swap phase.
+                KernelPath::Persistent => {
+                    let carry = self.params.core.adapt_flags & adapt_flags::MOMENTUM_CARRY != 0;
+                    for r in 0..p {
+                        if !carry && hm::swapped_at_level(&self.flags, 1, self.of[r], p as u32) {
+                            self.momenta[r * d..(r + 1) * d].fill(0.0);
+                        }
+                    }
+                }
+            }
+        }
+        self.k += 1;
+    }
+
+    /// Writes the arrays back into the CPU engine's state of the ensemble (what the
+    /// CUDA engine downloads), for a comparison of everything.
+    fn store(&self, s: &mut EnsembleState) {
+        let b = s.buffers.lend();
+        b.states.copy_from_slice(&self.states);
+        b.momenta.copy_from_slice(&self.momenta);
+        b.energies.copy_from_slice(&self.energies);
+        b.ladder.copy_from_slice(&self.ladder);
+        b.temperatures.copy_from_slice(&self.temps);
+        b.replica_at.copy_from_slice(&self.at);
+        b.level_of.copy_from_slice(&self.of);
+        b.trips.copy_from_slice(&self.trips);
+        for (g, &open) in b.gates.iter_mut().zip(&self.gates) {
+            *g = open != 0;
+        }
+        b.flags.copy_from_slice(&self.flags);
+        b.pair_stats.copy_from_slice(&self.pairs);
+        s.progress = Progress {
+            iteration: self.k,
+            buffer: self.buffer,
+            stats: self.stats,
+        };
+    }
+}
