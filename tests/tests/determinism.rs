@@ -54,7 +54,7 @@ fn jobs() -> Vec<(&'static str, Job)> {
         )
     };
     let mixture = nrpt::config::RunConfig {
-        target: nrpt::targets::TargetName::named("mixture").expect("built in"),
+        target: nrpt::config::TargetName::new("mixture"),
         dim: 3,
         chains: 8,
         ensembles: 6,

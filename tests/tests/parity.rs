@@ -27,9 +27,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use nrpt::config::RunConfig;
+use nrpt::config::TargetName;
 use nrpt::engine::cpu::Simd;
 use nrpt::engine::{AnyTarget, Job, Record, RunOutput};
-use nrpt::targets::{TargetName, Toy};
+use nrpt::targets::Toy;
 use nrpt_core::adapt::AdaptOptions;
 use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
 use nrpt_core::explore::Explorer;
@@ -75,7 +76,7 @@ impl Target {
             Target::SumModes { dim } => Arc::new(Toy::sum_modes(dim, 2.0)),
             Target::Mixture { dim } => {
                 let config = RunConfig {
-                    target: TargetName::named("mixture").expect("a built-in target"),
+                    target: TargetName::new("mixture"),
                     dim,
                     ..RunConfig::default()
                 };
