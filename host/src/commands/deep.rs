@@ -119,6 +119,7 @@ pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> R
 pub fn compute(args: &DeepArgs, backend: &dyn Backend, say: &dyn Fn(&str)) -> Result<Report> {
     let settings = settings(args)?;
     let spec = DataSpec::from_paths(
+        args.dataset,
         args.data.as_deref(),
         args.labels.as_deref(),
         args.test_data.as_deref(),

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::{ExplorerKind, RuleKind, WindowSpec, parse_hidden};
+use crate::data::Bundled;
 use crate::error::ConfigError;
 use crate::preset::{
     LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, SweepOrderKind,
@@ -338,8 +339,14 @@ keys! {
     inclusive_iterations: Option<bool> = None, [skip_serializing_if = "Option::is_none"],
         flag bool [long, value_name = "BOOL"] => set!(Some inclusive_iterations),
         used sgd;
+    /// Classifier: a bundled data set, `digits` (UCI handwritten digits, 1,348 training
+    /// examples) or `mnist1d` (MNIST-1D, 12,800 training examples of 40 values); not
+    /// with --data [digits].
+    dataset: Option<Bundled> = None, [skip_serializing_if = "Option::is_none"],
+        flag Bundled [long, value_name = "NAME"] => set!(Some dataset),
+        used |_, t| t.reads("dataset");
     /// Classifier: training data, CSV (label last; `.gz` accepted) or `.npy` features
-    /// (default: the bundled UCI digits).
+    /// (default: the bundled data set of --dataset).
     data: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
         flag PathBuf [long, value_name = "FILE"] => set!(Some data),
         used |_, t| t.reads("data");

@@ -52,7 +52,7 @@ pub fn digits() -> Dataset {
 /// Parses a digits file: `FEATURES` counts in 0..=16 and a label in 0..CLASSES per line.
 pub(crate) fn parse(gz: &[u8]) -> Result<Dataset, DataError> {
     let table = parse_csv(MultiGzDecoder::new(gz), FILE)?;
-    let bad = |what: String| Err(DataError::Bundled(what));
+    let bad = |what: String| Err(DataError::Bundled(format!("digits file: {what}")));
     if table.features != FEATURES || table.len() != EXAMPLES {
         return bad(format!(
             "{} examples of {} features, expected {EXAMPLES} of {FEATURES}",

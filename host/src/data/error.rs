@@ -119,8 +119,9 @@ pub enum DataError {
         /// The value as read.
         value: f64,
     },
-    /// The bundled digits file is not what the tests say it is: a broken build.
-    #[error("the bundled digits file: {0}")]
+    /// A bundled data file is not what the tests say it is: a broken build. The text
+    /// names the file (`digits file: …`).
+    #[error("the bundled {0}")]
     Bundled(String),
     /// The parsed data would take more memory than the run may use.
     #[error(

@@ -1,12 +1,17 @@
-//! Classification data for the data targets (softmax regression, small MLPs): the
-//! bundled digits, and users' own CSV or `.npy` files, as a [`Dataset`] of `f32`
+//! Classification data for the data targets (softmax regression, small MLPs): two
+//! bundled data sets, and users' own CSV or `.npy` files, as a [`Dataset`] of `f32`
 //! features and `u32` labels split into training and test examples.
 //!
-//! - [`DataSpec`] says which data ([`DataSpec::from_paths`] reads the four flags);
+//! - [`DataSpec`] says which data ([`DataSpec::from_paths`] reads the five flags);
 //!   [`load`] reads it.
-//! - The bundled data ([`digits()`]) is UCI's optical handwritten digits (Alpaydin and
-//!   Kaynak, 1998; CC BY 4.0; see `data/README.md`): 1,797 8×8 images, 64 features (pixel
-//!   counts divided by 16, so in [0, 1]) and 10 classes.
+//! - The default bundled data ([`digits()`], `--dataset digits`) is UCI's optical
+//!   handwritten digits (Alpaydin and Kaynak, 1998; CC BY 4.0; see `data/README.md`):
+//!   1,797 8×8 images, 64 features (pixel counts divided by 16, so in [0, 1]) and 10
+//!   classes.
+//! - The other ([`mnist1d`], `--dataset mnist1d`) is MNIST-1D (Greydanus, 2020; the
+//!   `mnist1d` package, Apache-2.0): 12,800 training and 3,200 test signals of 40
+//!   values, already standardized by its generator (one mean and standard deviation for
+//!   the whole set) and used as they are, and 10 classes.
 //! - Users' data, CSV: one example per line, numeric features and then the label in
 //!   the last field; blank lines and `#` lines are skipped; a first line with a field
 //!   that is not a number is a header, and skipped; every row has the same number of
@@ -19,7 +24,7 @@
 //!   features are **standardized**: each minus its training-split mean, divided by its
 //!   training-split standard deviation (dividing by n); a feature constant on the
 //!   training split becomes 0. Test features use the training split's statistics. The
-//!   bundled digits are not standardized (their counts share one scale).
+//!   bundled data sets are not standardized again (each shares one scale).
 //! - Without a test file, example `i` of the training file (from 0, in file order) is a
 //!   test example when `i % 4 == 3` ([`is_test_example`]); the bundled digits are split
 //!   the same way: 1,348 training and 449 test examples.
@@ -29,12 +34,15 @@
 //! assert_eq!((d.features, d.classes, d.train.len(), d.test.len()), (64, 10, 1348, 449));
 //! let first = d.train.row(0, d.features).expect("row 0 exists");
 //! assert_eq!(first[2], 5.0 / 16.0);
+//! let m = nrpt::data::load(&nrpt::data::DataSpec::Mnist1d)?;
+//! assert_eq!((m.features, m.classes, m.train.len(), m.test.len()), (40, 10, 12800, 3200));
 //! # Ok::<(), nrpt::data::DataError>(())
 //! ```
 
 pub(crate) mod csv;
 pub mod digits;
 mod error;
+pub mod mnist1d;
 pub(crate) mod npy;
 mod spec;
 mod split;
@@ -46,7 +54,7 @@ use std::path::Path;
 pub use crate::npy::Shape;
 pub use digits::digits;
 pub use error::{DataError, FieldProblem, LineProblem, NpyProblem};
-pub use spec::DataSpec;
+pub use spec::{Bundled, DataSpec};
 pub use split::{TEST_EVERY, is_test_example};
 
 /// The largest label accepted, so at most `MAX_LABEL + 1` classes: a label like 10⁹ is
@@ -95,7 +103,7 @@ impl Split {
 /// A classification data set, split into training and test examples.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dataset {
-    /// Short name: `digits`, or the training file's name.
+    /// Short name: `digits`, `mnist1d`, or the training file's name.
     pub name: String,
     /// One line: the source and licence, or the files, the counts and the split rule.
     pub description: String,
@@ -113,6 +121,7 @@ pub struct Dataset {
 pub fn load(spec: &DataSpec) -> Result<Dataset, DataError> {
     match spec {
         DataSpec::Digits => digits::parse(digits::GZ),
+        DataSpec::Mnist1d => mnist1d::parse(mnist1d::BUNDLED),
         DataSpec::Csv { train, test } => {
             let train_table = csv::read_csv(train)?;
             let test = match test {

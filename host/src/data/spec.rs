@@ -1,5 +1,5 @@
-//! Which data to load, and how the flags `--data`, `--labels`, `--test-data` and
-//! `--test-labels` name it.
+//! Which data to load, and how the flags `--dataset`, `--data`, `--labels`,
+//! `--test-data` and `--test-labels` name it.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +8,57 @@ use serde::{Deserialize, Serialize};
 use super::display;
 use super::error::DataError;
 
+/// A data set compiled into `nrpt`, as `--dataset` (TOML `dataset`) names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bundled {
+    /// `digits`: UCI optical recognition of handwritten digits, 1,348 + 449 examples of
+    /// 64 features (the default).
+    #[default]
+    Digits,
+    /// `mnist1d`: MNIST-1D (Greydanus, 2020), 12,800 + 3,200 examples of 40 features.
+    Mnist1d,
+}
+
+impl Bundled {
+    /// Every bundled data set, in the order help texts list them.
+    pub const ALL: [Bundled; 2] = [Bundled::Digits, Bundled::Mnist1d];
+
+    /// The name `--dataset` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bundled::Digits => "digits",
+            Bundled::Mnist1d => "mnist1d",
+        }
+    }
+}
+
+impl std::fmt::Display for Bundled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Bundled {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let name = s.trim().to_ascii_lowercase();
+        Bundled::ALL
+            .into_iter()
+            .find(|b| b.name() == name)
+            .ok_or_else(|| format!("`{s}` is not a bundled data set: digits or mnist1d"))
+    }
+}
+
+impl From<Bundled> for DataSpec {
+    fn from(b: Bundled) -> DataSpec {
+        match b {
+            Bundled::Digits => DataSpec::Digits,
+            Bundled::Mnist1d => DataSpec::Mnist1d,
+        }
+    }
+}
+
 /// Which data to load.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -15,6 +66,10 @@ pub enum DataSpec {
     /// The bundled UCI optical digits (default).
     #[default]
     Digits,
+    /// The bundled MNIST-1D: the package's canonical generator with 16,000 samples,
+    /// split by the package into 12,800 training and 3,200 test examples.
+    #[serde(rename = "mnist1d")]
+    Mnist1d,
     /// CSV files: training file, optional test file. Labels are in the last column.
     Csv {
         /// The training examples (`.csv`, or gzip-compressed `.csv.gz`).
@@ -62,11 +117,14 @@ fn format_of(path: &Path, flag: &'static str) -> Result<Format, DataError> {
 }
 
 impl DataSpec {
-    /// The data the four flags name: none of them is the bundled digits; a `.csv` or
-    /// `.csv.gz` `--data` file is CSV (labels in its last column, so no `--labels`); a
-    /// `.npy` `--data` file is NumPy, and needs `--labels`. A test file is optional, and
-    /// for `.npy` comes as `--test-data` with `--test-labels`. The error names the flag.
+    /// The data the five flags name: `--dataset` alone is that bundled data set, and
+    /// cannot be combined with any of the four file flags; none of them is the bundled
+    /// digits; a `.csv` or `.csv.gz` `--data` file is CSV (labels in its last column, so
+    /// no `--labels`); a `.npy` `--data` file is NumPy, and needs `--labels`. A test
+    /// file is optional, and for `.npy` comes as `--test-data` with `--test-labels`. The
+    /// error names the flag.
     pub fn from_paths(
+        dataset: Option<Bundled>,
         data: Option<&Path>,
         labels: Option<&Path>,
         test_data: Option<&Path>,
@@ -76,8 +134,27 @@ impl DataSpec {
             flag,
             reason: reason.to_string(),
         };
+        if let Some(bundled) = dataset {
+            let files = [
+                ("--data", data),
+                ("--labels", labels),
+                ("--test-data", test_data),
+                ("--test-labels", test_labels),
+            ];
+            return match files.into_iter().find(|(_, p)| p.is_some()) {
+                None => Ok(bundled.into()),
+                Some((name, _)) => Err(flag(
+                    "--dataset",
+                    &format!(
+                        "{bundled} is a bundled data set, with its own test split; it \
+                         cannot be combined with {name}, which names your own files \
+                         (give one or the other)"
+                    ),
+                )),
+            };
+        }
         let Some(data) = data else {
-            let needs_data = "needs --data (without it, nrpt uses the bundled digits)";
+            let needs_data = "needs --data (without it, nrpt uses a bundled data set: --dataset)";
             return match (labels, test_data, test_labels) {
                 (None, None, None) => Ok(DataSpec::Digits),
                 (Some(_), _, _) => Err(flag("--labels", needs_data)),
@@ -152,7 +229,7 @@ mod tests {
 
     fn spec(flags: [Option<&str>; 4]) -> Result<DataSpec, DataError> {
         let [a, b, c, d] = flags.map(|f| f.map(Path::new));
-        DataSpec::from_paths(a, b, c, d)
+        DataSpec::from_paths(None, a, b, c, d)
     }
 
     fn error(flags: [Option<&str>; 4]) -> String {
@@ -163,6 +240,46 @@ mod tests {
     fn no_flags_is_the_digits() {
         assert_eq!(spec([None; 4]).unwrap(), DataSpec::Digits);
         assert_eq!(DataSpec::default(), DataSpec::Digits);
+    }
+
+    #[test]
+    fn dataset_names_a_bundled_data_set() {
+        for (b, want) in [
+            (Bundled::Digits, DataSpec::Digits),
+            (Bundled::Mnist1d, DataSpec::Mnist1d),
+        ] {
+            let s = DataSpec::from_paths(Some(b), None, None, None, None).unwrap();
+            assert_eq!(s, want);
+            assert_eq!(b.name().parse::<Bundled>(), Ok(b));
+            assert_eq!(b.to_string(), b.name());
+        }
+        assert_eq!(" MNIST1D ".parse::<Bundled>(), Ok(Bundled::Mnist1d));
+        assert_eq!(
+            "mnist".parse::<Bundled>().unwrap_err(),
+            "`mnist` is not a bundled data set: digits or mnist1d"
+        );
+        assert_eq!(Bundled::default(), Bundled::Digits);
+    }
+
+    #[test]
+    fn dataset_with_a_file_flag_names_both() {
+        for (flags, other) in [
+            ([Some("d.csv"), None, None, None], "--data"),
+            ([None, Some("y.npy"), None, None], "--labels"),
+            ([None, None, Some("t.csv"), None], "--test-data"),
+            ([None, None, None, Some("t.npy")], "--test-labels"),
+            ([Some("x.npy"), Some("y.npy"), None, None], "--data"),
+        ] {
+            let [a, b, c, d] = flags.map(|f| f.map(Path::new));
+            for bundled in Bundled::ALL {
+                let e = DataSpec::from_paths(Some(bundled), a, b, c, d)
+                    .unwrap_err()
+                    .to_string();
+                let start = format!("--dataset: {bundled} is a bundled data set");
+                assert!(e.starts_with(&start), "{flags:?}: {e}");
+                assert!(e.contains(&format!("combined with {other},")), "{e}");
+            }
+        }
     }
 
     #[test]
@@ -281,6 +398,16 @@ mod tests {
         assert_eq!(serde_json::from_str::<DataSpec>(&json).unwrap(), s);
         let digits = serde_json::to_string(&DataSpec::Digits).unwrap();
         assert_eq!(digits, r#"{"kind":"digits"}"#);
+        let mnist1d = serde_json::to_string(&DataSpec::Mnist1d).unwrap();
+        assert_eq!(mnist1d, r#"{"kind":"mnist1d"}"#);
+        assert_eq!(
+            serde_json::from_str::<DataSpec>(&mnist1d).unwrap(),
+            DataSpec::Mnist1d
+        );
+        assert_eq!(
+            serde_json::to_string(&Bundled::ALL).unwrap(),
+            r#"["digits","mnist1d"]"#
+        );
         let csv: DataSpec =
             serde_json::from_str(r#"{"kind":"csv","train":"a.csv","test":"b.csv"}"#).unwrap();
         assert_eq!(

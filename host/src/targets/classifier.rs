@@ -17,10 +17,11 @@ pub type Classifier = Arc<ClassifierTarget>;
 /// after 400).
 pub const CLASSIFIER: Builtin = Builtin {
     name: "classifier",
-    about: "a Bayesian MLP (or softmax regression) on data: --data, --hidden, --batch; \
-            rates and buffer per example",
+    about: "a Bayesian MLP (or softmax regression) on data: --dataset or --data, --hidden, \
+            --batch; rates and buffer per example",
     method: Method::Sgd,
     keys: &[
+        "dataset",
         "data",
         "labels",
         "test_data",
@@ -53,12 +54,19 @@ pub const CLASSIFIER: Builtin = Builtin {
 /// The classifier a configuration describes: its data loaded and checked, its network.
 pub fn model(c: &RunConfig) -> Result<crate::deep::Model, ConfigError> {
     let spec = crate::data::DataSpec::from_paths(
+        c.dataset,
         c.data.as_deref(),
         c.labels.as_deref(),
         c.test_data.as_deref(),
         c.test_labels.as_deref(),
     )
-    .map_err(|e| ConfigError::new("data", e.to_string()))?;
+    .map_err(|e| match e {
+        // The key of the flag at fault (`--test-labels`: `test_labels`).
+        crate::data::DataError::Flag { flag, reason } => {
+            ConfigError::new(&flag.trim_start_matches('-').replace('-', "_"), reason)
+        }
+        e => ConfigError::new("data", e.to_string()),
+    })?;
     let data = crate::data::load(&spec).map_err(|e| ConfigError::new("data", e.to_string()))?;
     crate::deep::Model::new(Arc::new(data), &c.hidden, c.batch, c.prior_sigma)
 }
