@@ -64,7 +64,8 @@
 //! - [`rules`]: the paper's rules by default, and the named variants of the authors'
 //!   code ([`Rules::AUTHORS_CODE`]) and of earlier nrpt;
 //! - [`rng`]: Philox4x32-10, counter-based, so CPU and GPU draw the same numbers;
-//! - [`exact`]: exact tempering on a path π₀^(1−β) π₁^β: MALA, barrier, schedule, log Z;
+//! - [`exact`]: exact tempering on a path π₀^(1−β) π₁^β: MALA or HMC explorers (HMC also
+//!   on its own, [`exact::hmc_explore`]), barrier, schedule, log Z;
 //! - [`driver`]: one full iteration over buffers the caller owns ([`Tempering`]), and
 //!   [`fixed`]: the same over arrays of compile-time size ([`FixedTempering`]);
 //!   [`Controller`]: the swaps, adaptation and counts alone, told the energies by a

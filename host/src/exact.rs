@@ -21,8 +21,9 @@
 //! [`exact`]: nrpt_core::exact
 
 use nrpt_core::exact::{
-    Barrier, ChainRule, ExactBuffers, ExactOptions, ExactTempering, GaussianPath, InitialGrid,
-    LevelRecord, PairRecord, RoundReport, ScheduleOptions, limit_rate, recommended_chains,
+    Barrier, ChainRule, ExactBuffers, ExactExplorer, ExactOptions, ExactTempering, GaussianPath,
+    InitialGrid, LevelRecord, PairRecord, RoundReport, ScheduleOptions, limit_rate,
+    recommended_chains,
 };
 use nrpt_core::window::Scheme;
 use rayon::prelude::*;
@@ -155,7 +156,8 @@ struct Owned {
 
 impl Owned {
     fn new(chains: usize, dim: usize) -> Result<Self, ConfigError> {
-        let n = ExactBuffers::lengths(chains, dim).map_err(core_error)?;
+        let n =
+            ExactBuffers::lengths(chains, dim, &ExactExplorer::default()).map_err(core_error)?;
         Ok(Owned {
             states: vec![0.0; n.states],
             ells: vec![0.0; n.per_level],
@@ -513,7 +515,7 @@ impl ExactOutcome {
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
                     (lo.min(r.rejection_range.0), hi.max(r.rejection_range.1))
                 }),
-            mala_acceptance: mean_sd(&of(&|r| r.mala_acceptance)).0,
+            mala_acceptance: mean_sd(&of(&|r| r.explorer_acceptance)).0,
         }
     }
 

@@ -7,7 +7,9 @@ use core::hint::black_box;
 use core::panic::PanicInfo;
 
 use nrpt_core::driver::TemperingOptions;
+use nrpt_core::exact::{GaussianPath, HMC_SCRATCH_VECTORS, HmcOptions, hmc_explore};
 use nrpt_core::fixed::FixedTempering;
+use nrpt_core::rng::streams::EXACT_EXPLORE;
 use nrpt_core::target::{Modes2d, Noisy};
 
 #[panic_handler]
@@ -28,6 +30,22 @@ pub extern "C" fn _start() -> ! {
             let _ = t.step();
         }
         black_box(t.stats());
+    }
+    // The exact engine's HMC explorer, on its own.
+    if let Ok(mut path) = GaussianPath::standard(2) {
+        let (mut x, mut scratch) = ([0.5; 2], [0.0; 2 * HMC_SCRATCH_VECTORS]);
+        let mut rng = nrpt_core::rng::PhiloxStream::new(0, 0, 0, 0, EXACT_EXPLORE);
+        let options = HmcOptions::default();
+        let out = hmc_explore(
+            &mut path,
+            1.0,
+            0.1,
+            &options,
+            &mut x,
+            &mut scratch,
+            &mut rng,
+        );
+        black_box((out.ok(), x));
     }
     loop {}
 }

@@ -5,6 +5,7 @@ use crate::error::{Error, check_chains, check_len};
 use crate::index::TripState;
 
 use super::evidence::LogMeanExp;
+use super::options::ExactExplorer;
 
 /// The buffers of one ensemble of P replicas in D dimensions, handed to
 /// [`ExactTempering::new`](super::ExactTempering::new), which checks every length once.
@@ -12,8 +13,9 @@ use super::evidence::LogMeanExp;
 /// [`StartStates::Keep`](super::StartStates::Keep) and `betas` with
 /// [`InitialGrid::Keep`](super::InitialGrid::Keep).
 ///
-/// Lengths: P·D for `states`, 4·D for `scratch`, P − 1 for `gates`, `flags` and
-/// `pairs`, P for the rest ([`ExactBuffers::lengths`]).
+/// Lengths: P·D for `states`, S·D for `scratch` (S = 4 for MALA, 5 for HMC:
+/// [`ExactExplorer::scratch_vectors`]), P − 1 for `gates`, `flags` and `pairs`, P for the
+/// rest ([`ExactBuffers::lengths`]).
 #[derive(Debug)]
 pub struct ExactBuffers<'a> {
     /// States, replica-major: replica r is `states[r·D .. (r+1)·D]`.
@@ -40,7 +42,7 @@ pub struct ExactBuffers<'a> {
     pub barrier_betas: &'a mut [f64],
     /// Λ̂ at those knots, by level.
     pub barrier_values: &'a mut [f64],
-    /// Scratch for a MALA step: proposal, two gradients, a temporary (4·D).
+    /// Scratch of the explorer (S·D, [`ExactExplorer::scratch_vectors`]).
     pub scratch: &'a mut [f64],
 }
 
@@ -54,13 +56,13 @@ pub struct Lengths {
     pub per_level: usize,
     /// P − 1: `gates`, `flags`, `pairs`.
     pub per_pair: usize,
-    /// 4·D: `scratch`.
+    /// S·D: `scratch` (S = [`ExactExplorer::scratch_vectors`]).
     pub scratch: usize,
 }
 
 impl ExactBuffers<'_> {
-    /// The lengths for `chains = P ≥ 2` and `dim = D ≥ 1`.
-    pub fn lengths(chains: usize, dim: usize) -> Result<Lengths, Error> {
+    /// The lengths for `chains = P ≥ 2`, `dim = D ≥ 1` and `explorer`.
+    pub fn lengths(chains: usize, dim: usize, explorer: &ExactExplorer) -> Result<Lengths, Error> {
         check_chains(chains)?;
         if dim == 0 {
             return Err(Error::InvalidValue {
@@ -72,20 +74,20 @@ impl ExactBuffers<'_> {
         let too_big = Error::InvalidValue {
             name: "dim",
             value: dim as f64,
-            allowed: "small enough that P·D and 4·D fit in memory",
+            allowed: "small enough that P·D and the scratch fit in memory",
         };
         Ok(Lengths {
             states: chains.checked_mul(dim).ok_or(too_big)?,
             per_level: chains,
             per_pair: chains - 1,
-            scratch: dim.checked_mul(4).ok_or(too_big)?,
+            scratch: dim.checked_mul(explorer.scratch_vectors()).ok_or(too_big)?,
         })
     }
 
-    /// Checks every length against P (from `betas`) and `dim`; returns P.
-    pub fn check(&self, dim: usize) -> Result<usize, Error> {
+    /// Checks every length against P (from `betas`), `dim` and `explorer`; returns P.
+    pub fn check(&self, dim: usize, explorer: &ExactExplorer) -> Result<usize, Error> {
         let p = self.betas.len();
-        let n = Self::lengths(p, dim)?;
+        let n = Self::lengths(p, dim, explorer)?;
         check_len("states", self.states.len(), n.states)?;
         check_len("scratch", self.scratch.len(), n.scratch)?;
         for (name, len) in [
@@ -106,8 +108,8 @@ impl ExactBuffers<'_> {
     }
 }
 
-/// The explorer of one level: its step size (kept over the run) and its acceptance in
-/// the current round.
+/// The explorer (MALA or HMC) of one level: its step size (kept over the run) and its
+/// acceptance in the current round.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LevelRecord {
     pub(crate) step: f64,
@@ -118,7 +120,8 @@ pub struct LevelRecord {
 }
 
 impl LevelRecord {
-    /// MALA step size ε of the level (unused at β = 0).
+    /// Step size ε of the level's explorer (the nominal one for HMC, before jitter;
+    /// unused at β = 0).
     pub fn step_size(&self) -> f64 {
         self.step
     }
@@ -128,12 +131,12 @@ impl LevelRecord {
         self.updates
     }
 
-    /// MALA proposals in the round.
+    /// Proposals (MALA steps or HMC trajectories) in the round.
     pub fn proposals(&self) -> u64 {
         self.proposals
     }
 
-    /// MALA proposals accepted in the round.
+    /// Proposals accepted in the round.
     pub fn accepted(&self) -> u64 {
         self.accepted
     }

@@ -9,15 +9,17 @@ use super::barrier::Barrier;
 use super::buffers::{ExactBuffers, LevelRecord, PairRecord};
 use super::chains::rate_of;
 use super::evidence::{BatchMeans, Estimate, batch_of};
-use super::mala::{adapt_step, mala_explore, reference_draw};
-use super::options::{ExactOptions, StartStates};
+use super::explorer::adapt_step;
+use super::hmc::hmc_unchecked;
+use super::mala::{mala_unchecked, reference_draw};
+use super::options::{ExactExplorer, ExactOptions, StartStates};
 use super::path::AnnealingPath;
 use super::report::{ExactReport, RoundReport};
 use super::schedule::{InitialGrid, check_grid, uniform_grid};
 use super::swap::TemperedSwaps;
 
 /// Exact non-reversible parallel tempering of one ensemble over buffers the caller owns:
-/// MALA explorers (exact draws at β = 0), Metropolis swaps by windowed DEO or SEO,
+/// MALA or HMC explorers (exact draws at β = 0), Metropolis swaps by windowed DEO or SEO,
 /// rounds of doubling length that re-place the β grid at equal barrier, and the
 /// barrier and stepping-stone estimates of every round (see [`crate::exact`]).
 #[derive(Debug)]
@@ -60,7 +62,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         let options = options.validate()?;
         path.validate()?;
         let dim = path.dim();
-        buffers.check(dim)?;
+        buffers.check(dim, &options.explorer)?;
         match options.schedule.initial_grid {
             InitialGrid::Uniform => uniform_grid(buffers.betas)?,
             InitialGrid::Keep => {
@@ -73,7 +75,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         b.flags.fill(0);
         b.pairs.fill(PairRecord::default());
         b.levels.fill(LevelRecord {
-            step: options.mala.initial_step,
+            step: options.explorer.initial_step(),
             ..LevelRecord::default()
         });
         b.log_likelihoods.fill(f64::NAN);
@@ -95,7 +97,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             forward_batches: BatchMeans::default(),
             reverse_batches: BatchMeans::default(),
             adapt_grid: options.schedule.adapt_grid,
-            adapt_steps: options.mala.adapt,
+            adapt_steps: options.explorer.adapt(),
             last_round: None,
             failure: None,
         })
@@ -170,7 +172,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         Ok(())
     }
 
-    /// Every level moves its replica: MALA at β > 0, an exact draw at β = 0.
+    /// Every level moves its replica: MALA or HMC at β > 0, an exact draw at β = 0.
     fn explore(&mut self) -> Result<(), P::Error> {
         let o = self.options;
         let (d, k) = (self.dim, self.iteration);
@@ -180,33 +182,53 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             let x = &mut b.states[r * d..(r + 1) * d];
             let mut rng =
                 PhiloxStream::new(o.seed, o.ensemble, k, r as u32, streams::EXACT_EXPLORE);
-            let out = if beta == 0.0 {
-                reference_draw(&mut self.path, x, &mut rng)?
+            // (acceptance sum, proposals, accepted, ℓ at the final state)
+            let (acceptance_sum, proposals, accepted, ell) = if beta == 0.0 {
+                let out = reference_draw(&mut self.path, x, &mut rng)?;
+                (0.0, 0, 0, out.log_likelihood)
             } else {
-                let steps = o.mala.steps_per_iteration;
-                mala_explore(
-                    &mut self.path,
-                    beta,
-                    rec.step,
-                    steps,
-                    x,
-                    b.scratch,
-                    &mut rng,
-                )?
+                match &o.explorer {
+                    ExactExplorer::Mala(m) => {
+                        let out = mala_unchecked(
+                            &mut self.path,
+                            beta,
+                            rec.step,
+                            m.steps_per_iteration,
+                            x,
+                            b.scratch,
+                            &mut rng,
+                        )?;
+                        let (a, n, acc) = (out.acceptance_sum, out.proposals, out.accepted);
+                        (a, n, acc, out.log_likelihood)
+                    }
+                    ExactExplorer::Hmc(h) => {
+                        let out = hmc_unchecked(
+                            &mut self.path,
+                            beta,
+                            rec.step,
+                            h,
+                            x,
+                            b.scratch,
+                            &mut rng,
+                        )?;
+                        let (a, n, acc) = (out.acceptance_sum, out.proposals, out.accepted);
+                        (a, n, acc, out.log_likelihood)
+                    }
+                }
             };
-            b.log_likelihoods[r] = out.log_likelihood;
-            if out.proposals > 0 {
-                rec.acceptance_sum += out.acceptance_sum;
-                rec.proposals += u64::from(out.proposals);
-                rec.accepted += u64::from(out.accepted);
+            b.log_likelihoods[r] = ell;
+            if proposals > 0 {
+                rec.acceptance_sum += acceptance_sum;
+                rec.proposals += u64::from(proposals);
+                rec.accepted += u64::from(accepted);
                 if self.adapt_steps {
-                    let mean = out.acceptance_sum / f64::from(out.proposals);
+                    let mean = acceptance_sum / f64::from(proposals);
                     rec.step = adapt_step(
                         rec.step,
                         rec.updates,
                         mean,
-                        o.mala.target_acceptance,
-                        o.mala.decay,
+                        o.explorer.target_acceptance(),
+                        o.explorer.decay(),
                     );
                     rec.updates += 1;
                 }
@@ -327,7 +349,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             restarts: self.stats.restarts - self.round_base.restarts,
             predicted_round_trip_rate: rate_of(rates()),
             rejection_range,
-            mala_acceptance: acc_sum / proposals as f64,
+            explorer_acceptance: acc_sum / proposals as f64,
             grid_adapted: false,
         };
         if self.adapt_grid && acc > 0.0 {

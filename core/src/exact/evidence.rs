@@ -27,7 +27,7 @@
 //!
 //! # Standard error: batch means
 //!
-//! The states of one level are autocorrelated (MALA moves a little per iteration, swaps
+//! The states of one level are autocorrelated (an explorer moves a little per iteration, swaps
 //! carry states between levels) and the pairs share states, so a per-pair iid variance
 //! would understate the error. Instead the round is cut into B = [`BATCHES`] batches of
 //! consecutive iterations (batch of round iteration i: ⌊i·B/N⌋, or one iteration per

@@ -1,5 +1,4 @@
-//! The exact explorer: MALA at each level's β, exact draws at β = 0, and the step-size
-//! adaptation of every level.
+//! The MALA explorer at each level's β, and exact draws at β = 0.
 //!
 //! # MALA (Roberts and Tweedie, Bernoulli 1996)
 //!
@@ -20,27 +19,24 @@
 //!
 //! # Step sizes
 //!
-//! Each level has its own ε, adapted by a Robbins–Monro recursion on log ε towards the
-//! acceptance rate a⋆ = 0.574, the optimum of Roberts and Rosenthal (JRSS-B 1998) for
-//! MALA in high dimension:
-//!
-//! ```text
-//! log ε ← log ε + (n + 1)^(−κ) · (ā − a⋆),
-//! ```
-//!
-//! with ā the mean acceptance probability (not the 0/1 outcome: less noise) of the
-//! level's steps at this iteration, n the number of updates the level has had in the
-//! whole run, κ ∈ (0.5, 1] (default 0.6). The gain starts at 1 (ε moves by a factor of up
-//! to e^0.57 per update, so a poor initial ε is corrected within tens of iterations) and
-//! diminishes, so the adaptation vanishes over the run (Roberts and Rosenthal, J. Appl.
-//! Prob. 2007, for its validity). A level keeps its ε when the β grid moves between
-//! rounds; the adaptation follows the move. ε stays within [1e-12, 1e12].
+//! Each level has its own ε, adapted by the Robbins–Monro recursion on log ε of
+//! [`adapt_step`](super::adapt_step) towards the acceptance rate a⋆ = 0.574, the optimum
+//! of Roberts and Rosenthal (JRSS-B 1998) for MALA in high dimension (see
+//! [`super::explorer`]). A level keeps its ε when the β grid moves between rounds; the
+//! adaptation follows the move.
 
 use rand_core::Rng;
 
-use super::path::{AnnealingPath, log_tempered};
-use crate::error::{Error, check_positive};
+use super::explorer::{
+    ExploreError, OptionNames, check_adaptation, check_lengths, tempered_gradient,
+};
+use super::path::AnnealingPath;
+use crate::error::Error;
 use crate::rng::{UnitDraw, fill_normals};
+
+/// Vectors of length D in the scratch of [`mala_explore`]: proposal, two gradients, a
+/// temporary.
+pub const MALA_SCRATCH_VECTORS: usize = 4;
 
 /// Options of the MALA explorers. `Default`: ε₀ = 0.5, a⋆ = 0.574, one step per
 /// iteration, adaptation on with κ = 0.6.
@@ -73,49 +69,20 @@ impl Default for MalaOptions {
 impl MalaOptions {
     /// Checks every field.
     pub fn validate(self) -> Result<Self, Error> {
-        check_positive("mala.initial_step", self.initial_step)?;
-        if !(self.initial_step >= MIN_STEP && self.initial_step <= MAX_STEP) {
-            return Err(Error::InvalidValue {
-                name: "mala.initial_step",
-                value: self.initial_step,
-                allowed: "in [1e-12, 1e12]",
-            });
-        }
-        crate::error::check_rate("mala.target_acceptance", self.target_acceptance)?;
-        if self.steps_per_iteration == 0 {
-            return Err(Error::InvalidValue {
-                name: "mala.steps_per_iteration",
-                value: 0.0,
-                allowed: ">= 1",
-            });
-        }
-        if !(self.decay > 0.5 && self.decay <= 1.0) {
-            return Err(Error::InvalidValue {
-                name: "mala.decay",
-                value: self.decay,
-                allowed: "in (0.5, 1]",
-            });
-        }
+        check_adaptation(
+            &OptionNames {
+                initial_step: "mala.initial_step",
+                target_acceptance: "mala.target_acceptance",
+                steps_per_iteration: "mala.steps_per_iteration",
+                decay: "mala.decay",
+            },
+            self.initial_step,
+            self.target_acceptance,
+            self.steps_per_iteration,
+            self.decay,
+        )?;
         Ok(self)
     }
-}
-
-/// Smallest step size the adaptation allows.
-pub const MIN_STEP: f64 = 1e-12;
-/// Largest step size the adaptation allows.
-pub const MAX_STEP: f64 = 1e12;
-
-/// One Robbins–Monro update of a level's step size: `log ε += (n + 1)^(−κ)(ā − a⋆)`,
-/// with `updates = n` earlier updates and `mean_acceptance = ā` (NaN counts as 0);
-/// the result is clamped to [[`MIN_STEP`], [`MAX_STEP`]].
-pub fn adapt_step(step: f64, updates: u64, mean_acceptance: f64, target: f64, decay: f64) -> f64 {
-    let a = if mean_acceptance.is_nan() {
-        0.0
-    } else {
-        mean_acceptance.clamp(0.0, 1.0)
-    };
-    let gain = libm::pow(updates as f64 + 1.0, -decay);
-    (step * libm::exp(gain * (a - target))).clamp(MIN_STEP, MAX_STEP)
 }
 
 /// What one level's exploration at one iteration did, and where it left the replica.
@@ -131,14 +98,38 @@ pub struct MalaOutcome {
     pub log_likelihood: f64,
 }
 
+impl MalaOutcome {
+    /// Mean acceptance probability of the proposals (NaN without proposals).
+    pub fn mean_acceptance(&self) -> f64 {
+        self.acceptance_sum / f64::from(self.proposals)
+    }
+}
+
 /// `steps` MALA steps at inverse temperature `beta` with step size `step`, from `x`
-/// (length D, updated in place); `scratch` has length 4·D (proposal, two gradients, a
-/// temporary). Draws from `rng` as the [module docs](self) say. Costs `steps + 1`
-/// evaluations of log π₀ and of ℓ with their gradients.
+/// (length D = [`AnnealingPath::dim`], updated in place); `scratch` has at least
+/// [`MALA_SCRATCH_VECTORS`]·D entries (proposal, two gradients, a temporary). Draws from
+/// `rng` as the [module docs](self) say. Costs `steps + 1` evaluations of log π₀ and of ℓ
+/// with their gradients.
 ///
-/// The caller checks the lengths (`x` D, `scratch` 4·D); shorter slices would make the
-/// gradients shorter than the state, longer ones are cut to 4·D.
+/// # Errors
+///
+/// [`ExploreError::Input`] for a slice of the wrong length (nothing done),
+/// [`ExploreError::Path`] for the path's error.
 pub fn mala_explore<P: AnnealingPath, R: Rng + ?Sized>(
+    path: &mut P,
+    beta: f64,
+    step: f64,
+    steps: u32,
+    x: &mut [f64],
+    scratch: &mut [f64],
+    rng: &mut R,
+) -> Result<MalaOutcome, ExploreError<P::Error>> {
+    check_lengths(path.dim(), x.len(), scratch.len(), MALA_SCRATCH_VECTORS)?;
+    mala_unchecked(path, beta, step, steps, x, scratch, rng).map_err(ExploreError::Path)
+}
+
+/// [`mala_explore`] for lengths the caller has checked.
+pub(crate) fn mala_unchecked<P: AnnealingPath, R: Rng + ?Sized>(
     path: &mut P,
     beta: f64,
     step: f64,
@@ -154,7 +145,8 @@ pub fn mala_explore<P: AnnealingPath, R: Rng + ?Sized>(
     let tmp = &mut rest[..d];
     let h = 0.5 * step * step;
 
-    let (mut fx, mut lx) = evaluate(path, beta, x, gx, tmp)?;
+    let start = tempered_gradient(path, beta, x, gx, tmp)?;
+    let (mut fx, mut lx) = (start.log_density, start.log_likelihood);
     let mut out = MalaOutcome::default();
     for _ in 0..steps {
         // y = x + h g(x) + ε ξ; |y − x − h g(x)|² = ε²|ξ|².
@@ -166,7 +158,8 @@ pub fn mala_explore<P: AnnealingPath, R: Rng + ?Sized>(
         }
         let u = f64::uniform(rng.next_u32());
         out.proposals += 1;
-        let (fy, ly) = evaluate(path, beta, y, gy, tmp)?;
+        let proposal = tempered_gradient(path, beta, y, gy, tmp)?;
+        let (fy, ly) = (proposal.log_density, proposal.log_likelihood);
         if !(fy.is_finite() && gy.iter().all(|g| g.is_finite())) {
             continue;
         }
@@ -205,24 +198,6 @@ pub fn mala_explore<P: AnnealingPath, R: Rng + ?Sized>(
     Ok(out)
 }
 
-/// f = log π₀ + β ℓ at `x`, its gradient into `g` (with `tmp` for ∇ℓ), and ℓ.
-fn evaluate<P: AnnealingPath>(
-    path: &mut P,
-    beta: f64,
-    x: &[f64],
-    g: &mut [f64],
-    tmp: &mut [f64],
-) -> Result<(f64, f64), P::Error> {
-    let lr = path.log_reference(x, g)?;
-    let ll = path.log_likelihood_gradient(x, tmp)?;
-    if beta != 0.0 {
-        for (gi, &ti) in g.iter_mut().zip(tmp.iter()) {
-            *gi += beta * ti;
-        }
-    }
-    Ok((log_tempered(beta, lr, ll), ll))
-}
-
 /// The reference level's move: an exact draw from π₀ into `x`, and ℓ there.
 pub fn reference_draw<P: AnnealingPath, R: Rng + ?Sized>(
     path: &mut P,
@@ -239,7 +214,7 @@ pub fn reference_draw<P: AnnealingPath, R: Rng + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exact::GaussianPath;
+    use crate::exact::{GaussianPath, adapt_step};
     use crate::rng::{PhiloxStream, streams};
 
     /// Long MALA runs at a fixed β sample N(0, I/τ_β): E|x|²/d = 1/τ_β, and the adapted
@@ -276,14 +251,35 @@ mod tests {
         }
     }
 
+    /// Slices of the wrong length are typed errors, with nothing drawn or moved.
     #[test]
-    fn adaptation_moves_the_right_way_and_stays_in_range() {
-        assert!(adapt_step(1.0, 0, 1.0, 0.574, 0.6) > 1.0);
-        assert!(adapt_step(1.0, 0, 0.0, 0.574, 0.6) < 1.0);
-        assert!(adapt_step(1.0, 0, f64::NAN, 0.574, 0.6) < 1.0);
-        assert_eq!(adapt_step(MIN_STEP, 0, 0.0, 0.574, 0.6), MIN_STEP);
-        let late = adapt_step(1.0, 1_000_000, 1.0, 0.574, 0.6);
-        assert!(late > 1.0 && late < 1.001);
+    fn wrong_lengths_are_errors() {
+        let mut path = GaussianPath::standard(3).unwrap();
+        let mut rng = PhiloxStream::new(0, 0, 0, 0, streams::EXACT_EXPLORE);
+        let mut x = [0.5; 3];
+        let short = mala_explore(&mut path, 1.0, 0.1, 1, &mut x, &mut [0.0; 11], &mut rng);
+        assert!(matches!(
+            short,
+            Err(ExploreError::Input(Error::LengthMismatch {
+                name: "scratch",
+                expected: 12,
+                found: 11
+            }))
+        ));
+        let wrong = mala_explore(
+            &mut path,
+            1.0,
+            0.1,
+            1,
+            &mut [0.0; 4],
+            &mut [0.0; 16],
+            &mut rng,
+        );
+        assert!(matches!(
+            wrong,
+            Err(ExploreError::Input(Error::LengthMismatch { name: "x", .. }))
+        ));
+        assert_eq!((x, rng.position()), ([0.5; 3], 0));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Exact tempering on an annealing path: MALA explorers, Metropolis swaps between known
-//! inverse temperatures, the communication barrier, the barrier-based schedule, log Z by
+//! Exact tempering on an annealing path: MALA or HMC explorers, Metropolis swaps between
+//! known inverse temperatures, the communication barrier, the barrier-based schedule, log Z by
 //! stepping stone, and the number of chains.
 //!
 //! This is the setting of Syed, Bouchard-Côté, Deligiannidis and Doucet,
@@ -20,8 +20,14 @@
 //!   from π₀) and what the stepping stone then estimates; [`gaussian`]: the
 //!   [`GaussianPath`] N(0, σ₀²I) → N(0, σ₁²I) with every closed form (τ_β, log Z(β),
 //!   λ(β), Λ(β), Λ), derived there.
-//! - [`mala`]: the explorer, [`mala_explore`] at each β > 0 with its Robbins–Monro step
-//!   size towards acceptance 0.574, [`reference_draw`] at β = 0.
+//! - [`mala`]: the MALA explorer, [`mala_explore`] at each β > 0 (step size adapted
+//!   towards acceptance 0.574), [`reference_draw`] at β = 0.
+//! - [`hmc`]: the HMC explorer, [`hmc_explore`]: L leapfrog steps with a jittered step
+//!   size, adapted towards acceptance 0.65; usable on its own as a plain HMC sampler.
+//! - [`explorer`]: what both share: the tempered density and gradient
+//!   ([`tempered_gradient`]), the Robbins–Monro step-size update ([`adapt_step`]) and the
+//!   error of one explorer call ([`ExploreError`]); [`ExactExplorer`] chooses one for a
+//!   run.
 //! - [`swap`]: the Metropolis swap `log A = (β_l − β_{l+1})(ℓ(x_{l+1}) − ℓ(x_l))` (sign
 //!   derived for nrpt's level order) as a [`PairTest`](crate::swap::PairTest) for the
 //!   one windowed sweep [`crate::swap::sweep_with`] (DEO_W, W = 1 vanilla, SEO).
@@ -39,9 +45,9 @@
 //! # One iteration k
 //!
 //! 1. **Explore**: the replica at each level l with β_l > 0 takes
-//!    [`MalaOptions::steps_per_iteration`] MALA steps at β_l with the level's step size
-//!    (then adapted, unless frozen); at β = 0 it is replaced by an exact draw from π₀.
-//!    Its ℓ is stored by replica.
+//!    [`ExactExplorer::steps_per_iteration`] MALA steps or HMC trajectories at β_l with
+//!    the level's step size (then adapted, unless frozen); at β = 0 it is replaced by an
+//!    exact draw from π₀. Its ℓ is stored by replica.
 //! 2. **Stepping stone**: for every pair, the terms (β_l − β_{l+1}) ℓ(x_{l+1}) and
 //!    −(β_l − β_{l+1}) ℓ(x_l) are added to the round's log-mean-exp sums.
 //! 3. **Swap**: [`crate::swap::sweep_with`]'s windowed pass with the Metropolis test:
@@ -68,6 +74,7 @@
 //! let (mut at, mut of, mut trips) = ([0u32; P], [0u32; P], [0u8; P]);
 //! let (mut gates, mut flags) = ([false; P - 1], [0u8; P - 1]);
 //! let mut pairs = [PairRecord::default(); P - 1];
+//! // Scratch for the default explorer, MALA (HMC: HMC_SCRATCH_VECTORS · D).
 //! let (mut knots, mut values, mut scratch) = ([0.0; P], [0.0; P], [0.0; 4 * D]);
 //! let buffers = ExactBuffers {
 //!     states: &mut states, log_likelihoods: &mut ells, betas: &mut betas,
@@ -94,6 +101,10 @@
 //! # Ok::<(), nrpt_core::Error>(())
 //! ```
 //!
+//! HMC explorers instead: `explorer: ExactExplorer::Hmc(HmcOptions::default())` in the
+//! options and a scratch of [`HMC_SCRATCH_VECTORS`]·D ([`ExactBuffers::lengths`] gives
+//! every length for the chosen explorer).
+//!
 //! To run with another number of chains P′, give the next run's `betas` the grid
 //! `pt.barrier().equal_barrier_grid(&mut new_betas)` and
 //! [`InitialGrid::Keep`]. For a final measurement round with a fixed kernel, call
@@ -111,17 +122,23 @@
 //!
 //! # Cost
 //!
-//! Per iteration and level with β > 0: `steps + 1` evaluations of log π₀ and ℓ with
-//! gradients, `steps · 2⌈D/2⌉` normals; at β = 0 one exact draw and one ℓ; then O(P) for
-//! the sweep and records. All in `f64`, no allocation; memory is the caller's buffers,
-//! `8·(P·D + 4P + 4D)` bytes of floats and about `190·P` of records and permutation.
+//! Per iteration and level with β > 0, with T = `steps_per_iteration`: MALA makes T + 1
+//! evaluations of log π₀ and ℓ with gradients and draws T(2⌈D/2⌉ + 1) words; HMC with L
+//! leapfrog steps makes 1 + T·L evaluations (fewer when a trajectory stops at a
+//! non-finite value) and draws T(2⌈D/2⌉ + 2) words
+//! ([`ExactExplorer::gradients_per_iteration`]). At β = 0: one exact draw and one ℓ;
+//! then O(P) for the sweep and records. All in `f64`, no allocation; memory is the
+//! caller's buffers, `8·(P·D + 4P + S·D)` bytes of floats (S = 4 for MALA, 5 for HMC) and
+//! about `190·P` of records and permutation.
 
 pub mod barrier;
 mod buffers;
 pub mod chains;
 mod driver;
 pub mod evidence;
+pub mod explorer;
 pub mod gaussian;
+pub mod hmc;
 pub mod mala;
 mod options;
 pub mod path;
@@ -136,11 +153,13 @@ pub use chains::{
 };
 pub use driver::ExactTempering;
 pub use evidence::{BATCHES, BatchMeans, Estimate, LogMeanExp, batch_of};
-pub use gaussian::{GaussianPath, barrier_constant};
-pub use mala::{
-    MAX_STEP, MIN_STEP, MalaOptions, MalaOutcome, adapt_step, mala_explore, reference_draw,
+pub use explorer::{
+    ExploreError, MAX_STEP, MIN_STEP, TemperedPoint, adapt_step, tempered_gradient,
 };
-pub use options::{ExactOptions, StartStates};
+pub use gaussian::{GaussianPath, barrier_constant};
+pub use hmc::{HMC_SCRATCH_VECTORS, HmcOptions, HmcOutcome, hmc_explore};
+pub use mala::{MALA_SCRATCH_VECTORS, MalaOptions, MalaOutcome, mala_explore, reference_draw};
+pub use options::{ExactExplorer, ExactOptions, StartStates};
 pub use path::{AnnealingPath, log_tempered};
 pub use report::{ExactReport, RoundReport};
 pub use schedule::{InitialGrid, ScheduleOptions, check_grid, uniform_grid};

@@ -6,7 +6,7 @@
 //! π_β(x) ∝ π₀(x)^(1−β) π₁(x)^β = π₀(x) · exp(β ℓ(x)),   ℓ = log π₁ − log π₀,   β ∈ [0, 1].
 //! ```
 //!
-//! The sampler needs log π₀ and ℓ with their gradients (MALA at every β > 0), ℓ alone
+//! The sampler needs log π₀ and ℓ with their gradients (MALA or HMC at every β > 0), ℓ alone
 //! (the swaps and the stepping stone), and exact draws from π₀ (the level β = 0). In
 //! nrpt's level order, level 0 is the target (β = 1) and level P − 1 the reference
 //! (β = 0).
@@ -32,7 +32,7 @@ use crate::error::Error;
 /// stream, [`crate::rng::streams::EXACT_EXPLORE`]).
 pub trait AnnealingPath {
     /// Error of a failed evaluation (a data source that fails, say). Non-finite values
-    /// are not errors: a MALA proposal with a non-finite log density is rejected and a
+    /// are not errors: a MALA or HMC proposal with a non-finite log density is rejected and a
     /// non-finite ℓ never wins a swap. `Clone`, because a sampler stopped by an error
     /// returns it again on every later call.
     type Error: core::fmt::Debug + Clone;
@@ -64,7 +64,7 @@ pub trait AnnealingPath {
     ) -> Result<(), Self::Error>;
 }
 
-/// `log π_β = log π₀ + β ℓ` from its two parts (what MALA targets at level β, up to the
+/// `log π_β = log π₀ + β ℓ` from its two parts (what the explorers target at level β, up to the
 /// constant log Z(β)).
 #[inline]
 pub fn log_tempered(beta: f64, log_reference: f64, log_likelihood: f64) -> f64 {

@@ -36,8 +36,9 @@ pub struct RoundReport {
     pub predicted_round_trip_rate: f64,
     /// Smallest and largest r̂_l of the round.
     pub rejection_range: (f64, f64),
-    /// Mean MALA acceptance probability over the levels with β > 0.
-    pub mala_acceptance: f64,
+    /// Mean acceptance probability of the explorers (MALA or HMC) over the levels with
+    /// β > 0.
+    pub explorer_acceptance: f64,
     /// Whether the grid was re-placed at equal barrier for the next round.
     pub grid_adapted: bool,
 }

@@ -402,7 +402,7 @@ fn write_outputs(
                 "{:.3}",
                 m(&|x| 1000.0 * x.round_trips as f64 / x.iterations as f64)
             ),
-            format!("{:.4}", m(&|x| x.mala_acceptance)),
+            format!("{:.4}", m(&|x| x.explorer_acceptance)),
             first.grid_adapted.to_string(),
         ]);
     }
