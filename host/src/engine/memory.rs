@@ -119,17 +119,31 @@ pub fn of_job(job: &Job) -> Footprint {
             "data",
             mul(&[rows, (data.features as u64).saturating_add(1), 4]),
         );
-        // Batched, one per ensemble: the batch's inputs, every layer's outputs and two
-        // rows of the widest layer; and the gradient (D f32).
+        // Batched, one per ensemble: the batch's inputs, every layer's outputs, two rows
+        // of the widest layer and the softmax's C + 3 values per example (rows with a
+        // column of ones, padded to whole vectors of 8: an upper bound), the largest layer's weights repacked
+        // and a padded bias; and the gradient (D f32).
         let b = c.batch as u64;
-        let widths: u64 = c.arch.iter().map(|l| l.outputs as u64).sum();
+        let pad = |n: usize| (n as u64).div_ceil(8).saturating_mul(8);
+        let widths: u64 = c.arch.iter().map(|l| pad(l.outputs + 1)).sum();
+        let packed = c
+            .arch
+            .iter()
+            .map(|l| {
+                mul(&[l.inputs as u64, pad(l.outputs)]).max(mul(&[l.outputs as u64, pad(l.inputs)]))
+            })
+            .max()
+            .unwrap_or(0)
+            .saturating_add(pad(c.arch.widest()));
         let scratch = mul(&[
             b,
-            (data.features as u64)
+            (data.features as u64 + 1)
                 .saturating_add(widths)
-                .saturating_add(mul(&[2, c.arch.widest() as u64])),
+                .saturating_add(mul(&[2, pad(c.arch.widest() + 1)]))
+                .saturating_add(c.arch.classes() as u64 + 3),
             4,
         ])
+        .saturating_add(mul(&[4, packed]))
         .saturating_add(mul(&[4, d]));
         f.add("scratch", mul(&[e, scratch]));
     }

@@ -10,6 +10,7 @@ pub(crate) mod matmul;
 pub mod memory;
 mod record;
 pub use record::ladder_spread;
+mod softmax;
 pub mod state;
 mod toy2d;
 
