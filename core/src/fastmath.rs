@@ -1,14 +1,16 @@
-//! Branch-free `f32` logarithm and sine/cosine of 2πx: the same bits on every IEEE-754
-//! machine, vectorizable on the CPU, and written out operation by operation so that the
-//! CUDA kernels reproduce them exactly (compiled without FMA contraction).
+//! Branch-free `f32` logarithm, exponential and sine/cosine of 2πx: the same bits on
+//! every IEEE-754 machine, vectorizable on the CPU, and written out operation by
+//! operation so that the CUDA kernels reproduce them exactly (compiled without FMA
+//! contraction; [`exp`] serves the host's batched softmax and has no CUDA twin).
 //!
 //! Platform math libraries (and CUDA's `logf`/`cosf`) differ from each other by an ulp
 //! here and there, which is enough to flip a swap decision between a CPU and a GPU run
 //! of the same seed. These functions use only `+ − × ÷`, comparisons and bit
 //! manipulation, each rounded once as IEEE-754 prescribes, so their results are
 //! identical wherever they run. Accuracy (checked against `f64` libm in the tests):
-//! [`ln`] within 2.5 ulp of max(1, |ln x|) over the positive numbers; [`sin_cos_2pi`]
-//! within 3·10⁻⁷ absolute over every finite `f32`.
+//! [`ln`] within 2.5 ulp of max(1, |ln x|) over the positive numbers; [`exp`] within
+//! 2⁻²³ relative down to e^−87 (0 below); [`sin_cos_2pi`] within 3·10⁻⁷ absolute over
+//! every finite `f32`.
 
 /// 2²³: adding it to a non-negative `f32` below 2²³ and subtracting it again rounds the
 /// value to the nearest integer (ties to even), since the sum lies in [2²³, 2²⁴) where
@@ -58,15 +60,73 @@ pub fn ln(x: f32) -> f32 {
     let s2 = s * s;
     let p = 1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0))));
     let ln_m = 2.0 * s * p;
-    // ln 2 split in two parts so that e · LN2_HI is exact for |e| < 2^8.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
+    // ln 2 split in two parts so that e · LN2_HI is exact.
     let ef = e as f32;
     let y = ef * LN2_HI + (ln_m + ef * LN2_LO);
     // The special values: +∞ → +∞, 0 → −∞, negative or NaN → NaN.
     let y = if x == f32::INFINITY { x } else { y };
     let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
     if x >= 0.0 { y } else { f32::NAN }
+}
+
+/// ln 2 in two parts: the high part has 9 significant bits, so that n · `LN2_HI` is
+/// exact for |n| < 2¹⁵, and `LN2_HI + LN2_LO` is ln 2 to f32 precision.
+pub const LN2_HI: f32 = 0.693_359_4;
+/// See [`LN2_HI`].
+pub const LN2_LO: f32 = -2.121_944_4e-4;
+
+/// 1.5 · 2²³: `x + EXP_MAGIC` rounds x to the nearest integer (ties to even) for
+/// |x| < 2²², and that integer can be read from the sum's low bits.
+pub const EXP_MAGIC: f32 = 12_582_912.0;
+
+/// The arguments below which [`exp`] is 0 and above which it is +∞: it computes with x
+/// clamped to them, which keeps n in [−126, 128] and every intermediate value normal.
+pub const EXP_RANGE: (f32, f32) = (-87.0, 89.0);
+
+/// Cephes' `expf` polynomial P, highest degree first: `e^r ≈ 1 + r + r² P(r)` for
+/// |r| ≤ ½ ln 2 (Cephes 2.2, `expf.c`; its last coefficient, 5.0000001201e-1, is ½ in
+/// `f32`).
+pub const EXP_POLY: [f32; 6] = [
+    1.987_569_1e-4,
+    1.398_199_9e-3,
+    8.333_452e-3,
+    4.166_579_6e-2,
+    1.666_666_5e-1,
+    0.5,
+];
+
+/// `e^x` for every `f32`: `+∞` above ln(`f32::MAX`), `exp(+∞) = +∞`, NaN for NaN, and
+/// 0 below x = −87 (e^−87 ≈ 1.6·10⁻³⁸, just above `f32::MIN_POSITIVE`) and for −∞:
+/// no result is subnormal, since subnormals cost a microcode assist per vector on x86
+/// (a softmax whose −∞ padding underflowed ran its exponentials at half the speed).
+///
+/// Cody–Waite reduction `x = n ln 2 + r` with |r| ≤ ½ ln 2 ([`LN2_HI`], [`LN2_LO`]),
+/// then Cephes' `expf` polynomial ([`EXP_POLY`]), then `· 2ⁿ` as two exact powers of
+/// two (2¹²⁸ itself is not an `f32`). Branch-free and without float-to-integer
+/// conversions, so that a loop over it vectorizes.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    // Outside EXP_RANGE the result is 0 or +∞ already; comparisons leave NaN alone.
+    let (low, high) = EXP_RANGE;
+    let xc = if x < low { low } else { x };
+    let xc = if xc > high { high } else { xc };
+    let t = xc * core::f32::consts::LOG2_E + EXP_MAGIC;
+    let n = t - EXP_MAGIC;
+    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let mut p = EXP_POLY[0];
+    for c in &EXP_POLY[1..] {
+        p = p * r + c;
+    }
+    let y = p * (r * r) + r + 1.0;
+    // n in [−126, 128] as an integer (same exponent as EXP_MAGIC: the difference of the
+    // bits is the difference of the values), split in two halves in [−63, 64] whose
+    // powers of two are normal numbers.
+    let ni = (t.to_bits() as i32).wrapping_sub(EXP_MAGIC.to_bits() as i32);
+    let n1 = ni >> 1;
+    let n2 = ni - n1;
+    let pow2 = |k: i32| f32::from_bits(((k + 127) << 23) as u32);
+    let v = (y * pow2(n1)) * pow2(n2);
+    if x < low { 0.0 } else { v }
 }
 
 // Taylor coefficients of sin(2πf) and cos(2πf) in powers of f, for |f| ≤ 1/8.
@@ -218,6 +278,52 @@ mod tests {
                 "ln({v:e}) = {got}, want {want}"
             );
         }
+    }
+
+    #[test]
+    fn exp_matches_libm_within_2_pow_minus_23() {
+        // Relative error within 2⁻²³ (one ulp of [1, 2)) over [−87, 87].
+        let ulp = f64::from(f32::EPSILON);
+        let mut worst: f64 = 0.0;
+        for x in points(400_000, 1.0) {
+            let xf = (x * 87.0) as f32;
+            let want = libm::exp(f64::from(xf));
+            let rel = (f64::from(exp(xf)) - want).abs() / want;
+            worst = worst.max(rel);
+            assert!(rel <= ulp, "exp({xf}) = {}, want {want}", exp(xf));
+        }
+        assert!(worst > 0.0);
+        for x in [88.0f32, 88.5, 88.72, -86.9, -0.0, 1e-8, -1e-8] {
+            let want = libm::exp(f64::from(x));
+            let got = f64::from(exp(x));
+            assert!(
+                (got - want).abs() <= ulp * want,
+                "exp({x}) = {got}, want {want}"
+            );
+        }
+        assert_eq!(exp(0.0), 1.0);
+    }
+
+    /// The flush to 0 below −87, overflow and the special values.
+    #[test]
+    fn exp_edges() {
+        let ulp = f64::from(f32::EPSILON);
+        for x in [-87.0f32, -86.99, -86.5] {
+            let want = libm::exp(f64::from(x));
+            let got = exp(x);
+            assert!(got.is_normal(), "exp({x}) = {got:e}");
+            assert!(
+                (f64::from(got) - want).abs() <= ulp * want,
+                "exp({x}) = {got:e}, want {want:e}"
+            );
+        }
+        for x in [-87.001f32, -87.3, -95.0, -104.0, -1000.0, f32::NEG_INFINITY] {
+            assert_eq!(exp(x).to_bits(), 0, "exp({x})");
+        }
+        assert_eq!(exp(88.8), f32::INFINITY);
+        assert_eq!(exp(1000.0), f32::INFINITY);
+        assert_eq!(exp(f32::INFINITY), f32::INFINITY);
+        assert!(exp(f32::NAN).is_nan());
     }
 
     /// IEEE-754 `log` at the edges of its domain.

@@ -251,6 +251,7 @@ pub fn machine_gflops(n: usize) -> f64 {
         let t = Instant::now();
         product(
             &mut c,
+            n,
             Operand::new(&a, n, n),
             Operand::new(&b, n, n),
             false,

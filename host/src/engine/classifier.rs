@@ -5,9 +5,17 @@
 //! layout of θ, how mini-batches are drawn) and computes it one example at a time.
 //! [`Batched`] computes the same thing a mini-batch at a time: the forward pass is one
 //! matrix product per layer over the batch's examples, the backward pass two (the
-//! weight gradient Aᵀδ and the input gradient δWᵀ), through [`super::matmul`]. It draws
-//! the same mini-batches from the same words as nrpt-core's `Classifier`, so the two
-//! agree to rounding (sums run in another order), which the tests check.
+//! weight gradient Aᵀδ and the input gradient δWᵀ), through [`super::matmul`]'s small
+//! products, and the softmax is vectorized over each row of scores (with
+//! [`nrpt_core::fastmath::exp`] and `ln`). It draws the same mini-batches from the same
+//! words as nrpt-core's `Classifier`, so the two agree to rounding (sums run in another
+//! order, exp and ln are not libm's), which the tests check.
+//!
+//! The inputs of every layer are kept in rows with one more column, of ones: the
+//! weight gradient's product Aᵀδ then gives the bias gradient 1ᵀδ as its last row,
+//! which is where θ keeps the bias, after the weights. Hidden layers' rows are padded
+//! to whole vectors of 8 (the tiles read whole vectors); the scores and their δ lie in
+//! rows of C, one after the other, which the softmax takes as one flat array.
 
 use std::sync::Arc;
 
@@ -16,7 +24,9 @@ use nrpt_core::rng::Rng;
 use nrpt_core::target::EnergyOracle;
 use serde::Serialize;
 
-use super::matmul::{Operand, product};
+pub use super::matmul::Kernel;
+use super::matmul::{Epilogue, Operand, padded, small_product};
+use super::softmax;
 use crate::data::Dataset;
 
 /// A classifier target: the data, the network and how it is seen.
@@ -71,9 +81,16 @@ impl ClassifierTarget {
         self.examples() as f64 / self.batch as f64
     }
 
-    /// A batched oracle over this target, with its own workspace.
+    /// A batched oracle over this target, with its own workspace, computing with the
+    /// fastest kernel of this processor.
     pub fn oracle(self: &Arc<Self>) -> Batched {
-        Batched::new(Arc::clone(self))
+        self.oracle_with(Kernel::detect())
+    }
+
+    /// A batched oracle whose matrix products run on `kernel` (for comparisons: each
+    /// kernel sums in its own order).
+    pub fn oracle_with(self: &Arc<Self>, kernel: Kernel) -> Batched {
+        Batched::new(Arc::clone(self), kernel)
     }
 
     /// The floating-point operations of one chain-step of the batched oracle: the
@@ -96,11 +113,82 @@ impl ClassifierTarget {
 /// The activations of a batch through the network.
 #[derive(Clone, Debug, Default)]
 struct Activations {
-    /// The batch's inputs, B × F (gathered rows).
+    /// The batch's inputs (gathered rows): B rows of F values and a 1, at stride F + 1.
     input: Vec<f32>,
-    /// Outputs of every layer, B × out_l (ReLU applied to hidden layers; the last
-    /// holds the scores).
+    /// Outputs of every layer, B rows at the stride of [`stride`]: a hidden layer's
+    /// values (ReLU applied) and a 1; the last layer's scores, with the softmax's slack
+    /// after them.
     layers: Vec<Vec<f32>>,
+}
+
+impl Activations {
+    fn new(arch: &Architecture, rows: usize) -> Self {
+        let f = arch.features();
+        let mut input = vec![0.0; rows * (f + 1)];
+        for row in input.chunks_exact_mut(f + 1) {
+            row[f] = 1.0;
+        }
+        let layers = arch
+            .iter()
+            .enumerate()
+            .map(|(l, layer)| {
+                let ld = stride(arch, l);
+                let mut out = vec![0.0; rows * ld + softmax::SLACK];
+                if l + 1 < arch.layers() {
+                    for row in out.chunks_exact_mut(ld) {
+                        row[layer.outputs] = 1.0;
+                    }
+                }
+                out
+            })
+            .collect();
+        Activations { input, layers }
+    }
+
+    /// Layer l's inputs and their row stride (its values, then the column of ones).
+    fn input_of(&self, arch: &Architecture, l: usize) -> (&[f32], usize) {
+        if l == 0 {
+            (&self.input, arch.features() + 1)
+        } else {
+            (&self.layers[l - 1], stride(arch, l - 1))
+        }
+    }
+}
+
+/// The row stride of layer l's outputs: for a hidden layer, its values and the column
+/// of ones rounded up to whole vectors (the tiles read δ's rows, which share the
+/// stride, as their right operand, to whole vectors); the classes themselves for the
+/// scores (the softmax reads them as one flat array).
+fn stride(arch: &Architecture, l: usize) -> usize {
+    let out = arch.layer(l).map_or(0, |layer| layer.outputs);
+    if l + 1 == arch.layers() {
+        out
+    } else {
+        padded(out + 1)
+    }
+}
+
+/// Weights and biases copied into the layouts the tiles read: a layer's weights in
+/// rows padded to whole vectors where θ's own rows cannot be read that far, Wᵀ for the
+/// backward pass, and the bias padded to whole vectors.
+#[derive(Clone, Debug, Default)]
+struct Packed {
+    weights: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+impl Packed {
+    fn new(arch: &Architecture) -> Self {
+        let weights = arch
+            .iter()
+            .map(|l| (l.inputs * padded(l.outputs)).max(l.outputs * padded(l.inputs)))
+            .max()
+            .unwrap_or(0);
+        Packed {
+            weights: vec![0.0; weights],
+            bias: vec![0.0; padded(arch.widest())],
+        }
+    }
 }
 
 /// The mini-batch energy and gradient of a [`ClassifierTarget`], computed with matrix
@@ -108,28 +196,31 @@ struct Activations {
 #[derive(Clone, Debug)]
 pub struct Batched {
     target: Arc<ClassifierTarget>,
+    kernel: Kernel,
     indices: Vec<u32>,
     acts: Activations,
+    /// δ of the layer being differentiated and of the one below: B rows at the
+    /// stride of that layer's outputs.
     delta: Vec<f32>,
     below: Vec<f32>,
+    /// The softmax's maxima, sums and factors (one per example), and its spread maxima.
+    per_row: Vec<f32>,
+    packed: Packed,
 }
 
 impl Batched {
-    fn new(target: Arc<ClassifierTarget>) -> Self {
+    fn new(target: Arc<ClassifierTarget>, kernel: Kernel) -> Self {
         let b = target.batch;
-        let widest = target.arch.widest();
+        let arch = &target.arch;
+        let widest = padded(arch.widest() + 1);
         Batched {
+            kernel,
             indices: vec![0; b],
-            acts: Activations {
-                input: vec![0.0; b * target.arch.features()],
-                layers: target
-                    .arch
-                    .iter()
-                    .map(|l| vec![0.0; b * l.outputs])
-                    .collect(),
-            },
-            delta: vec![0.0; b * widest],
-            below: vec![0.0; b * widest],
+            acts: Activations::new(arch, b),
+            delta: vec![0.0; b * widest + softmax::SLACK],
+            below: vec![0.0; b * widest + softmax::SLACK],
+            per_row: vec![0.0; 3 * b + b * arch.classes() + softmax::SLACK],
+            packed: Packed::new(arch),
             target,
         }
     }
@@ -141,53 +232,65 @@ impl Batched {
 
     /// The energy of θ on the examples in `self.indices`, and its gradient when asked.
     fn evaluate(&mut self, theta: &[f32], grad: Option<&mut [f32]>) -> f32 {
-        let t = &self.target;
-        let (arch, data) = (&t.arch, &t.data.train);
-        let (b, f) = (self.indices.len(), arch.features());
-        // Indices are drawn below N (batch::draw), so every row exists.
-        for (row, &i) in self.acts.input.chunks_exact_mut(f).zip(&self.indices) {
-            let i = i as usize;
-            row.copy_from_slice(&data.x[i * f..(i + 1) * f]);
+        #[cfg(target_arch = "x86_64")]
+        if self.kernel.is_tiles() {
+            // SAFETY: the tiles kernel exists only where AVX2 and FMA are present.
+            return unsafe { evaluate_avx2(self, theta, grad) };
         }
-        forward(arch, theta, &mut self.acts, b);
-        // Loss: −log softmax(s)_y per example; δ at the scores: scale·(softmax − e_y).
-        let c = arch.classes();
-        let scale = data.len() as f32 / b as f32;
-        let scores = &self.acts.layers[arch.layers() - 1];
-        let mut loss = 0.0f32;
-        let want_grad = grad.is_some();
-        for (e, (s, &i)) in scores.chunks_exact(c).zip(&self.indices).enumerate() {
-            let y = data.y[i as usize] as usize;
-            let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let sum: f32 = s.iter().map(|&v| (v - m).exp()).sum();
-            let lse = m + sum.ln();
-            loss += lse - s[y];
-            if want_grad {
-                let d = &mut self.delta[e * c..(e + 1) * c];
-                for (j, (dj, &v)) in d.iter_mut().zip(s).enumerate() {
-                    let p = (v - lse).exp();
-                    *dj = scale * if j == y { p - 1.0 } else { p };
-                }
-            }
-        }
-        let inv_var = (1.0 / (t.prior_sigma * t.prior_sigma)) as f32;
-        let sq = sum_of_squares(theta);
-        if let Some(g) = grad {
+        evaluate(self, theta, grad)
+    }
+}
+
+/// [`evaluate`] compiled for AVX2: the loops around the products (the logarithms, δ,
+/// the prior's terms) in 8-wide vectors; the same operations, so the same bits, as the
+/// baseline build.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn evaluate_avx2(o: &mut Batched, theta: &[f32], grad: Option<&mut [f32]>) -> f32 {
+    evaluate(o, theta, grad)
+}
+
+/// See [`Batched::evaluate`].
+#[inline(always)]
+fn evaluate(o: &mut Batched, theta: &[f32], grad: Option<&mut [f32]>) -> f32 {
+    let t = &o.target;
+    let (arch, data) = (&t.arch, &t.data.train);
+    let (b, f) = (o.indices.len(), arch.features());
+    // Indices are drawn below N (batch::draw), so every row exists.
+    for (row, &i) in o.acts.input.chunks_exact_mut(f + 1).zip(&o.indices) {
+        let i = i as usize;
+        row[..f].copy_from_slice(&data.x[i * f..(i + 1) * f]);
+    }
+    forward(o.kernel, arch, theta, &mut o.acts, &mut o.packed, b);
+    // Loss: −log softmax(s)_y per example; δ at the scores: scale·(softmax − e_y).
+    let scale = data.len() as f32 / b as f32;
+    let scores = &o.acts.layers[arch.layers() - 1];
+    let labels = o.indices.iter().map(|&i| data.y[i as usize] as usize);
+    let c = arch.classes();
+    let inv_var = (1.0 / (t.prior_sigma * t.prior_sigma)) as f32;
+    let (exps, per_row) = (&mut o.delta, &mut o.per_row);
+    let loss = match grad {
+        None => softmax::loss(o.kernel, scores, c, b, labels, scale, exps, per_row, false),
+        Some(g) => {
+            let loss = softmax::loss(o.kernel, scores, c, b, labels, scale, exps, per_row, true);
             backward(
+                o.kernel,
                 arch,
                 theta,
-                &self.acts,
-                &mut self.delta,
-                &mut self.below,
+                &o.acts,
+                &mut o.delta,
+                &mut o.below,
+                &mut o.packed,
                 b,
                 g,
             );
             for (gi, &v) in g.iter_mut().zip(theta) {
                 *gi += v * inv_var;
             }
+            loss
         }
-        scale * loss + 0.5 * sq * inv_var
-    }
+    };
+    scale * loss + 0.5 * sum_of_squares(theta) * inv_var
 }
 
 /// Σ θ², in 16 partial sums (one sequential sum would chain every addition and run
@@ -205,43 +308,58 @@ fn sum_of_squares(theta: &[f32]) -> f32 {
 }
 
 /// The forward pass of `b` examples (`acts.input` filled): every layer's outputs.
-fn forward(arch: &Architecture, theta: &[f32], acts: &mut Activations, b: usize) {
+fn forward(
+    kernel: Kernel,
+    arch: &Architecture,
+    theta: &[f32],
+    acts: &mut Activations,
+    packed: &mut Packed,
+    b: usize,
+) {
     let last = arch.layers() - 1;
     for (l, layer) in arch.iter().enumerate() {
+        let (i_n, o_n) = (layer.inputs, layer.outputs);
+        let op = padded(o_n);
+        let ldc = stride(arch, l);
         let (before, rest) = acts.layers.split_at_mut(l);
         let out = &mut rest[0];
         let input = if l == 0 {
-            &acts.input[..]
+            Operand::strided(&acts.input, b, i_n, i_n + 1)
         } else {
-            &before[l - 1][..]
+            Operand::strided(&before[l - 1], b, i_n, stride(arch, l - 1))
         };
-        let w = &theta[layer.weights..layer.biases];
-        let bias = &theta[layer.biases..layer.biases + layer.outputs];
-        for row in out.chunks_exact_mut(layer.outputs) {
-            row.copy_from_slice(bias);
-        }
-        product(
-            out,
-            Operand::new(input, b, layer.inputs),
-            Operand::new(w, layer.inputs, layer.outputs),
-            true,
-            1,
-        );
-        if l < last {
-            for v in out.iter_mut() {
-                *v = v.max(0.0);
+        // The tiles read W's rows to `op` columns: θ's own rows can be, the last one
+        // reading on into the bias, unless that runs past the end of θ.
+        let tail = &theta[layer.weights..];
+        let w = if tail.len() >= (i_n - 1) * o_n + op {
+            Operand::strided(tail, i_n, o_n, o_n)
+        } else {
+            let w = &mut packed.weights[..i_n * op];
+            for (dst, src) in w.chunks_exact_mut(op).zip(tail.chunks_exact(o_n)) {
+                dst[..o_n].copy_from_slice(src);
             }
-        }
+            Operand::strided(w, i_n, o_n, op)
+        };
+        packed.bias[..o_n].copy_from_slice(&theta[layer.biases..layer.biases + o_n]);
+        let epilogue = Epilogue::Bias {
+            bias: &packed.bias,
+            relu: l < last,
+        };
+        small_product(kernel, out, ldc, input, w, epilogue);
     }
 }
 
-/// The backward pass from `delta` (B × C, set by the loss) into `grad` (overwritten).
+/// The backward pass from `delta` (B rows of C, set by the loss) into `grad`
+/// (overwritten).
+#[allow(clippy::too_many_arguments)]
 fn backward(
+    kernel: Kernel,
     arch: &Architecture,
     theta: &[f32],
     acts: &Activations,
     delta: &mut [f32],
     below: &mut [f32],
+    packed: &mut Packed,
     b: usize,
     grad: &mut [f32],
 ) {
@@ -250,42 +368,37 @@ fn backward(
     for l in (0..arch.layers()).rev() {
         let Some(layer) = arch.layer(l) else { break };
         let (i_n, o_n) = (layer.inputs, layer.outputs);
-        let input = if l == 0 {
-            &acts.input[..]
-        } else {
-            &acts.layers[l - 1][..]
-        };
-        let d = &delta[..b * o_n];
-        // ∂W = Aᵀ δ (in × out), ∂b = Σ_examples δ.
-        product(
-            &mut grad[layer.weights..layer.biases],
-            Operand::new(input, b, i_n).t(),
-            Operand::new(d, b, o_n),
-            false,
-            1,
+        let (ip, op) = (padded(i_n), stride(arch, l));
+        let (input, ld) = acts.input_of(arch, l);
+        // The tiles read δ's rows to whole vectors: the last row reads into the slack.
+        let d = &delta[..b * op + softmax::SLACK];
+        // [∂W; ∂b] = [A 1]ᵀ δ ((in + 1) × out: the bias follows the weights in θ).
+        small_product(
+            kernel,
+            &mut grad[layer.weights..layer.biases + o_n],
+            o_n,
+            Operand::strided(input, b, i_n + 1, ld).t(),
+            Operand::strided(d, b, o_n, op),
+            Epilogue::Set,
         );
-        let gb = &mut grad[layer.biases..layer.biases + o_n];
-        gb.fill(0.0);
-        for row in d.chunks_exact(o_n) {
-            for (g, &v) in gb.iter_mut().zip(row) {
-                *g += v;
-            }
-        }
         if l > 0 {
-            // δ below = (δ Wᵀ) ⊙ 1[a > 0].
+            // δ below = (δ Wᵀ) ⊙ 1[a > 0], with Wᵀ copied into rows of `ip` (the tiles
+            // read their right operand row by row).
+            let wt = &mut packed.weights[..o_n * ip];
             let w = &theta[layer.weights..layer.biases];
-            let out = &mut below[..b * i_n];
-            product(
-                out,
-                Operand::new(d, b, o_n),
-                Operand::new(w, i_n, o_n).t(),
-                false,
-                1,
-            );
-            // Branch-free, so that it vectorizes.
-            for (v, &a) in out.iter_mut().zip(input) {
-                *v = if a > 0.0 { *v } else { 0.0 };
+            for (h, row) in w.chunks_exact(o_n).enumerate() {
+                for (c, &v) in row.iter().enumerate() {
+                    wt[c * ip + h] = v;
+                }
             }
+            small_product(
+                kernel,
+                &mut below[..b * ld],
+                ld,
+                Operand::strided(d, b, o_n, op),
+                Operand::strided(wt, o_n, i_n, ip),
+                Epilogue::Gate(input),
+            );
             std::mem::swap(&mut delta, &mut below);
         }
     }
@@ -322,15 +435,16 @@ pub fn predict(target: &ClassifierTarget, theta: &[f32], x: &[f32], probs: &mut 
     let (f, c) = (arch.features(), arch.classes());
     let n = x.len() / f;
     const CHUNK: usize = 256;
-    let mut acts = Activations {
-        input: Vec::new(),
-        layers: arch.iter().map(|l| vec![0.0; CHUNK * l.outputs]).collect(),
-    };
+    let kernel = Kernel::detect();
+    let mut acts = Activations::new(arch, CHUNK);
+    let mut packed = Packed::new(arch);
     for start in (0..n).step_by(CHUNK) {
         let m = CHUNK.min(n - start);
-        acts.input.clear();
-        acts.input.extend_from_slice(&x[start * f..(start + m) * f]);
-        forward(arch, theta, &mut acts, m);
+        let rows = x[start * f..(start + m) * f].chunks_exact(f);
+        for (row, src) in acts.input.chunks_exact_mut(f + 1).zip(rows) {
+            row[..f].copy_from_slice(src);
+        }
+        forward(kernel, arch, theta, &mut acts, &mut packed, m);
         let scores = &acts.layers[arch.layers() - 1][..m * c];
         for (s, p) in scores
             .chunks_exact(c)
@@ -388,16 +502,32 @@ mod tests {
     }
 
     /// The batched oracle against nrpt-core's per-example reference on the same
-    /// mini-batch: energies within 1e-5 relative, gradients within 1e-4 of the largest
-    /// component (f32 sums of 64 examples in another order).
+    /// mini-batch, with each kernel: energies within 1e-5 relative, gradients within
+    /// 1e-4 of the largest component (f32 sums of 48 examples in another order). The
+    /// widths cover whole and partial vectors of 8 and tiles of 6 rows, and a network
+    /// without hidden layers.
     #[test]
     fn batched_equals_the_core_reference() {
-        for sizes in [&[64usize, 10][..], &[64, 32, 10][..], &[64, 16, 8, 10][..]] {
+        let mut kernels = vec![Kernel::GEMM];
+        if Kernel::detect().is_tiles() {
+            kernels.push(Kernel::detect());
+        }
+        let shapes: [&[usize]; 5] = [
+            &[64, 10],
+            &[64, 32, 10],
+            &[64, 20, 10],
+            &[64, 16, 8, 10],
+            &[64, 128, 10],
+        ];
+        for (kernel, sizes) in kernels
+            .iter()
+            .flat_map(|k| shapes.iter().map(move |s| (*k, *s)))
+        {
             let t = target(sizes, 48);
             let arch = t.arch;
             let mut theta = vec![0.0f32; arch.parameters()];
             initial_parameters(&arch, 3, 0, 1, &mut theta);
-            let mut o = t.oracle();
+            let mut o = t.oracle_with(kernel);
             let mut g = vec![0.0f32; theta.len()];
             let mut rng = PhiloxStream::new(1, 2, 3, 4, streams::STEP);
             o.gradient(&theta, &mut g, &mut rng).unwrap();
@@ -418,13 +548,39 @@ mod tests {
             let e = o.evaluate(&theta, None);
             assert!(
                 (e - e_ref).abs() <= 1e-5 * e_ref.abs(),
-                "{sizes:?}: {e} vs {e_ref}"
+                "{kernel:?} {sizes:?}: {e} vs {e_ref}"
             );
             let top = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             for (k, (a, b)) in g.iter().zip(&want).enumerate() {
-                assert!((a - b).abs() <= 1e-4 * top, "{sizes:?} θ[{k}]: {a} vs {b}");
+                assert!(
+                    (a - b).abs() <= 1e-4 * top,
+                    "{kernel:?} {sizes:?} θ[{k}]: {a} vs {b}"
+                );
             }
         }
+    }
+
+    /// The same seed gives the same bits, call after call and oracle after oracle (no
+    /// state leaks from one evaluation into the next through the workspaces).
+    #[test]
+    fn evaluations_are_repeatable() {
+        let t = target(&[64, 20, 10], 64);
+        let mut theta = vec![0.0f32; t.arch.parameters()];
+        initial_parameters(&t.arch, 5, 0, 2, &mut theta);
+        let run = |o: &mut Batched| {
+            let mut rng = PhiloxStream::new(7, 0, 1, 2, streams::STEP);
+            let mut g = vec![0.0f32; theta.len()];
+            o.gradient(&theta, &mut g, &mut rng).unwrap();
+            let e = o.energy(&theta, &mut rng).unwrap();
+            (
+                e.to_bits(),
+                g.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            )
+        };
+        let mut o = t.oracle();
+        let first = run(&mut o);
+        assert_eq!(run(&mut o), first);
+        assert_eq!(run(&mut t.oracle()), first);
     }
 
     #[test]

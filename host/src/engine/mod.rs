@@ -12,6 +12,7 @@ mod record;
 pub use record::ladder_spread;
 pub(crate) mod replica_lanes;
 pub mod simd;
+mod softmax;
 pub mod state;
 pub mod target;
 

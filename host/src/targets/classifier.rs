@@ -104,17 +104,29 @@ impl Target for Arc<ClassifierTarget> {
         let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
         let data = &self.data;
         let rows = (data.train.len() + data.test.len()) as u64;
-        // One `Batched` per ensemble: the batch's inputs, every layer's outputs, two
-        // rows of the widest layer; and a gradient of D values.
+        // One `Batched` per ensemble: the batch's inputs, every layer's outputs, two rows
+        // of the widest layer and the softmax's C + 3 values per example (rows with a
+        // column of ones, padded to whole vectors of 8: an upper bound), the largest
+        // layer's weights repacked and a padded bias; and a gradient of D values.
         let b = self.batch as u64;
-        let widths: u64 = self.arch.iter().map(|l| l.outputs as u64).sum();
+        let pad = |n: usize| (n as u64).div_ceil(8).saturating_mul(8);
+        let widths: u64 = self.arch.iter().map(|l| pad(l.outputs + 1)).sum();
+        let packed = self
+            .arch
+            .iter()
+            .map(|l| m(&[l.inputs as u64, pad(l.outputs)]).max(m(&[l.outputs as u64, pad(l.inputs)])))
+            .max()
+            .unwrap_or(0)
+            .saturating_add(pad(self.arch.widest()));
         let scratch = m(&[
             b,
-            (data.features as u64)
+            (data.features as u64 + 1)
                 .saturating_add(widths)
-                .saturating_add(m(&[2, self.arch.widest() as u64])),
+                .saturating_add(m(&[2, pad(self.arch.widest() + 1)]))
+                .saturating_add(self.arch.classes() as u64 + 3),
             4,
         ])
+        .saturating_add(m(&[4, packed]))
         .saturating_add(m(&[4, ClassifierTarget::dim(self) as u64]));
         vec![
             (
