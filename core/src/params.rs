@@ -7,7 +7,9 @@ use bytemuck::{Pod, Zeroable};
 use crate::driver::{Temperatures, TemperingOptions};
 use crate::error::Error;
 use crate::explore::Explorer;
-use crate::rules::{BufferProjection, LadderUpdate, MomentumOnSwap, PairEnergies, SweepOrder};
+use crate::rules::{
+    BufferProjection, LadderUpdate, MomentumOnSwap, PairEnergies, StepEnergy, SweepOrder,
+};
 
 /// Bits of [`KernelParams::adapt_flags`].
 pub mod adapt_flags {
@@ -69,12 +71,18 @@ impl TemperingOptions {
     /// The parameter block of these options for P = `chains` replicas in D = `dim`
     /// dimensions. The kernels compute energies per level and test pairs
     /// simultaneously (the paper's rules); the authors' fresh energies per pair test
-    /// and sequential pass are an [`Error::Unsupported`] here.
+    /// and sequential pass, and the shared-batch energies of their deep code, are an
+    /// [`Error::Unsupported`] here.
     pub fn params(&self, chains: usize, dim: usize) -> Result<KernelParams, Error> {
         let o = self.validate()?;
         if o.rules.pair_energies != PairEnergies::PerLevel {
             return Err(Error::Unsupported {
                 what: "fresh energies per pair test (rules.pair_energies) on the GPU",
+            });
+        }
+        if o.rules.step_energy != StepEnergy::AfterStep {
+            return Err(Error::Unsupported {
+                what: "the shared-batch energies before the step (rules.step_energy) on the GPU",
             });
         }
         if o.rules.sweep_order != SweepOrder::Simultaneous {

@@ -16,6 +16,7 @@
 //! | buffer C | C > 0 required | no projection | [`BufferProjection::NonNegative`] | [`BufferProjection::Unprojected`] |
 //! | momentum on a swap | — | optimizers re-created: zero velocity | [`MomentumOnSwap::Reset`] | [`MomentumOnSwap::Carry`] |
 //! | initial ladder | geometric | geometric, rounded to 3 decimals | [`InitialLadder::Geometric`] | [`InitialLadder::RoundedGeometric`] |
+//! | energies of a data target | the level's stochastic energy (Eq. 7) | the deep `trainer.py`: one mini-batch for every chain, the loss before the step, no prior | [`StepEnergy::AfterStep`] (its own mini-batch, after the step, with the prior) | [`StepEnergy::SharedBatchBeforeStep`] |
 //!
 //! Two more differences belong to whoever runs the iterations, not to one iteration:
 //! the authors' loops run iterations 0 … N inclusive (N + 1 of them), and their
@@ -104,6 +105,28 @@ pub enum InitialLadder {
     },
 }
 
+/// Where the energy a level brings to its pair tests comes from (with
+/// [`PairEnergies::PerLevel`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum StepEnergy {
+    /// A stochastic energy of the level's state after its exploration step, from its
+    /// own draw (a data target: its own mini-batch, independent of its gradient's and of
+    /// every other level's), the whole energy with the prior term: Eq. 7's
+    /// L̃(β) as nrpt reads it.
+    #[default]
+    AfterStep,
+    /// The data term of the gradient's own draw, before the step: every level of an
+    /// ensemble draws the same mini-batch at an iteration (stream
+    /// [`crate::rng::streams::STEP`] with replica field
+    /// [`ENSEMBLE_WIDE`](crate::rng::ENSEMBLE_WIDE)), and the energy is
+    /// `N/|B| Σ_{i∈B} loss_i` of the forward pass its gradient came from, without the
+    /// prior (the authors' deep `trainer.py`: one loader batch for all chains, the
+    /// cross-entropy of that batch, weight decay left to the optimizer). Langevin
+    /// noise, when a level has any, still comes from the replica's own stream. Needs an
+    /// oracle that reports that loss ([`crate::target::EnergyOracle::last_loss`]).
+    SharedBatchBeforeStep,
+}
+
 /// The variant of every rule that differs between the paper and other
 /// implementations (see the [module docs](self) for the table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -120,6 +143,8 @@ pub struct Rules {
     pub momentum_on_swap: MomentumOnSwap,
     /// Initial ladder.
     pub initial_ladder: InitialLadder,
+    /// Energies of a data target's levels.
+    pub step_energy: StepEnergy,
 }
 
 impl Rules {
@@ -131,6 +156,7 @@ impl Rules {
         buffer_projection: BufferProjection::NonNegative,
         momentum_on_swap: MomentumOnSwap::Reset,
         initial_ladder: InitialLadder::Geometric,
+        step_energy: StepEnergy::AfterStep,
     };
 
     /// The rules of the authors' 2D notebook: fresh energies per pair test, one
@@ -143,10 +169,34 @@ impl Rules {
         buffer_projection: BufferProjection::Unprojected,
         momentum_on_swap: MomentumOnSwap::Reset,
         initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+        step_energy: StepEnergy::AfterStep,
     };
 
-    /// Checks the fields that carry numbers.
+    /// The rules of the authors' deep-learning code (`trainer.py`): one loss per chain
+    /// and iteration from a mini-batch shared by every chain, before the step, without
+    /// the prior ([`StepEnergy::SharedBatchBeforeStep`]); one sequential pass; Jacobi
+    /// ladder; unprojected buffer; momentum reset on a swap (the two optimizers are
+    /// re-created); the geometric ladder rounded to 4 decimals.
+    pub const AUTHORS_DEEP_CODE: Rules = Rules {
+        pair_energies: PairEnergies::PerLevel,
+        sweep_order: SweepOrder::Sequential,
+        ladder_update: LadderUpdate::Jacobi,
+        buffer_projection: BufferProjection::Unprojected,
+        momentum_on_swap: MomentumOnSwap::Reset,
+        initial_ladder: InitialLadder::RoundedGeometric { decimals: 4 },
+        step_energy: StepEnergy::SharedBatchBeforeStep,
+    };
+
+    /// Checks the fields that carry numbers, and that the energies' rules agree (a
+    /// fresh energy per pair test has no step energy to share).
     pub fn validate(self) -> Result<Self, Error> {
+        if self.pair_energies == PairEnergies::FreshPerTest
+            && self.step_energy == StepEnergy::SharedBatchBeforeStep
+        {
+            return Err(Error::Unsupported {
+                what: "fresh energies per pair test with the shared-batch energies before the step: choose one",
+            });
+        }
         if let InitialLadder::RoundedGeometric { decimals } = self.initial_ladder
             && decimals > 12
         {

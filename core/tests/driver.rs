@@ -5,7 +5,7 @@ use nrpt_core::error::Error;
 use nrpt_core::explore::Explorer;
 use nrpt_core::fixed::FixedTempering;
 use nrpt_core::rng::Rng;
-use nrpt_core::rules::{LadderUpdate, MomentumOnSwap, Rules};
+use nrpt_core::rules::{LadderUpdate, MomentumOnSwap, PairEnergies, Rules, StepEnergy};
 use nrpt_core::swap::{SwapRule, flags};
 use nrpt_core::target::{EnergyOracle, Modes2d, Noisy, Potential, SumModes};
 use nrpt_core::window::Scheme;
@@ -150,6 +150,29 @@ fn in_place_ladder_equalizes_every_pair() {
         }
         assert!(r.ladder.windows(2).all(|w| w[0] <= w[1]), "{:?}", r.ladder);
     }
+}
+
+/// The shared-batch energies need an oracle that reports its loss: a toy target is
+/// refused when the driver is built (and when it resumes), and the rule cannot be
+/// combined with fresh energies per pair test.
+#[test]
+fn shared_batch_energies_need_a_data_target() {
+    let rules = Rules {
+        step_energy: StepEnergy::SharedBatchBeforeStep,
+        ..Rules::PAPER
+    };
+    let mut b = Owned::<f32>::new(16, 2);
+    let opts = TemperingOptions { rules, ..toy(1, 0) };
+    assert!(matches!(
+        Tempering::new(opts, Noisy::paper(Modes2d), b.lend()),
+        Err(Error::Unsupported { .. })
+    ));
+    let both = Rules {
+        pair_energies: PairEnergies::FreshPerTest,
+        ..rules
+    };
+    assert!(matches!(both.validate(), Err(Error::Unsupported { .. })));
+    assert!(Rules::AUTHORS_DEEP_CODE.validate().is_ok());
 }
 
 /// The authors'-code preset lands on its own figures, away from the paper's rules.

@@ -15,7 +15,8 @@ use nrpt_core::fixed::FixedTempering;
 use nrpt_core::optimal;
 use nrpt_core::rng::PhiloxStream;
 use nrpt_core::rules::{
-    BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, PairEnergies, Rules, SweepOrder,
+    BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, PairEnergies, Rules, StepEnergy,
+    SweepOrder,
 };
 use nrpt_core::swap::{RuleInputs, SwapBuffers, SwapRule, SweepBuffers, sweep};
 use nrpt_core::target::{Modes2d, Noisy, SumModes};
@@ -78,6 +79,9 @@ fn any_rules() -> impl Strategy<Value = Rules> {
                 buffer_projection,
                 momentum_on_swap,
                 initial_ladder,
+                // The shared-batch energies need a data target: the driver tests cover
+                // them.
+                step_energy: StepEnergy::AfterStep,
             },
         )
 }

@@ -3,7 +3,8 @@
 //! for what each rule means and the README's table of deviations.
 
 use nrpt_core::rules::{
-    BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, PairEnergies, Rules, SweepOrder,
+    BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, PairEnergies, Rules, StepEnergy,
+    SweepOrder,
 };
 use serde::{Deserialize, Serialize};
 
@@ -14,10 +15,26 @@ pub enum Preset {
     /// The paper's rules (Deng et al., AAAI 2023, Eq. 7–11).
     #[default]
     Paper,
-    /// The rules of the authors' 2D notebook: a fresh noisy energy for each side of each
-    /// pair test, the pairs tested in one sequential pass, the initial learning rates
-    /// rounded to 3 decimals, the buffer unprojected, iterations 0 … N inclusive.
+    /// The rules of the authors' code. On the toy targets their 2D notebook's: a
+    /// fresh noisy energy for each side of each pair test, the pairs tested in one
+    /// sequential pass, the initial learning rates rounded to 3 decimals, the buffer
+    /// unprojected, iterations 0 … N inclusive. On a classifier their deep
+    /// `trainer.py`'s: one mini-batch shared by every chain, each chain's loss on it
+    /// before its step (no prior) as its energy, one sequential pass, rates rounded to
+    /// 4 decimals, the buffer unprojected.
     AuthorsCode,
+}
+
+/// Where a data target's level energies come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepEnergyKind {
+    /// Each chain's own mini-batch after its step, with the prior (nrpt's reading of
+    /// the paper's Eq. 7).
+    AfterStep,
+    /// One mini-batch shared by every chain, the loss before the step, no prior (the
+    /// authors' deep `trainer.py`).
+    SharedBatch,
 }
 
 /// Where the two energies of a pair test come from.
@@ -89,6 +106,8 @@ pub struct RuleChoices {
     pub ladder_decimals: Option<u8>,
     /// Iterations 0 … N inclusive.
     pub inclusive_iterations: Option<bool>,
+    /// Energies of a data target's levels.
+    pub step_energy: Option<StepEnergyKind>,
 }
 
 /// The resolved rules of a run: what nrpt-core runs, and the one rule about the
@@ -102,12 +121,25 @@ pub struct Resolved {
 }
 
 impl RuleChoices {
-    /// The preset's rules with the given keys on top.
+    /// The preset's rules with the given keys on top, for a toy target.
     pub fn resolve(&self) -> Resolved {
-        let (mut rules, mut inclusive) = match self.preset {
-            Preset::Paper => (Rules::PAPER, false),
-            Preset::AuthorsCode => (Rules::AUTHORS_CODE, true),
+        self.resolve_for(false)
+    }
+
+    /// The preset's rules with the given keys on top, for a data target (a classifier:
+    /// the authors' deep code) or not (their 2D notebook).
+    pub fn resolve_for(&self, data: bool) -> Resolved {
+        let (mut rules, mut inclusive) = match (self.preset, data) {
+            (Preset::Paper, _) => (Rules::PAPER, false),
+            (Preset::AuthorsCode, false) => (Rules::AUTHORS_CODE, true),
+            (Preset::AuthorsCode, true) => (Rules::AUTHORS_DEEP_CODE, false),
         };
+        if let Some(k) = self.step_energy {
+            rules.step_energy = match k {
+                StepEnergyKind::AfterStep => StepEnergy::AfterStep,
+                StepEnergyKind::SharedBatch => StepEnergy::SharedBatchBeforeStep,
+            };
+        }
         if let Some(k) = self.pair_energies {
             rules.pair_energies = match k {
                 PairEnergiesKind::PerLevel => PairEnergies::PerLevel,
@@ -172,6 +204,8 @@ pub struct RulesSummary {
     pub ladder_decimals: Option<u8>,
     /// Iterations 0 … N inclusive.
     pub inclusive_iterations: bool,
+    /// `after-step` or `shared-batch`.
+    pub step_energy: &'static str,
 }
 
 impl From<Resolved> for RulesSummary {
@@ -203,6 +237,10 @@ impl From<Resolved> for RulesSummary {
                 InitialLadder::RoundedGeometric { decimals } => Some(decimals),
             },
             inclusive_iterations: r.inclusive_iterations,
+            step_energy: match rules.step_energy {
+                StepEnergy::AfterStep => "after-step",
+                StepEnergy::SharedBatchBeforeStep => "shared-batch",
+            },
         }
     }
 }
@@ -238,5 +276,20 @@ mod tests {
         let s = RulesSummary::from(authors);
         assert_eq!(s.ladder_decimals, Some(3));
         assert_eq!(s.pair_energies, "fresh-per-test");
+        assert_eq!(s.step_energy, "after-step");
+        // On a classifier, the authors' deep code; a key still overrides.
+        let deep = RuleChoices {
+            preset: Preset::AuthorsCode,
+            ..RuleChoices::default()
+        };
+        assert_eq!(deep.resolve_for(true).rules, Rules::AUTHORS_DEEP_CODE);
+        assert!(!deep.resolve_for(true).inclusive_iterations);
+        let own = RuleChoices {
+            step_energy: Some(StepEnergyKind::AfterStep),
+            ..deep
+        }
+        .resolve_for(true);
+        assert_eq!(own.rules.step_energy, StepEnergy::AfterStep);
+        assert_eq!(RuleChoices::default().resolve_for(true).rules, Rules::PAPER);
     }
 }

@@ -11,9 +11,10 @@ use super::{IterationReport, Progress};
 use crate::adapt::{StepSize, adapt_buffer, adapt_ladder_indicators, initial_ladder};
 use crate::error::{Error, check_len};
 use crate::explore::{Explorer, langevin_step, momentum_step, noise_scale};
+use crate::float::Float;
 use crate::index::{IndexStats, PairStats, authors_pass, init_identity, observe_arrival};
 use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, UnitDraw, fill_normals, streams};
-use crate::rules::{MomentumOnSwap, PairEnergies, SweepOrder};
+use crate::rules::{MomentumOnSwap, PairEnergies, StepEnergy, SweepOrder};
 use crate::swap::{
     PairTest, RuleInputs, SwapBuffers, SwapRule, SweepBuffers, flags, rule_indicator, sweep_levels,
     sweep_unchecked,
@@ -48,6 +49,7 @@ impl<O, E: Clone> Engine<O, E> {
     {
         let options = options.validate()?;
         oracle.validate()?;
+        check_step_energy(&options, &oracle)?;
         initial_ladder(
             options.rules.initial_ladder,
             options.ladder_min,
@@ -91,6 +93,7 @@ impl<O, E: Clone> Engine<O, E> {
     {
         let options = options.validate()?;
         oracle.validate()?;
+        check_step_energy(&options, &oracle)?;
         SwapBuffers {
             replica_at: s.replica_at,
             level_of: s.level_of,
@@ -365,6 +368,10 @@ impl<E: fmt::Debug + fmt::Display> core::error::Error for ReplicaError<E> {}
 /// noise when its scale ([`noise_scale`]) is above 0, the step of `options.explorer` on
 /// `x` (and on the velocity `v` of a momentum explorer; `v` is not read otherwise and
 /// may be empty), then, when `energy` is set, the stochastic energy at the new state.
+/// Under the rule [`StepEnergy::SharedBatchBeforeStep`] the gradient draws from stream
+/// `STEP` of (k, [`ENSEMBLE_WIDE`]) instead, the same for every replica, and the energy
+/// is the oracle's [`last_loss`](EnergyOracle::last_loss) before the step (NaN from an
+/// oracle that reports none, which the driver refuses when it is built).
 ///
 /// Engines that explore outside the driver (or a caller that keeps its own states,
 /// with a [`crate::driver::Controller`] doing the rest) use this to make the same draws
@@ -396,6 +403,19 @@ pub fn explore_replica<F: UnitDraw, O: EnergyOracle<F>>(
     step_replica(options, oracle, step, x, v, scratch, energy).map_err(ReplicaError::Oracle)
 }
 
+/// The shared-batch energies need an oracle that reports its loss.
+fn check_step_energy<F: Float, O: EnergyOracle<F>>(
+    options: &TemperingOptions,
+    oracle: &O,
+) -> Result<(), Error> {
+    if options.rules.step_energy == StepEnergy::SharedBatchBeforeStep && !oracle.reports_loss() {
+        return Err(Error::Unsupported {
+            what: "the shared-batch energies before the step need a data target (an oracle that reports its mini-batch loss)",
+        });
+    }
+    Ok(())
+}
+
 /// [`explore_replica`] over buffers already checked (the driver's, checked once by
 /// [`crate::Tempering::new`]).
 pub(crate) fn step_replica<F: UnitDraw, O: EnergyOracle<F>>(
@@ -418,7 +438,22 @@ pub(crate) fn step_replica<F: UnitDraw, O: EnergyOracle<F>>(
         step.replica,
         streams::STEP,
     );
-    oracle.gradient(x, grad, &mut rng)?;
+    let shared = o.rules.step_energy == StepEnergy::SharedBatchBeforeStep;
+    let mut before = None;
+    if shared {
+        // Every replica's gradient from the same draw; its loss is the energy.
+        let mut batch = PhiloxStream::new(
+            o.seed,
+            o.ensemble,
+            step.iteration,
+            ENSEMBLE_WIDE,
+            streams::STEP,
+        );
+        oracle.gradient(x, grad, &mut batch)?;
+        before = oracle.last_loss();
+    } else {
+        oracle.gradient(x, grad, &mut rng)?;
+    }
     let sigma = noise_scale(o.explorer, step.eta, step.temperature);
     if sigma > 0.0 {
         fill_normals(&mut rng, noise);
@@ -430,10 +465,13 @@ pub(crate) fn step_replica<F: UnitDraw, O: EnergyOracle<F>>(
             momentum_step(x, v, grad, noise, eta, F::from_f64(momentum), sigma);
         }
     }
-    if energy {
-        Ok(Some(oracle.energy(x, &mut rng)?))
-    } else {
+    if !energy {
         Ok(None)
+    } else if shared {
+        // Checked when the engine was built: the oracle reports its loss.
+        Ok(Some(before.unwrap_or(F::from_f64(f64::NAN))))
+    } else {
+        Ok(Some(oracle.energy(x, &mut rng)?))
     }
 }
 

@@ -165,6 +165,28 @@ pub fn energy<F: Float>(
     grad: Option<&mut [F]>,
     scratch: &mut [F],
 ) -> Result<F, Error> {
+    energy_parts(arch, theta, data, batch, prior_sigma, grad, scratch).map(|p| p.data + p.prior)
+}
+
+/// The two terms of [`energy`]: their sum is its value, bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EnergyParts<F> {
+    /// The data term `N/|B| · Σ_{i∈B} −log softmax(f_θ(x_i))_{y_i}`.
+    pub data: F,
+    /// The prior term `|θ|²/(2σ²)`.
+    pub prior: F,
+}
+
+/// [`energy`] as its two terms (the gradient, when asked, is the whole energy's).
+pub fn energy_parts<F: Float>(
+    arch: &Architecture,
+    theta: &[F],
+    data: &DataView<'_>,
+    batch: &[u32],
+    prior_sigma: F,
+    grad: Option<&mut [F]>,
+    scratch: &mut [F],
+) -> Result<EnergyParts<F>, Error> {
     check_len("theta", theta.len(), arch.parameters())?;
     check_len("scratch", scratch.len(), arch.scratch_len())?;
     check_len("features", data.features(), arch.features())?;
@@ -211,7 +233,10 @@ pub fn energy<F: Float>(
             *gi += t * inv_var;
         }
     }
-    Ok(scale * loss + F::from_f64(0.5) * sq * inv_var)
+    Ok(EnergyParts {
+        data: scale * loss,
+        prior: F::from_f64(0.5) * sq * inv_var,
+    })
 }
 
 #[cfg(test)]

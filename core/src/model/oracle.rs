@@ -24,6 +24,8 @@ pub struct Classifier<'a, F> {
     prior_sigma: f64,
     scratch: &'a mut [F],
     indices: &'a mut [u32],
+    /// The data term of the last gradient's evaluation.
+    last_loss: Option<F>,
 }
 
 impl<'a, F: Float> Classifier<'a, F> {
@@ -53,6 +55,7 @@ impl<'a, F: Float> Classifier<'a, F> {
             prior_sigma,
             scratch,
             indices,
+            last_loss: None,
         })
     }
 
@@ -76,10 +79,10 @@ impl<'a, F: Float> Classifier<'a, F> {
         theta: &[F],
         grad: Option<&mut [F]>,
         rng: &mut R,
-    ) -> Result<F, Error> {
+    ) -> Result<mlp::EnergyParts<F>, Error> {
         batch::draw(rng, self.data.len() as u32, self.indices);
         let sigma = F::from_f64(self.prior_sigma);
-        mlp::energy(
+        mlp::energy_parts(
             &self.arch,
             theta,
             &self.data,
@@ -104,11 +107,21 @@ impl<F: Float + UnitDraw> EnergyOracle<F> for Classifier<'_, F> {
         grad: &mut [F],
         rng: &mut R,
     ) -> Result<(), Error> {
-        self.evaluate(x, Some(grad), rng).map(|_| ())
+        let parts = self.evaluate(x, Some(grad), rng)?;
+        self.last_loss = Some(parts.data);
+        Ok(())
     }
 
     fn energy<R: Rng + ?Sized>(&mut self, x: &[F], rng: &mut R) -> Result<F, Error> {
-        self.evaluate(x, None, rng)
+        self.evaluate(x, None, rng).map(|p| p.data + p.prior)
+    }
+
+    fn reports_loss(&self) -> bool {
+        true
+    }
+
+    fn last_loss(&self) -> Option<F> {
+        self.last_loss
     }
 }
 
@@ -140,6 +153,73 @@ mod tests {
         assert!(DataView::new(&x, &[0, 1, 2, 0], 1, 2).is_err());
         assert!(DataView::new(&[f32::NAN; 4], &y, 1, 2).is_err());
         assert!(DataView::new(&[], &[], 1, 2).is_err());
+    }
+
+    /// The authors' deep-code energies: every replica's gradient from one mini-batch
+    /// per iteration (the ensemble-wide stream), its energy the data term of that batch
+    /// at the state before the step, without the prior.
+    #[test]
+    fn shared_batch_energies_are_the_losses_before_the_step() {
+        use crate::driver::{ReplicaStep, explore_replica};
+        use crate::rng::{ENSEMBLE_WIDE, streams};
+        use crate::rules::{Rules, StepEnergy};
+        let (x, y) = separable(40);
+        let data = DataView::new(&x, &y, 1, 2).unwrap();
+        let arch = Architecture::new(&[1, 3, 2]).unwrap();
+        let d = arch.parameters();
+        let mut scratch = vec![0.0f64; arch.scratch_len()];
+        let mut idx = vec![0u32; 8];
+        let mut oracle = Classifier::new(arch, data, 2.0, &mut scratch, &mut idx).unwrap();
+        assert!(oracle.reports_loss() && oracle.last_loss().is_none());
+        let options = TemperingOptions {
+            explorer: Explorer::MSGD,
+            temperatures: Temperatures::Constant(0.0),
+            rules: Rules {
+                step_energy: StepEnergy::SharedBatchBeforeStep,
+                ..Rules::PAPER
+            },
+            seed: 9,
+            ensemble: 2,
+            ..TemperingOptions::default()
+        };
+        let k = 17;
+        let mut batch = vec![0u32; 8];
+        batch::draw(
+            &mut PhiloxStream::new(9, 2, k, ENSEMBLE_WIDE, streams::STEP),
+            40,
+            &mut batch,
+        );
+        let mut s = vec![0.0f64; arch.scratch_len()];
+        for r in 0..3u32 {
+            let mut theta: Vec<f64> = (0..d)
+                .map(|j| ((j as f64) * 0.37 + f64::from(r)).sin())
+                .collect();
+            let want = mlp::energy_parts(&arch, &theta, &data, &batch, 2.0, None, &mut s)
+                .unwrap()
+                .data;
+            let mut v = vec![0.0f64; d];
+            let mut sc = vec![0.0f64; 2 * d];
+            let step = ReplicaStep {
+                iteration: k,
+                replica: r,
+                eta: 1e-2,
+                temperature: 0.0,
+            };
+            let before = theta.clone();
+            let e = explore_replica(
+                &options,
+                &mut oracle,
+                step,
+                &mut theta,
+                &mut v,
+                &mut sc,
+                true,
+            )
+            .unwrap()
+            .unwrap();
+            assert_eq!(e.to_bits(), want.to_bits(), "replica {r}");
+            assert_ne!(theta, before, "the replica stepped");
+        }
     }
 
     /// The driver samples the posterior of a logistic regression on separable data

@@ -51,6 +51,21 @@ pub trait EnergyOracle<F: Float> {
 
     /// Returns a stochastic energy Ũ(x).
     fn energy<R: Rng + ?Sized>(&mut self, x: &[F], rng: &mut R) -> Result<F, Self::Error>;
+
+    /// Whether [`last_loss`](EnergyOracle::last_loss) reports a loss (data targets);
+    /// the rule [`StepEnergy::SharedBatchBeforeStep`](crate::rules::StepEnergy) needs
+    /// one. Default: no.
+    fn reports_loss(&self) -> bool {
+        false
+    }
+
+    /// The data term of the energy at the point and on the draw (the mini-batch) of
+    /// the last [`gradient`](EnergyOracle::gradient) call, without any prior term, in
+    /// the energy's units (`N/|B| Σ_{i∈B} loss_i`); `None` when the oracle has no data
+    /// term or has not computed a gradient yet. Default: `None`.
+    fn last_loss(&self) -> Option<F> {
+        None
+    }
 }
 
 /// An exact, deterministic potential U(x) with its gradient.

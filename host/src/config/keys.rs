@@ -15,7 +15,8 @@ use super::{ExplorerKind, RuleKind, WindowSpec, parse_hidden};
 use crate::data::Bundled;
 use crate::error::ConfigError;
 use crate::preset::{
-    LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, SweepOrderKind,
+    LadderUpdateKind, MomentumKind, PairEnergiesKind, Preset, ProjectionKind, StepEnergyKind,
+    SweepOrderKind,
 };
 
 /// The name of the target of a run (`--target`, `target =`): a built-in target of
@@ -327,6 +328,12 @@ keys! {
     buffer_projection: Option<ProjectionKind> = None, [skip_serializing_if = "Option::is_none"],
         flag ProjectionKind [long, value_enum] => set!(Some buffer_projection),
         used sgd;
+    /// A classifier's level energies: each chain's own mini-batch after its step, with
+    /// the prior (`after-step`), or one mini-batch shared by every chain, the loss
+    /// before the step, no prior (`shared-batch`, the authors' deep code).
+    step_energy: Option<StepEnergyKind> = None, [skip_serializing_if = "Option::is_none"],
+        flag StepEnergyKind [long, value_enum] => set!(Some step_energy),
+        used |_, t| t.sgd && t.reads("hidden");
     /// msgd explorers after a swap: zero velocity (`reset`) or keep it (`carry`).
     momentum_on_swap: Option<MomentumKind> = None, [skip_serializing_if = "Option::is_none"],
         flag MomentumKind [long, value_enum] => set!(Some momentum_on_swap),

@@ -180,6 +180,7 @@ impl RunConfig {
             momentum_on_swap: self.momentum_on_swap,
             ladder_decimals: self.ladder_decimals,
             inclusive_iterations: self.inclusive_iterations,
+            step_energy: self.step_energy,
         }
     }
 }

@@ -206,6 +206,9 @@ pub struct Batched {
     /// The softmax's maxima, sums and factors (one per example), and its spread maxima.
     per_row: Vec<f32>,
     packed: Packed,
+    /// The data term (N/B)·Σ loss of the last evaluation, before the prior: the energy
+    /// of the `SharedBatchBeforeStep` rule.
+    last_loss: Option<f32>,
 }
 
 impl Batched {
@@ -221,6 +224,7 @@ impl Batched {
             below: vec![0.0; b * widest + softmax::SLACK],
             per_row: vec![0.0; 3 * b + b * arch.classes() + softmax::SLACK],
             packed: Packed::new(arch),
+            last_loss: None,
             target,
         }
     }
@@ -290,7 +294,9 @@ fn evaluate(o: &mut Batched, theta: &[f32], grad: Option<&mut [f32]>) -> f32 {
             loss
         }
     };
-    scale * loss + 0.5 * sum_of_squares(theta) * inv_var
+    let data_term = scale * loss;
+    o.last_loss = Some(data_term);
+    data_term + 0.5 * sum_of_squares(theta) * inv_var
 }
 
 /// Σ θ², in 16 partial sums (one sequential sum would chain every addition and run
@@ -425,6 +431,14 @@ impl EnergyOracle<f32> for Batched {
     fn energy<R: Rng + ?Sized>(&mut self, x: &[f32], rng: &mut R) -> Result<f32, Self::Error> {
         batch::draw(rng, self.target.examples() as u32, &mut self.indices);
         Ok(self.evaluate(x, None))
+    }
+
+    fn reports_loss(&self) -> bool {
+        true
+    }
+
+    fn last_loss(&self) -> Option<f32> {
+        self.last_loss
     }
 }
 
@@ -581,6 +595,29 @@ mod tests {
         let first = run(&mut o);
         assert_eq!(run(&mut o), first);
         assert_eq!(run(&mut t.oracle()), first);
+    }
+
+    /// The loss the shared-batch swap energy uses: the energy of the same batch less
+    /// the prior's ½|θ|²/σ² (to f32 rounding of the sum), for the gradient's batch as
+    /// for the energy's; none before the first evaluation.
+    #[test]
+    fn the_last_loss_is_the_energy_without_the_prior() {
+        let t = target(&[64, 20, 10], 64);
+        let mut theta = vec![0.0f32; t.arch.parameters()];
+        initial_parameters(&t.arch, 5, 0, 2, &mut theta);
+        let prior = 0.5 * theta.iter().map(|v| v * v).sum::<f32>();
+        let mut o = t.oracle();
+        assert!(o.reports_loss() && o.last_loss().is_none());
+        let rng = || PhiloxStream::new(7, 0, 1, 2, streams::STEP);
+        let e = o.energy(&theta, &mut rng()).unwrap();
+        let from_energy = o.last_loss().unwrap();
+        assert!(
+            (from_energy + prior - e).abs() <= 1e-5 * e.abs(),
+            "{from_energy} + {prior} vs {e}"
+        );
+        let mut g = vec![0.0f32; theta.len()];
+        o.gradient(&theta, &mut g, &mut rng()).unwrap();
+        assert_eq!(o.last_loss().unwrap().to_bits(), from_energy.to_bits());
     }
 
     #[test]

@@ -123,7 +123,9 @@ impl RunConfig {
         if let Some(d) = self.ladder_decimals {
             in_range("ladder_decimals", d, 0, 12)?;
         }
-        let resolved = self.rule_choices().resolve();
+        let resolved = self
+            .rule_choices()
+            .resolve_for(builtin.keys.contains(&"hidden"));
         let scheme = self.window.scheme(self.chains, self.swap_rate)?;
         let (explorer, temperatures) = match self.explorer {
             ExplorerKind::Sgd => (Explorer::Langevin, Temperatures::SgdExplorers),
