@@ -186,7 +186,15 @@ pub fn initial_ladder(
     out: &mut [f64],
 ) -> Result<(), Error> {
     geometric_ladder(min, max, out)?;
-    if let InitialLadder::RoundedGeometric { decimals } = kind {
+    if let InitialLadder::RoundedGeometric { decimals, unit } = kind {
+        if unit == 0 {
+            return Err(Error::InvalidValue {
+                name: "initial_ladder.unit",
+                value: 0.0,
+                allowed: "at least 1",
+            });
+        }
+        let unit = f64::from(unit);
         if decimals > 12 {
             return Err(Error::InvalidValue {
                 name: "initial_ladder.decimals",
@@ -198,7 +206,7 @@ pub fn initial_ladder(
         let mut below = 0.0;
         for eta in out.iter_mut() {
             // rint rounds half to even, as Python's round does.
-            *eta = libm::rint(*eta * scale) / scale;
+            *eta = libm::rint(*eta * unit * scale) / scale / unit;
             // NaN fails the comparison too.
             if (*eta).partial_cmp(&below) != Some(core::cmp::Ordering::Greater) {
                 return Err(Error::InvalidValue {
@@ -388,7 +396,10 @@ mod tests {
         // The authors' notebook: round(0.003 · 200^(l/15), 3).
         let mut l = [0.0; 16];
         initial_ladder(
-            InitialLadder::RoundedGeometric { decimals: 3 },
+            InitialLadder::RoundedGeometric {
+                decimals: 3,
+                unit: 1,
+            },
             0.003,
             0.6,
             &mut l,
@@ -405,7 +416,10 @@ mod tests {
         assert_eq!(g, l);
         // Rounding that collapses two levels is an error.
         let e = initial_ladder(
-            InitialLadder::RoundedGeometric { decimals: 2 },
+            InitialLadder::RoundedGeometric {
+                decimals: 2,
+                unit: 1,
+            },
             0.003,
             0.6,
             &mut l,

@@ -102,6 +102,11 @@ pub enum InitialLadder {
     RoundedGeometric {
         /// Decimal places, at most 12.
         decimals: u8,
+        /// The rates are rounded in units of 1/`unit`: η·unit is rounded, then divided
+        /// back. 1 for rates given as they run; for a data target whose sampler runs
+        /// η/N, N, so that the rates per example are rounded as the authors' code
+        /// rounds its learning rates. At least 1.
+        unit: u32,
     },
 }
 
@@ -168,7 +173,10 @@ impl Rules {
         ladder_update: LadderUpdate::Jacobi,
         buffer_projection: BufferProjection::Unprojected,
         momentum_on_swap: MomentumOnSwap::Reset,
-        initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+        initial_ladder: InitialLadder::RoundedGeometric {
+            decimals: 3,
+            unit: 1,
+        },
         step_energy: StepEnergy::AfterStep,
     };
 
@@ -183,7 +191,10 @@ impl Rules {
         ladder_update: LadderUpdate::Jacobi,
         buffer_projection: BufferProjection::Unprojected,
         momentum_on_swap: MomentumOnSwap::Reset,
-        initial_ladder: InitialLadder::RoundedGeometric { decimals: 4 },
+        initial_ladder: InitialLadder::RoundedGeometric {
+            decimals: 4,
+            unit: 1,
+        },
         step_energy: StepEnergy::SharedBatchBeforeStep,
     };
 
@@ -197,14 +208,21 @@ impl Rules {
                 what: "fresh energies per pair test with the shared-batch energies before the step: choose one",
             });
         }
-        if let InitialLadder::RoundedGeometric { decimals } = self.initial_ladder
-            && decimals > 12
-        {
-            return Err(Error::InvalidValue {
-                name: "initial_ladder.decimals",
-                value: f64::from(decimals),
-                allowed: "at most 12",
-            });
+        if let InitialLadder::RoundedGeometric { decimals, unit } = self.initial_ladder {
+            if decimals > 12 {
+                return Err(Error::InvalidValue {
+                    name: "initial_ladder.decimals",
+                    value: f64::from(decimals),
+                    allowed: "at most 12",
+                });
+            }
+            if unit == 0 {
+                return Err(Error::InvalidValue {
+                    name: "initial_ladder.unit",
+                    value: 0.0,
+                    allowed: "at least 1",
+                });
+            }
         }
         Ok(self)
     }
@@ -220,7 +238,10 @@ mod tests {
         assert_ne!(Rules::AUTHORS_CODE, Rules::PAPER);
         assert!(Rules::AUTHORS_CODE.validate().is_ok());
         let bad = Rules {
-            initial_ladder: InitialLadder::RoundedGeometric { decimals: 13 },
+            initial_ladder: InitialLadder::RoundedGeometric {
+                decimals: 13,
+                unit: 1,
+            },
             ..Rules::PAPER
         };
         assert!(bad.validate().is_err());

@@ -209,7 +209,10 @@ fn every_variant_of_the_rules_a_controller_accepts() {
         },
         Rules {
             buffer_projection: BufferProjection::Unprojected,
-            initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+            initial_ladder: InitialLadder::RoundedGeometric {
+                decimals: 3,
+                unit: 1,
+            },
             ..Rules::PAPER
         },
         // The authors' code with one energy per level: everything else of the preset.

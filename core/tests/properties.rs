@@ -61,7 +61,8 @@ fn any_rules() -> impl Strategy<Value = Rules> {
         prop_oneof![Just(MomentumOnSwap::Reset), Just(MomentumOnSwap::Carry)],
         prop_oneof![
             Just(InitialLadder::Geometric),
-            (0u8..16).prop_map(|decimals| InitialLadder::RoundedGeometric { decimals })
+            (0u8..16, 1u32..100_000)
+                .prop_map(|(decimals, unit)| InitialLadder::RoundedGeometric { decimals, unit })
         ],
     )
         .prop_map(
@@ -405,7 +406,7 @@ proptest! {
         }
         let _ = adapt_buffer(min, max, target, gamma, rate, BufferProjection::NonNegative);
         let mut out = vec![0.0; chains % 40];
-        let _ = initial_ladder(InitialLadder::RoundedGeometric { decimals }, min, max, &mut out);
+        let _ = initial_ladder(InitialLadder::RoundedGeometric { decimals, unit: 1 }, min, max, &mut out);
         let _ = optimal::optimal_window(chains, rate);
         let _ = optimal::paper_window(chains, rate);
         let _ = optimal::w_star(chains, rate);

@@ -338,7 +338,10 @@ fn gpu_runs_match_the_cpu_engine() {
         rules: Rules {
             ladder_update: LadderUpdate::InPlace,
             buffer_projection: BufferProjection::Unprojected,
-            initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+            initial_ladder: InitialLadder::RoundedGeometric {
+                decimals: 3,
+                unit: 1,
+            },
             ..Rules::PAPER
         },
         ..paper

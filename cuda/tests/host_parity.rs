@@ -117,7 +117,10 @@ fn host_only_rules_are_refused_and_the_others_reach_the_flags() {
             ladder_update: LadderUpdate::InPlace,
             buffer_projection: BufferProjection::Unprojected,
             momentum_on_swap: MomentumOnSwap::Carry,
-            initial_ladder: InitialLadder::RoundedGeometric { decimals: 3 },
+            initial_ladder: InitialLadder::RoundedGeometric {
+                decimals: 3,
+                unit: 1,
+            },
             ..Rules::PAPER
         },
         ..base

@@ -165,6 +165,17 @@ pub enum Command {
     /// epochs, accuracy by level, learning rates, swap rates; PNG and SVG with CSV) to
     /// the output folder.
     Deep(Box<DeepArgs>),
+    /// A reference posterior for `nrpt deep`: full-batch Hamiltonian Monte Carlo on the
+    /// classifier's posterior (the same data, network and prior), several chains from
+    /// independent starts, step size adapted in a warm-up that is discarded.
+    ///
+    /// Writes reference.npy (the posterior predictive on the test set, examples ×
+    /// classes) and reference.json (settings, R̂ and effective sample sizes of the test
+    /// log-likelihood and the predictive probabilities, acceptance, accuracy, NLL,
+    /// seconds, command, machine, date) to the output folder, and a trace figure of the
+    /// test log-likelihood of every chain. `nrpt deep --reference DIR` scores against
+    /// it; the reference of the default model and data is bundled.
+    Reference(Box<ReferenceArgs>),
     /// Measure the engine's speed in chain-steps per second.
     ///
     /// One chain-step is one exploration step of one chain with its share of the
@@ -267,20 +278,57 @@ pub struct ReproduceArgs {
 /// `nrpt deep`.
 #[derive(Debug, Args)]
 pub struct DeepArgs {
-    /// A short version (3 seeds, 60 sampling epochs) that runs in under a minute.
+    /// A short version that runs in under a minute on the digits: 3 seeds, 1,300
+    /// sampling iterations per chain (60 epochs of the digits), at most 1,300 of
+    /// pre-training, 30 samples per method.
     #[arg(long)]
     pub quick: bool,
-    /// Seeds: independent repetitions of every method, one ensemble each (default 5,
+    /// Seeds: independent repetitions of every method, one ensemble each (default 10,
     /// 3 with --quick).
     #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
     pub ensembles: Option<usize>,
     /// Sampling epochs per chain (the single-chain methods run P times as many;
-    /// default 200, 60 with --quick).
+    /// default 200).
     #[arg(long, value_name = "E")]
     pub epochs: Option<f64>,
-    /// Epochs of pre-training before sampling.
+    /// The most epochs of pre-training: the length of its cosine learning-rate
+    /// schedule, which stops early once the NLL on a validation split (every 10th
+    /// training example) has not improved for --patience epochs (default 200).
+    #[arg(long, value_name = "E")]
+    pub pretrain_epochs: Option<f64>,
+    /// Epochs without improvement of the validation NLL that end pre-training.
     #[arg(long, default_value_t = 20.0, value_name = "E")]
-    pub pretrain_epochs: f64,
+    pub patience: f64,
+    /// Samples in every method's model average, per seed, collected after the burn-in
+    /// (default 60, 30 with --quick).
+    #[arg(long, value_name = "K")]
+    pub samples: Option<usize>,
+    /// Share of every method's sampling run before its first sample.
+    #[arg(long, default_value_t = 0.25, value_name = "SHARE")]
+    pub burn_in: f64,
+    /// How --eta-min and --eta-max (the paper's numbers, for its N/B = 50,000/256)
+    /// become this data set's: `temperature` multiplies them by 195.3/(N/B), so that
+    /// SGD's noise η·N/(B(1 − μ)) is the paper's; `as-given` keeps them.
+    #[arg(long, value_enum, default_value_t = crate::deep::experiment::EtaRule::Temperature)]
+    pub eta_rule: crate::deep::experiment::EtaRule,
+    /// Also run every sampling method with the learning rates times each of these
+    /// factors (comma-separated), for the sensitivity to the rates.
+    #[arg(long, value_name = "F1,F2,…")]
+    pub eta_sweep: Option<String>,
+    /// The rules of the tempering runs: `paper` (the default), or `authors-code` (the
+    /// authors' deep `trainer.py`: one mini-batch shared by every chain, each chain's
+    /// loss before its step as its energy, a sequential pass, rates rounded to 4
+    /// decimals, an unprojected buffer).
+    #[arg(long, value_enum, default_value_t = crate::preset::Preset::Paper)]
+    pub preset: crate::preset::Preset,
+    /// Overrides the preset's energies: each chain's own mini-batch after its step,
+    /// with the prior (`after-step`), or the authors' `shared-batch`.
+    #[arg(long, value_enum)]
+    pub step_energy: Option<crate::preset::StepEnergyKind>,
+    /// A reference posterior to score against (a folder written by `nrpt reference`
+    /// for the same model). Default: the bundled one when it belongs to this model.
+    #[arg(long, value_name = "DIR")]
+    pub reference: Option<PathBuf>,
     /// Chains P of the tempering runs (and members of the ensemble).
     #[arg(long, short = 'p', default_value_t = 10, value_name = "P")]
     pub chains: usize,
@@ -305,6 +353,29 @@ pub struct DeepArgs {
     /// Standard deviation of the Gaussian prior on every weight.
     #[arg(long, default_value_t = 1.0)]
     pub prior_sigma: f64,
+    /// The data.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output folder for results.json and the figures.
+    #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-deep")]
+    pub out: PathBuf,
+    /// Base random seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
+    /// Where it runs.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
+    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
+    /// Never the root, the home folder, or a folder holding the current directory or an
+    /// input.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The data of a classifier: a bundled data set or the user's files.
+#[derive(Debug, Args, Default)]
+pub struct DataArgs {
     /// A bundled data set: `digits` (UCI handwritten digits, 1,348 training and 449
     /// test examples of 64 pixels; the default) or `mnist1d` (MNIST-1D, 12,800 training
     /// and 3,200 test signals of 40 values). Not with --data.
@@ -323,19 +394,80 @@ pub struct DeepArgs {
     /// Labels of a `.npy` --test-data file.
     #[arg(long, value_name = "FILE")]
     pub test_labels: Option<PathBuf>,
-    /// Output folder for results.json and the figures.
-    #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-deep")]
+}
+
+impl DataArgs {
+    /// What the flags name.
+    pub fn spec(&self) -> Result<crate::data::DataSpec, crate::data::DataError> {
+        crate::data::DataSpec::from_paths(
+            self.dataset,
+            self.data.as_deref(),
+            self.labels.as_deref(),
+            self.test_data.as_deref(),
+            self.test_labels.as_deref(),
+        )
+    }
+
+    /// The files the flags name (inputs an output folder must not hold).
+    pub fn files(&self) -> Vec<PathBuf> {
+        [&self.data, &self.labels, &self.test_data, &self.test_labels]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
+/// `nrpt reference`.
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// A short version: 2 chains of 50 warm-up and 100 kept trajectories of at most
+    /// 64 leapfrog steps (a check, not a reference).
+    #[arg(long)]
+    pub quick: bool,
+    /// Independent chains (at least 2, for R̂).
+    #[arg(long, short = 'c', default_value_t = 4, value_name = "N")]
+    pub chains: usize,
+    /// Warm-up trajectories per chain (step size adapted; discarded).
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u64>,
+    /// Kept trajectories per chain.
+    #[arg(long, value_name = "N")]
+    pub samples: Option<u64>,
+    /// Trajectory length τ = L·ε (Izmailov et al.: πσ/2 for a prior of scale σ).
+    #[arg(long, value_name = "TAU", default_value_t = std::f64::consts::FRAC_PI_2)]
+    pub trajectory_length: f64,
+    /// The most leapfrog steps of a trajectory.
+    #[arg(long, value_name = "L")]
+    pub max_leapfrog_steps: Option<u32>,
+    /// Acceptance rate the warm-up's step-size adaptation aims at.
+    #[arg(long, default_value_t = 0.8)]
+    pub target_acceptance: f64,
+    /// Hidden widths of the MLP, comma-separated (`0`: softmax regression).
+    #[arg(long, default_value = "64", value_name = "H1,H2,…")]
+    pub hidden: String,
+    /// Standard deviation of the Gaussian prior on every weight.
+    #[arg(long, default_value_t = 1.0)]
+    pub prior_sigma: f64,
+    /// The data.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output folder.
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        default_value = "nrpt-reference"
+    )]
     pub out: PathBuf,
-    /// Base random seed.
+    /// Random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
-    /// Where it runs.
-    #[command(flatten)]
-    pub engine: EngineArgs,
-    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
-    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
-    /// Never the root, the home folder, or a folder holding the current directory or an
-    /// input.
+    /// Worker threads (chains run in parallel), 1 to 1024 (default: one per core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+    /// Replace --out even when it holds files nrpt did not write (see `nrpt deep
+    /// --force`).
     #[arg(long)]
     pub force: bool,
 }

@@ -50,6 +50,7 @@ pub mod figures;
 pub mod input;
 pub mod interrupt;
 pub mod limits;
+pub mod machine;
 pub mod metrics;
 pub mod npy;
 pub mod output;

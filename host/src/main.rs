@@ -68,6 +68,13 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             let b = backend(&a.engine, quiet)?;
             commands::deep::run(a, b.as_ref(), cli.json, cli.quiet)
         }
+        Command::Reference(a) => {
+            cpu(&EngineArgs {
+                threads: a.threads,
+                ..EngineArgs::default()
+            });
+            commands::reference::run(a, cli.json, cli.quiet)
+        }
         Command::Scale(a) => match &a.action {
             Some(nrpt::cli::ScaleAction::Merge(m)) => commands::scale::merge(m, cli.json),
             None => {
@@ -167,8 +174,11 @@ fn main() -> ExitCode {
         return ExitCode::from(141);
     }
     nrpt::note!("error: {e:#}");
-    // Bad input (flags, configuration, data files) exits with 2.
-    if has::<ConfigError>(&e) || has::<nrpt::data::DataError>(&e) {
+    // Bad input (flags, configuration, data files, a reference posterior) exits with 2.
+    if has::<ConfigError>(&e)
+        || has::<nrpt::data::DataError>(&e)
+        || has::<nrpt::deep::reference::ReferenceError>(&e)
+    {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE

@@ -174,7 +174,10 @@ impl RuleChoices {
             rules.initial_ladder = if d == 0 {
                 InitialLadder::Geometric
             } else {
-                InitialLadder::RoundedGeometric { decimals: d }
+                InitialLadder::RoundedGeometric {
+                    decimals: d,
+                    unit: 1,
+                }
             };
         }
         if let Some(i) = self.inclusive_iterations {
@@ -234,7 +237,7 @@ impl From<Resolved> for RulesSummary {
             },
             ladder_decimals: match rules.initial_ladder {
                 InitialLadder::Geometric => None,
-                InitialLadder::RoundedGeometric { decimals } => Some(decimals),
+                InitialLadder::RoundedGeometric { decimals, .. } => Some(decimals),
             },
             inclusive_iterations: r.inclusive_iterations,
             step_energy: match rules.step_energy {
@@ -245,9 +248,72 @@ impl From<Resolved> for RulesSummary {
     }
 }
 
+/// `rules` for a run whose sampler takes the rates divided by `scale` (a data target's
+/// N training examples; 1 otherwise): a rounded initial ladder then rounds the rates as
+/// they are given (per example), as the authors' code rounds its learning rates, not
+/// the tiny η/N the sampler runs. A scale that is not a whole number from 1 to 2³² − 1
+/// leaves the rounding in the sampler's units.
+pub fn for_rate_scale(mut rules: Rules, scale: f64) -> Rules {
+    if let InitialLadder::RoundedGeometric { decimals, .. } = rules.initial_ladder
+        && scale.fract() == 0.0
+        && (1.0..=f64::from(u32::MAX)).contains(&scale)
+    {
+        rules.initial_ladder = InitialLadder::RoundedGeometric {
+            decimals,
+            unit: scale as u32,
+        };
+    }
+    rules
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The authors' deep preset on 1,348 examples: the sampler's ladder is the rates per
+    /// example rounded to 4 decimals, divided by N (rounding η/N itself would give 0).
+    #[test]
+    fn a_rounded_ladder_rounds_the_rates_per_example() {
+        let n = 1348.0;
+        let rules = for_rate_scale(Rules::AUTHORS_DEEP_CODE, n);
+        assert_eq!(
+            rules.initial_ladder,
+            InitialLadder::RoundedGeometric {
+                decimals: 4,
+                unit: 1348
+            }
+        );
+        let (min, max) = (0.046_36, 0.185_46);
+        let mut ladder = [0.0; 10];
+        nrpt_core::adapt::initial_ladder(rules.initial_ladder, min / n, max / n, &mut ladder)
+            .unwrap();
+        let mut per_example = [0.0; 10];
+        nrpt_core::adapt::initial_ladder(InitialLadder::Geometric, min, max, &mut per_example)
+            .unwrap();
+        for (l, (&got, &given)) in ladder.iter().zip(&per_example).enumerate() {
+            let want = (given * 1e4).round() / 1e4 / n;
+            assert!(
+                (got - want).abs() <= 1e-15 * want,
+                "level {l}: {got} vs {want}"
+            );
+        }
+        assert!(
+            nrpt_core::adapt::initial_ladder(
+                Rules::AUTHORS_DEEP_CODE.initial_ladder,
+                min / n,
+                max / n,
+                &mut ladder
+            )
+            .is_err(),
+            "rounding η/N to 4 decimals collapses the ladder"
+        );
+        // Other scales leave the rounding as it was; unrounded ladders are untouched.
+        assert_eq!(
+            for_rate_scale(Rules::AUTHORS_DEEP_CODE, 0.5),
+            Rules::AUTHORS_DEEP_CODE
+        );
+        assert_eq!(for_rate_scale(Rules::PAPER, n), Rules::PAPER);
+    }
 
     #[test]
     fn presets_resolve_to_the_core_rules_and_keys_override() {

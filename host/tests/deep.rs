@@ -4,8 +4,10 @@
 mod common;
 use common::{json_of, nrpt, number};
 
-/// A tiny comparison: every method has a row with the documented fields, the
-/// tempering rows their round trips and swap rates; the figures and table are written.
+/// A tiny comparison on the default model (so the bundled reference scores it): every
+/// method has a row with the documented fields and intervals, the fidelity to the
+/// reference among them; the tempering rows their round trips and swap rates; the
+/// pre-trained ensemble its own row; the figures and tables are written.
 #[test]
 fn deep_reports_every_method() {
     let dir = tempfile::tempdir().unwrap();
@@ -17,13 +19,13 @@ fn deep_reports_every_method() {
         "--seeds",
         "2",
         "--epochs",
-        "3",
+        "2",
         "--pretrain-epochs",
         "2",
         "--chains",
         "4",
-        "--hidden",
-        "16",
+        "--samples",
+        "4",
         "--swap-sweep",
         "0.2",
         "-o",
@@ -35,12 +37,19 @@ fn deep_reports_every_method() {
     assert_eq!(
         names,
         [
+            "pre-trained×P4",
             "DEO⋆-mSGD×P4",
             "DEO-mSGD×P4",
             "mSGD×P4",
             "cycSGHMC×T4",
             "SWAG×T4"
         ]
+    );
+    let reference = &v["reference"];
+    assert!(reference.is_object(), "{reference}");
+    assert!(
+        number(&reference["diagnostics"]["test_log_likelihood"], "rhat") < 1.1,
+        "{reference}"
     );
     for r in rows {
         let acc = number(r, "accuracy");
@@ -49,20 +58,41 @@ fn deep_reports_every_method() {
         assert!(number(r, "seconds") >= 0.0);
         assert!(r["samples"].as_u64().unwrap() > 0, "{r}");
         assert_eq!(r["per_seed"].as_array().unwrap().len(), 2);
+        let agreement = number(r, "agreement");
+        assert!((0.5..=1.0).contains(&agreement), "{r}");
+        let tv = number(r, "total_variation");
+        assert!((0.0..=0.5).contains(&tv), "{r}");
+        for (key, value) in [
+            ("accuracy", acc),
+            ("nll", number(r, "nll")),
+            ("ece", number(r, "ece")),
+            ("agreement", agreement),
+            ("total_variation", tv),
+        ] {
+            let ci = r[format!("{key}_ci")].as_array().unwrap();
+            let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+            // The interval is of the mean over seeds of each example's score: it holds
+            // the value (the same mean over all examples).
+            assert!(
+                lo <= value + 1e-12 && value <= hi + 1e-12,
+                "{key}: {lo} {value} {hi}"
+            );
+        }
     }
-    for r in &rows[..2] {
+    for r in &rows[1..3] {
         number(r, "round_trips_per_100_epochs");
         assert_eq!(r["pair_indicator_rates"].as_array().unwrap().len(), 3);
         assert!(r["window"].as_u64().unwrap() >= 1);
     }
-    assert_eq!(rows[1]["window"], 1);
-    assert!(rows[2]["round_trips_per_100_epochs"].is_null());
+    assert_eq!(rows[2]["window"], 1);
+    assert!(rows[3]["round_trips_per_100_epochs"].is_null());
     assert_eq!(v["swap_sweep"].as_array().unwrap().len(), 1);
     assert_eq!(v["examples"], serde_json::json!([1348, 449]));
-    assert_eq!(v["layers"], serde_json::json!([64, 16, 10]));
+    assert_eq!(v["layers"], serde_json::json!([64, 64, 10]));
     for f in [
         "results.json",
         "table.csv",
+        "samples_curves.csv",
         "fig7a_round_trips.png",
         "fig7a_round_trips.svg",
         "fig7a_round_trips.csv",
@@ -73,6 +103,94 @@ fn deep_reports_every_method() {
     ] {
         assert!(out.join(f).exists(), "{f} missing");
     }
+}
+
+/// Another network than the bundled reference's: no reference, so no fidelity columns,
+/// and a note that says why; a reference folder of another model is refused.
+#[test]
+fn deep_without_a_matching_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("deep");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "deep",
+            "--backend",
+            "cpu",
+            "--seeds",
+            "1",
+            "--epochs",
+            "1",
+            "--pretrain-epochs",
+            "1",
+            "--chains",
+            "3",
+            "--samples",
+            "2",
+            "--hidden",
+            "8",
+            "-o",
+            out.to_str().unwrap(),
+            "--force",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let a = args(&[]);
+    let v = json_of(&nrpt(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    assert!(v["reference"].is_null(), "{}", v["reference"]);
+    for r in v["methods"].as_array().unwrap() {
+        assert!(
+            r["agreement"].is_null() && r["total_variation_ci"].is_null(),
+            "{r}"
+        );
+    }
+    // The bundled reference belongs to MLP [64]: given explicitly, it is refused.
+    let bundled = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../data/reference/digits-mlp64"
+    );
+    let a = args(&["--reference", bundled]);
+    let o = nrpt(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("reference"), "{stderr}");
+}
+
+/// `--preset authors-code` takes the authors' deep trainer for every tempering run:
+/// the shared pre-step batch loss as the energy, and their ladder rounded to 4 decimals
+/// per example (not of the η/N the sampler runs, which would round to 0).
+#[test]
+fn deep_runs_the_authors_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("deep");
+    let v = json_of(&nrpt(&[
+        "deep",
+        "--backend",
+        "cpu",
+        "--seeds",
+        "1",
+        "--epochs",
+        "2",
+        "--pretrain-epochs",
+        "1",
+        "--chains",
+        "3",
+        "--samples",
+        "2",
+        "--hidden",
+        "8",
+        "--preset",
+        "authors-code",
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+    ]));
+    let rules = &v["rules"];
+    assert_eq!(rules["step_energy"], "shared-batch", "{rules}");
+    assert_eq!(rules["sweep_order"], "sequential", "{rules}");
+    assert_eq!(rules["ladder_decimals"], 4, "{rules}");
+    assert!(number(&v["methods"][1], "nll") > 0.0);
 }
 
 /// `nrpt run` samples a classifier's posterior on the bundled digits and scores it.

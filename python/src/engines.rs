@@ -215,6 +215,11 @@ pub fn deep<'py>(
         })
     })?
     .map_err(command_error)?;
+    // The command line that computes the same (not the Python interpreter's).
+    let report = nrpt::deep::experiment::Report {
+        command: format!("nrpt deep {}", argv.join(" ")),
+        ..report
+    };
     to_dict(py, &report)
 }
 

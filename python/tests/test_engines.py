@@ -16,7 +16,9 @@ import pytest
 
 import nrpt
 
-TIMING = {"seconds", "chain_steps_per_sec", "figures", "peak_memory_bytes"}
+# Fields that differ between two runs of the same computation: timings, the date, and the
+# command line (the command's has `-o`, Python's has no output folder).
+TIMING = {"seconds", "chain_steps_per_sec", "figures", "peak_memory_bytes", "date", "command"}
 
 
 def assert_same(py: Any, cli: Any, path: str = "") -> None:
@@ -124,7 +126,8 @@ def test_deep_equals_the_command(cli, tmp_path):
     r = nrpt.deep(ensembles=1, epochs=3, pretrain_epochs=1, chains=3, hidden=[8], backend="cpu")
     assert_same(r, report)
     names = [m["name"] for m in r["methods"]]
-    assert len(names) == 5 and names[0].startswith("DEO")
+    assert len(names) == 6 and names[0].startswith("pre-trained") and names[1].startswith("DEO⋆")
+    assert r["command"].startswith("nrpt deep -e 1 ")
     curve = r["curves"][0]
     assert curve["ladder"].shape == (len(curve["epochs"]), 3)
 

@@ -167,14 +167,22 @@ const UNPROJECTED: Variant = Variant {
 };
 const ROUNDED: Variant = Variant {
     label: "ladder rounded",
-    apply: |o| o.rules.initial_ladder = InitialLadder::RoundedGeometric { decimals: 3 },
+    apply: |o| {
+        o.rules.initial_ladder = InitialLadder::RoundedGeometric {
+            decimals: 3,
+            unit: 1,
+        }
+    },
 };
 const KERNEL_VARIANTS: Variant = Variant {
     label: "in place + unprojected + rounded",
     apply: |o| {
         o.rules.ladder_update = LadderUpdate::InPlace;
         o.rules.buffer_projection = BufferProjection::Unprojected;
-        o.rules.initial_ladder = InitialLadder::RoundedGeometric { decimals: 3 };
+        o.rules.initial_ladder = InitialLadder::RoundedGeometric {
+            decimals: 3,
+            unit: 1,
+        };
     },
 };
 const CARRY: Variant = Variant {

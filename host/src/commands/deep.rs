@@ -9,65 +9,120 @@ use crate::cli::DeepArgs;
 use crate::commands::bench::parse_hidden;
 use crate::config::ConfigError;
 use crate::console::StdoutError;
-use crate::data::{self, DataSpec};
+use crate::data;
 use crate::deep::experiment::{self, Curves, Report, Row, Settings};
+use crate::deep::fidelity::SampleCurve;
+use crate::deep::methods::Pretraining;
+use crate::deep::reference::{self, Reference};
 use crate::deep::{Model, Rates};
 use crate::engine::Backend;
+use crate::error::in_range;
 use crate::figures::{self, LineChart, Series, Style};
 use crate::output::{Csv, OutDir, OutPolicy, write_json};
+use crate::preset::RuleChoices;
 
-/// The most swap rates of `--swap-sweep`.
+/// The most swap rates of `--swap-sweep`, and factors of `--eta-sweep`.
 pub const MAX_SWAP_SWEEP: usize = 32;
 
-/// The settings of a run from its flags.
-pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
-    let swap_sweep = match &args.swap_sweep {
-        None => Vec::new(),
-        Some(text) => text
-            .split(',')
-            .map(|t| match t.trim().parse::<f64>() {
-                Ok(s) if s > 0.0 && s < 1.0 => Ok(s),
-                _ => Err(ConfigError::new(
-                    "swap_sweep",
-                    format!("`{t}` is not a swap rate strictly between 0 and 1"),
-                )),
-            })
-            .collect::<Result<Vec<f64>, _>>()?,
+/// Sampling iterations per chain, and the most of pre-training, with `--quick`.
+pub const QUICK_ITERATIONS: f64 = 1300.0;
+
+/// A comma-separated list of numbers, each checked by `ok`.
+fn list(
+    field: &str,
+    text: &Option<String>,
+    ok: fn(f64) -> bool,
+    what: &str,
+) -> Result<Vec<f64>, ConfigError> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
     };
-    if swap_sweep.len() > MAX_SWAP_SWEEP {
+    let v = text
+        .split(',')
+        .map(|t| match t.trim().parse::<f64>() {
+            Ok(x) if ok(x) => Ok(x),
+            _ => Err(ConfigError::new(field, format!("`{t}` is not {what}"))),
+        })
+        .collect::<Result<Vec<f64>, _>>()?;
+    if v.len() > MAX_SWAP_SWEEP {
         return Err(ConfigError::new(
-            "swap_sweep",
+            field,
             format!(
-                "{} swap rates: at most {MAX_SWAP_SWEEP} (each is a whole tempering run per seed)",
-                swap_sweep.len()
+                "{} values: at most {MAX_SWAP_SWEEP} (each is a whole run of the methods per seed)",
+                v.len()
             ),
         ));
     }
+    Ok(v)
+}
+
+/// The settings of a run from its flags, for a data set of `per_epoch` mini-batches
+/// per epoch (N/B; `--quick` sizes the run in iterations).
+pub fn settings(args: &DeepArgs, per_epoch: f64) -> Result<Settings, ConfigError> {
+    let swap_sweep = list(
+        "swap_sweep",
+        &args.swap_sweep,
+        |s| s > 0.0 && s < 1.0,
+        "a swap rate strictly between 0 and 1",
+    )?;
+    let eta_sweep = list(
+        "eta_sweep",
+        &args.eta_sweep,
+        |f| f.is_finite() && f > 0.0 && f <= 1e3,
+        "a factor between 0 and 1000",
+    )?;
+    let quick_epochs = QUICK_ITERATIONS / per_epoch.max(1e-9);
+    let defaults = Settings::default();
     let s = Settings {
         chains: args.chains,
-        seeds: args.ensembles.unwrap_or(if args.quick { 3 } else { 5 }),
-        pretrain_epochs: args.pretrain_epochs,
-        epochs: args.epochs.unwrap_or(if args.quick { 60.0 } else { 200.0 }),
+        seeds: args
+            .ensembles
+            .unwrap_or(if args.quick { 3 } else { defaults.seeds }),
+        pretraining: Pretraining {
+            max_epochs: args.pretrain_epochs.unwrap_or(if args.quick {
+                quick_epochs
+            } else {
+                200.0
+            }),
+            patience: args.patience,
+            ..Pretraining::default()
+        },
+        epochs: args.epochs.unwrap_or(if args.quick {
+            quick_epochs
+        } else {
+            defaults.epochs
+        }),
+        burn_in: args.burn_in,
+        samples: args
+            .samples
+            .unwrap_or(if args.quick { 30 } else { defaults.samples }),
         rates: Rates {
             eta_min: args.eta_min,
             eta_max: args.eta_max,
             swap_rate: args.swap_rate,
             ..Rates::default()
         },
+        eta_rule: args.eta_rule,
+        rules: RuleChoices {
+            preset: args.preset,
+            step_energy: args.step_energy,
+            ..RuleChoices::default()
+        }
+        .resolve_for(true)
+        .rules,
+        eta_sweep,
         swap_sweep,
         seed: args.seed,
-        ..Settings::default()
+        ..defaults
     };
-    if s.seeds == 0 {
-        return Err(ConfigError::new("ensembles", "must be at least 1, got 0"));
-    }
-    if !(2..=64).contains(&s.chains) {
-        return Err(ConfigError::new(
-            "chains",
-            format!("must be between 2 and 64, got {}", s.chains),
-        ));
-    }
-    for (name, v) in [("epochs", s.epochs), ("pretrain_epochs", s.pretrain_epochs)] {
+    in_range("ensembles", s.seeds, 1, 1000)?;
+    in_range("chains", s.chains, 2, 64)?;
+    in_range("samples", s.samples, 1, 100_000)?;
+    for (name, v) in [
+        ("epochs", s.epochs),
+        ("pretrain_epochs", s.pretraining.max_epochs),
+        ("patience", s.pretraining.patience),
+    ] {
         if !(v.is_finite() && v > 0.0 && v <= 1e5) {
             return Err(ConfigError::new(
                 name,
@@ -75,18 +130,21 @@ pub fn settings(args: &DeepArgs) -> Result<Settings, ConfigError> {
             ));
         }
     }
+    if !(s.burn_in.is_finite() && (0.0..1.0).contains(&s.burn_in)) {
+        return Err(ConfigError::new(
+            "burn_in",
+            format!("must be a share in [0, 1), got {}", s.burn_in),
+        ));
+    }
     s.rates.check()?;
     Ok(s)
 }
 
 /// Runs the command.
 pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
-    settings(args)?;
-    let inputs = [&args.data, &args.labels, &args.test_data, &args.test_labels]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
+    settings(args, 1.0)?;
+    let mut inputs = args.data.files();
+    inputs.extend(args.reference.clone());
     let out = OutDir::prepare(
         &args.out,
         &OutPolicy {
@@ -101,6 +159,11 @@ pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> R
         }
     };
     let report = compute(args, backend, &say)?;
+    for w in &report.warnings {
+        if !quiet {
+            note!("warning: {w}");
+        }
+    }
     write_outputs(out.path(), &report)?;
     let folder = out.commit()?;
     super::after_commit(&folder, || {
@@ -114,59 +177,142 @@ pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> R
     })
 }
 
-/// The comparison of a run's flags, without writing anything; `say(what)` is told
-/// what starts.
-pub fn compute(args: &DeepArgs, backend: &dyn Backend, say: &dyn Fn(&str)) -> Result<Report> {
-    let settings = settings(args)?;
-    let spec = DataSpec::from_paths(
-        args.dataset,
-        args.data.as_deref(),
-        args.labels.as_deref(),
-        args.test_data.as_deref(),
-        args.test_labels.as_deref(),
-    )?;
-    let dataset = Arc::new(data::load(&spec)?);
-    let model = Model::new(
+/// The model of a run's flags: the data, the network, the mini-batch, the prior.
+pub fn model(args: &DeepArgs) -> Result<Model> {
+    let dataset = Arc::new(data::load(&args.data.spec()?)?);
+    Ok(Model::new(
         dataset,
         &parse_hidden(&args.hidden)?,
         args.batch,
         args.prior_sigma,
-    )?;
-    experiment::run(&model, &settings, backend, say)
+    )?)
+}
+
+/// The reference posterior of `model`: the folder `given`, or the bundled one of this
+/// model, or none.
+pub fn reference_for(model: &Model, given: Option<&Path>) -> Result<Option<Reference>> {
+    match given {
+        Some(dir) => {
+            let r = Reference::load(dir)?;
+            r.check(model.target())?;
+            Ok(Some(r))
+        }
+        None => Ok(reference::bundled_for(model.target())?),
+    }
+}
+
+/// The comparison of a run's flags, without writing anything; `say(what)` is told
+/// what starts.
+pub fn compute(args: &DeepArgs, backend: &dyn Backend, say: &dyn Fn(&str)) -> Result<Report> {
+    let model = model(args)?;
+    let settings = settings(args, model.target().iterations_per_epoch())?;
+    let reference = reference_for(&model, args.reference.as_deref())?;
+    experiment::run(&model, &settings, reference.as_ref(), backend, say)
+}
+
+/// `value ± sd [lo, hi]` with `digits` decimals, in percent when `percent`.
+fn cell(value: f64, sd: f64, ci: [f64; 2], digits: usize, percent: bool) -> String {
+    let k = if percent { 100.0 } else { 1.0 };
+    format!(
+        "{:.digits$} ± {:.digits$} [{:.digits$}, {:.digits$}]",
+        k * value,
+        k * sd,
+        k * ci[0],
+        k * ci[1]
+    )
 }
 
 fn print_table(r: &Report) -> Result<(), StdoutError> {
+    say!("`{}` on {}, {}", r.command, r.machine, r.date)?;
     say!(
-        "{}: {} training and {} test examples; MLP {:?}, batch {}; {} chains, {} seeds, {} + {} epochs ({} iterations per chain; {:.1} s)",
+        "{}: {} training and {} test examples (N/B = {:.1}); MLP {:?}, batch {}; {} chains, {} seeds; {:.1} sampling epochs ({} iterations per chain); {:.1} s",
         r.data,
         r.examples.0,
         r.examples.1,
+        r.iterations_per_epoch,
         r.layers,
         r.batch,
         r.settings.chains,
         r.settings.seeds,
-        r.settings.pretrain_epochs,
         r.settings.epochs,
         r.iterations,
         r.seconds
     )?;
     say!(
-        "pre-trained networks alone: test accuracy {:.2}%\n",
-        100.0 * r.pretrained_accuracy
+        "learning rates {:.4}–{:.4} per example ({:?} rule: ×{:.3} the given {}–{}); {} samples per method after a burn-in of {:.0} %",
+        r.eta.0,
+        r.eta.1,
+        r.settings.eta_rule,
+        r.eta_factor,
+        r.settings.rates.eta_min,
+        r.settings.rates.eta_max,
+        r.settings.samples,
+        100.0 * r.settings.burn_in
     )?;
+    let pre = &r.pretraining;
     say!(
-        "{:<24} {:>6} {:>16} {:>16} {:>8} {:>14} {:>16} {:>8}",
+        "pre-training: {:.0} epochs on average ({:.0}–{:.0}), best validation NLL {:.4}; one pre-trained network alone: {:.2} % test accuracy",
+        pre.epochs[0],
+        pre.epochs[1],
+        pre.epochs[2],
+        pre.validation_nll,
+        100.0 * pre.single_network_accuracy
+    )?;
+    match &r.reference {
+        Some(reference) => {
+            let m = &reference.meta;
+            say!(
+                "reference posterior ({}): full-batch HMC, {} chains × {} samples; accuracy {:.2} %, NLL {:.4}; R̂ of the test log-likelihood {:.3}, largest R̂ of a predictive probability {:.3}",
+                reference.source,
+                m.sampler.chains,
+                m.sampler.samples,
+                100.0 * m.accuracy,
+                m.nll,
+                m.diagnostics.test_log_likelihood.rhat,
+                m.diagnostics.predictive_rhat_max
+            )?;
+        }
+        None => say!("no reference posterior: agreement and total variation not computed")?,
+    }
+    say!("\nmean ± sd over seeds [95 % paired-bootstrap interval over test examples]")?;
+    say!(
+        "{:<26} {:>32} {:>38} {:>32} {:>32} {:>38} {:>14}",
         "method",
-        "window",
         "accuracy (%)",
         "NLL / example",
-        "NLL sum",
         "ECE (%)",
-        "trips/100 ep.",
-        "seconds"
+        "agreement (%)",
+        "total variation",
+        "trips/100 ep."
     )?;
-    for m in r.methods.iter().chain(&r.swap_sweep) {
+    for m in r.methods.iter().chain(&r.eta_sweep).chain(&r.swap_sweep) {
         print_row(m)?;
+    }
+    say!(
+        "\npaired against DEO⋆ at the same rates, 95 % interval of the difference over the same resampled test examples (below 0: lower than DEO⋆'s)"
+    )?;
+    say!(
+        "{:<26} {:>22} {:>22}",
+        "method",
+        "NLL − DEO⋆'s",
+        "TV − DEO⋆'s"
+    )?;
+    for m in r.methods.iter().chain(&r.eta_sweep).chain(&r.swap_sweep) {
+        let Some(nll) = m.nll_minus_deo_star_ci else {
+            continue;
+        };
+        if nll == [0.0, 0.0] {
+            // DEO⋆ itself.
+            continue;
+        }
+        let interval = |c: [f64; 2]| format!("[{:+.4}, {:+.4}]", c[0], c[1]);
+        say!(
+            "{:<26} {:>22} {:>22}",
+            m.name,
+            interval(nll),
+            m.total_variation_minus_deo_star_ci
+                .map_or_else(|| "—".to_string(), interval)
+        )?;
     }
     for m in r.methods.iter().chain(&r.swap_sweep) {
         if let Some(rates) = &m.pair_indicator_rates {
@@ -174,27 +320,36 @@ fn print_table(r: &Report) -> Result<(), StdoutError> {
             say!("  swap rates of {}: {}", m.name, list.join(" "))?;
         }
     }
+    for w in &r.warnings {
+        say!("warning: {w}")?;
+    }
     Ok(())
 }
 
 fn print_row(m: &Row) -> Result<(), StdoutError> {
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "—".to_string());
     say!(
-        "{:<24} {:>6} {:>8.2} ± {:<5.2} {:>8.4} ± {:<5.4} {:>8.1} {:>6.2} ± {:<5.2} {:>16} {:>8.1}",
+        "{:<26} {:>32} {:>38} {:>32} {:>32} {:>38} {:>14}",
         m.name,
-        m.window.map_or("—".to_string(), |w| w.to_string()),
-        100.0 * m.accuracy,
-        100.0 * m.accuracy_sd,
-        m.nll,
-        m.nll_sd,
-        m.nll_sum,
-        100.0 * m.ece,
-        100.0 * m.ece_sd,
-        m.round_trips_per_100_epochs
-            .map_or("—".to_string(), |t| format!(
-                "{t:.1} ± {:.1}",
-                m.round_trips_per_100_epochs_sd.unwrap_or(0.0)
-            )),
-        m.seconds
+        cell(m.accuracy, m.accuracy_sd, m.accuracy_ci, 2, true),
+        cell(m.nll, m.nll_sd, m.nll_ci, 4, false),
+        cell(m.ece, m.ece_sd, m.ece_ci, 2, true),
+        or_dash(
+            m.agreement
+                .zip(m.agreement_sd)
+                .zip(m.agreement_ci)
+                .map(|((v, sd), ci)| cell(v, sd, ci, 2, true))
+        ),
+        or_dash(
+            m.total_variation
+                .zip(m.total_variation_sd)
+                .zip(m.total_variation_ci)
+                .map(|((v, sd), ci)| cell(v, sd, ci, 4, false))
+        ),
+        or_dash(m.round_trips_per_100_epochs.map(|t| format!(
+            "{t:.1} ± {:.1}",
+            m.round_trips_per_100_epochs_sd.unwrap_or(0.0)
+        ))),
     )
 }
 
@@ -204,40 +359,167 @@ fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
         "method",
         "window",
         "swap_rate",
+        "eta_factor",
+        "samples",
         "accuracy",
         "accuracy_sd",
+        "accuracy_ci_low",
+        "accuracy_ci_high",
         "nll",
         "nll_sd",
+        "nll_ci_low",
+        "nll_ci_high",
         "nll_sum",
         "ece",
         "ece_sd",
+        "ece_ci_low",
+        "ece_ci_high",
+        "agreement",
+        "agreement_sd",
+        "agreement_ci_low",
+        "agreement_ci_high",
+        "total_variation",
+        "total_variation_sd",
+        "total_variation_ci_low",
+        "total_variation_ci_high",
+        "nll_minus_deo_star_ci_low",
+        "nll_minus_deo_star_ci_high",
+        "total_variation_minus_deo_star_ci_low",
+        "total_variation_minus_deo_star_ci_high",
         "round_trips_per_100_epochs",
         "round_trips_per_100_epochs_sd",
         "seconds",
     ]);
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.6}"));
-    for m in r.methods.iter().chain(&r.swap_sweep) {
+    let f = |x: f64| format!("{x:.6}");
+    for m in r.methods.iter().chain(&r.eta_sweep).chain(&r.swap_sweep) {
         csv.row([
             m.name.clone(),
             m.window.map_or(String::new(), |w| w.to_string()),
             opt(m.swap_rate),
-            format!("{:.6}", m.accuracy),
-            format!("{:.6}", m.accuracy_sd),
-            format!("{:.6}", m.nll),
-            format!("{:.6}", m.nll_sd),
+            f(m.eta_factor),
+            m.samples.to_string(),
+            f(m.accuracy),
+            f(m.accuracy_sd),
+            f(m.accuracy_ci[0]),
+            f(m.accuracy_ci[1]),
+            f(m.nll),
+            f(m.nll_sd),
+            f(m.nll_ci[0]),
+            f(m.nll_ci[1]),
             format!("{:.3}", m.nll_sum),
-            format!("{:.6}", m.ece),
-            format!("{:.6}", m.ece_sd),
+            f(m.ece),
+            f(m.ece_sd),
+            f(m.ece_ci[0]),
+            f(m.ece_ci[1]),
+            opt(m.agreement),
+            opt(m.agreement_sd),
+            opt(m.agreement_ci.map(|c| c[0])),
+            opt(m.agreement_ci.map(|c| c[1])),
+            opt(m.total_variation),
+            opt(m.total_variation_sd),
+            opt(m.total_variation_ci.map(|c| c[0])),
+            opt(m.total_variation_ci.map(|c| c[1])),
+            opt(m.nll_minus_deo_star_ci.map(|c| c[0])),
+            opt(m.nll_minus_deo_star_ci.map(|c| c[1])),
+            opt(m.total_variation_minus_deo_star_ci.map(|c| c[0])),
+            opt(m.total_variation_minus_deo_star_ci.map(|c| c[1])),
             opt(m.round_trips_per_100_epochs),
             opt(m.round_trips_per_100_epochs_sd),
             format!("{:.3}", m.seconds),
         ]);
     }
     csv.write(&dir.join("table.csv"))?;
+    sample_curve_figures(dir, r)?;
     if r.curves.is_empty() {
         return Ok(());
     }
     curve_figures(dir, r)
+}
+
+/// NLL, and agreement with the reference when there is one, against the number of
+/// samples averaged, for every method.
+fn sample_curve_figures(dir: &Path, r: &Report) -> Result<()> {
+    let mut csv = Csv::new(&[
+        "method",
+        "samples",
+        "nll",
+        "accuracy",
+        "agreement",
+        "total_variation",
+    ]);
+    for c in &r.sample_curves {
+        for (j, k) in c.samples.iter().enumerate() {
+            let at = |v: &Option<Vec<f64>>| {
+                v.as_ref()
+                    .and_then(|v| v.get(j))
+                    .map_or(String::new(), |x| format!("{x:.6}"))
+            };
+            csv.row([
+                c.name.clone(),
+                k.to_string(),
+                format!("{:.6}", c.nll[j]),
+                format!("{:.6}", c.accuracy[j]),
+                at(&c.agreement),
+                at(&c.total_variation),
+            ]);
+        }
+    }
+    csv.write(&dir.join("samples_curves.csv"))?;
+    let draw = |file: &str,
+                title: &str,
+                y_label: &str,
+                ys: &dyn Fn(&SampleCurve) -> Option<Vec<f64>>|
+     -> Result<()> {
+        let points: Vec<(String, Vec<(f64, f64)>)> = r
+            .sample_curves
+            .iter()
+            .filter_map(|c| {
+                ys(c).map(|v| {
+                    (
+                        c.name.clone(),
+                        c.samples.iter().map(|&k| k as f64).zip(v).collect(),
+                    )
+                })
+            })
+            .collect();
+        if points.is_empty() {
+            return Ok(());
+        }
+        let series: Vec<Series<'_>> = points
+            .iter()
+            .map(|(name, p)| Series {
+                name,
+                points: p,
+                style: Style::LinePoints,
+            })
+            .collect();
+        figures::lines(
+            &dir.join(file),
+            &LineChart {
+                title,
+                x_label: "samples averaged",
+                y_label,
+                x_log: true,
+                y_log: false,
+                series: &series,
+                hlines: &[],
+                vlines: &[],
+            },
+        )
+    };
+    draw(
+        "samples_nll",
+        "Test NLL of the model average against the samples averaged (mean over seeds)",
+        "NLL per test example",
+        &|c| Some(c.nll.clone()),
+    )?;
+    draw(
+        "samples_agreement",
+        "Agreement with the reference posterior against the samples averaged (mean over seeds)",
+        "share of test examples with the reference's top class",
+        &|c| c.agreement.clone(),
+    )
 }
 
 /// Figure 7 of the paper at toy scale: round trips against epochs for both windows,

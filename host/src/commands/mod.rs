@@ -4,6 +4,7 @@ pub mod bench;
 pub mod deep;
 pub mod devices;
 pub mod gaussian_path;
+pub mod reference;
 pub mod reproduce;
 pub mod run;
 pub mod scale;

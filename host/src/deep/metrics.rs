@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::fidelity::{ece, example_scores};
 use crate::engine::ClassifierTarget;
 use crate::engine::classifier::predict;
 
@@ -31,6 +32,13 @@ pub struct Scores {
     /// Expected calibration error: Σ_bins (|bin|/n) · |accuracy − confidence| over 15
     /// equal-width bins of the top class's probability.
     pub ece: f64,
+    /// Share of test examples whose top class is the reference posterior's (with a
+    /// reference; see [`super::fidelity`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f64>,
+    /// Mean total variation from the reference's predictive (with a reference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_variation: Option<f64>,
     /// Samples averaged.
     pub samples: usize,
 }
@@ -83,10 +91,115 @@ impl Bma {
                 nll: f64::NAN,
                 nll_sum: f64::NAN,
                 ece: f64::NAN,
-                samples: 0,
+                ..Scores::default()
             };
         }
         s
+    }
+}
+
+/// The predictive of every sample, kept in the order the samples came: the model
+/// average of the first k samples for any k (curves against the number of samples),
+/// or of all of them.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    probs: Vec<f32>,
+    examples: usize,
+    classes: usize,
+}
+
+impl Samples {
+    /// No samples yet, over `examples` test examples of `classes` classes.
+    pub fn new(examples: usize, classes: usize) -> Self {
+        Samples {
+            probs: Vec::new(),
+            examples,
+            classes,
+        }
+    }
+
+    /// Adds the predictive of `theta` on the test set `x`.
+    pub fn push(&mut self, target: &ClassifierTarget, theta: &[f32], x: &[f32]) {
+        let at = self.probs.len();
+        self.probs.resize(at + self.examples * self.classes, 0.0);
+        predict(target, theta, x, &mut self.probs[at..]);
+    }
+
+    /// Samples held.
+    pub fn len(&self) -> usize {
+        self.probs.len() / (self.examples * self.classes).max(1)
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.probs.is_empty()
+    }
+
+    /// The averages of the first `points[j]` samples (n × C each), in one pass; a point
+    /// beyond the samples held averages all of them. Points must not decrease.
+    pub fn prefix_averages(&self, points: &[usize]) -> Vec<Vec<f64>> {
+        let size = self.examples * self.classes;
+        let mut sum = vec![0.0f64; size];
+        let mut out = Vec::with_capacity(points.len());
+        let mut done = 0;
+        for &k in points {
+            let k = k.min(self.len());
+            while done < k {
+                for (s, &p) in sum
+                    .iter_mut()
+                    .zip(&self.probs[done * size..(done + 1) * size])
+                {
+                    *s += f64::from(p);
+                }
+                done += 1;
+            }
+            let d = done.max(1) as f64;
+            out.push(
+                sum.iter()
+                    .map(|&s| if done == 0 { f64::NAN } else { s / d })
+                    .collect(),
+            );
+        }
+        out
+    }
+
+    /// The average of all samples (n × C; NaN without samples).
+    pub fn average(&self) -> Vec<f64> {
+        self.prefix_averages(&[self.len()])
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// The samples of several chains in one sequence, round-robin (the first sample of
+    /// every chain, then the second of every chain, …): the order in which a parallel
+    /// run would have them.
+    pub fn interleave(members: &[Samples]) -> Samples {
+        let Some(first) = members.first() else {
+            return Samples::default();
+        };
+        let size = first.examples * first.classes;
+        let mut out = Samples::new(first.examples, first.classes);
+        let longest = members.iter().map(Samples::len).max().unwrap_or(0);
+        for j in 0..longest {
+            for m in members.iter().filter(|m| j < m.len()) {
+                out.probs
+                    .extend_from_slice(&m.probs[j * size..(j + 1) * size]);
+            }
+        }
+        out
+    }
+
+    /// The predictive of sample `j` alone (n × C; empty past the end).
+    pub fn one(&self, j: usize) -> Vec<f64> {
+        let size = self.examples * self.classes;
+        self.probs
+            .get(j * size..(j + 1) * size)
+            .map_or_else(Vec::new, |p| p.iter().map(|&v| f64::from(v)).collect())
+    }
+
+    /// Keeps the first `k` samples.
+    pub fn truncate(&mut self, k: usize) {
+        self.probs.truncate(k * self.examples * self.classes);
     }
 }
 
@@ -94,39 +207,32 @@ impl Bma {
 /// Probabilities are floored at 10⁻¹² in the logarithm, so one confident mistake costs
 /// at most 27.6 nats instead of infinity.
 pub fn score(probs: &[f64], labels: &[u32], classes: usize) -> Scores {
-    let n = labels.len();
-    let mut correct = 0usize;
-    let mut nll = 0.0;
-    let mut bins = [(0usize, 0usize, 0.0f64); ECE_BINS];
-    for (p, &y) in probs.chunks_exact(classes).zip(labels) {
-        let (top, conf) = p
-            .iter()
-            .enumerate()
-            .fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &v)| {
-                if v > bv { (i, v) } else { (bi, bv) }
-            });
-        let hit = top == y as usize;
-        correct += usize::from(hit);
-        nll -= p[y as usize].max(1e-12).ln();
-        let b = ((conf * ECE_BINS as f64) as usize).min(ECE_BINS - 1);
-        bins[b].0 += 1;
-        bins[b].1 += usize::from(hit);
-        bins[b].2 += conf;
-    }
-    let nf = n.max(1) as f64;
-    let ece = bins
-        .iter()
-        .filter(|b| b.0 > 0)
-        .map(|&(count, hits, conf)| {
-            let c = count as f64;
-            (c / nf) * (hits as f64 / c - conf / c).abs()
-        })
-        .sum();
+    score_against(probs, labels, classes, None)
+}
+
+/// [`score`], and the agreement and total variation against the reference predictive
+/// `reference` (n × C) when there is one.
+pub fn score_against(
+    probs: &[f64],
+    labels: &[u32],
+    classes: usize,
+    reference: Option<&[f64]>,
+) -> Scores {
+    let s = example_scores(probs, labels, classes, reference);
+    let n = labels.len().max(1) as f64;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / n;
+    let nll: f64 = s.nll.iter().sum();
     Scores {
-        accuracy: correct as f64 / nf,
-        nll: nll / nf,
+        accuracy: mean(&s.correct),
+        nll: nll / n,
         nll_sum: nll,
-        ece,
+        ece: if labels.is_empty() {
+            0.0
+        } else {
+            ece(probs, labels, classes, None)
+        },
+        agreement: s.agreement.as_deref().map(mean),
+        total_variation: s.total_variation.as_deref().map(mean),
         samples: 0,
     }
 }
@@ -154,6 +260,28 @@ mod tests {
         // A certain mistake costs the floor, not infinity.
         let s = score(&[1.0, 0.0], &[1], 2);
         assert!((s.nll - 1e-12f64.ln().abs()).abs() < 1e-9);
+    }
+
+    /// Prefix averages by hand; round-robin order of interleaved chains.
+    #[test]
+    fn samples_average_in_order() {
+        let mk = |vals: &[[f32; 2]]| {
+            let mut s = Samples::new(1, 2);
+            for v in vals {
+                s.probs.extend_from_slice(v);
+            }
+            s
+        };
+        let s = mk(&[[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]);
+        assert_eq!(s.len(), 3);
+        let p = s.prefix_averages(&[1, 2, 3, 9]);
+        assert_eq!(p[0], vec![1.0, 0.0]);
+        assert_eq!(p[1], vec![0.5, 0.5]);
+        assert_eq!(p[2], vec![0.5, 0.5]);
+        assert_eq!(p[3], s.average());
+        let both = Samples::interleave(&[mk(&[[1.0, 0.0], [0.9, 0.1]]), mk(&[[0.0, 1.0]])]);
+        assert_eq!(both.probs, vec![1.0, 0.0, 0.0, 1.0, 0.9, 0.1]);
+        assert!(Samples::new(1, 2).average().iter().all(|v| v.is_nan()));
     }
 
     #[test]

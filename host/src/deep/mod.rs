@@ -11,12 +11,21 @@
 //! - [`Model`], [`Rates`], [`Sampling`]: the classifier target and the tempering jobs,
 //!   with learning rates and the buffer in the paper's units (see [`Rates`]);
 //! - [`methods`]: pre-training, the ensemble, cyclical SGHMC and SWAG;
-//! - [`metrics`]: the BMA's accuracy, NLL and calibration error;
-//! - [`experiment`]: the whole comparison of `nrpt deep`.
+//! - [`metrics`]: the samples' predictives and their average's accuracy, NLL and
+//!   calibration error; [`fidelity`]: the same per example, agreement and total
+//!   variation against a reference posterior, intervals, curves against the number of
+//!   samples;
+//! - [`posterior`]: the classifier's posterior as an annealing path (prior to
+//!   posterior, full batch, `f64`) for nrpt-core's exact samplers; [`reference`]: the
+//!   reference posterior by full-batch HMC, its files and the bundled ones;
+//! - [`experiment`]: the whole comparison of `nrpt deep`, and its protocol.
 
 pub mod experiment;
+pub mod fidelity;
 pub mod methods;
 pub mod metrics;
+pub mod posterior;
+pub mod reference;
 
 use std::sync::Arc;
 
@@ -78,6 +87,15 @@ impl Model {
         })
     }
 
+    /// The same network, mini-batch and prior on other data (of the same features and
+    /// classes).
+    pub fn with_data(&self, data: Arc<Dataset>) -> Result<Self, ConfigError> {
+        let t = &self.target;
+        let hidden: Vec<usize> = t.arch.sizes().skip(1).take(t.arch.layers() - 1).collect();
+        let batch = t.batch.min(data.train.len().max(1));
+        Model::new(data, &hidden, batch, t.prior_sigma)
+    }
+
     /// The target.
     pub fn target(&self) -> &Arc<ClassifierTarget> {
         &self.target
@@ -123,7 +141,7 @@ impl Model {
                 adapt_buffer: true,
                 buffer_scale: r.buffer_scale / n,
             },
-            rules: s.rules,
+            rules: crate::preset::for_rate_scale(s.rules, n),
             init: if s.initial_states.is_some() {
                 InitialStates::Keep
             } else {

@@ -29,7 +29,7 @@ mod write;
 pub(crate) use read::{decode, element_count};
 #[cfg(test)]
 pub(crate) use write::encode;
-pub use write::encode_f32;
+pub use write::{encode_f32, encode_f64};
 
 /// The magic string every `.npy` file starts with.
 const MAGIC: &[u8] = b"\x93NUMPY";

@@ -5,16 +5,30 @@ use super::header::format_dict;
 
 /// Encodes a little-endian `f32` array of `shape` in C order, as `np.save` would.
 pub fn encode_f32(shape: &[usize], data: &[f32]) -> Vec<u8> {
+    encode_le(shape, "<f4", data.iter().map(|v| v.to_le_bytes()))
+}
+
+/// Encodes a little-endian `f64` array of `shape` in C order, as `np.save` would.
+pub fn encode_f64(shape: &[usize], data: &[f64]) -> Vec<u8> {
+    encode_le(shape, "<f8", data.iter().map(|v| v.to_le_bytes()))
+}
+
+/// The header for `shape` and `descr`, then every element's little-endian bytes.
+fn encode_le<const N: usize>(
+    shape: &[usize],
+    descr: &str,
+    elements: impl ExactSizeIterator<Item = [u8; N]>,
+) -> Vec<u8> {
     debug_assert_eq!(
         shape.iter().product::<usize>(),
-        data.len(),
+        elements.len(),
         "an array of shape {shape:?} holds that many elements"
     );
     let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
-    let mut out = header_bytes(1, "<f4", false, &shape);
-    out.reserve_exact(4 * data.len());
-    for v in data {
-        out.extend_from_slice(&v.to_le_bytes());
+    let mut out = header_bytes(1, descr, false, &shape);
+    out.reserve_exact(N * elements.len());
+    for bytes in elements {
+        out.extend_from_slice(&bytes);
     }
     out
 }
@@ -206,6 +220,18 @@ mod tests {
             assert_eq!(a.shape, shape, "{shape:?}");
             let bits: Vec<u32> = a.values.iter().map(|&v| (v as f32).to_bits()).collect();
             let want: Vec<u32> = data.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(bits, want, "{shape:?}");
+            // And in f64, bit for bit (the f32 values are exact in f64; add some that
+            // are not f32 values).
+            let wide: Vec<f64> = data
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| f64::from(v) + if v.is_finite() { i as f64 * 1e-13 } else { 0.0 })
+                .collect();
+            let a = decode(&encode_f64(shape, &wide), shape.len()).unwrap();
+            assert_eq!(a.shape, shape, "{shape:?}");
+            let bits: Vec<u64> = a.values.iter().map(|v| v.to_bits()).collect();
+            let want: Vec<u64> = wide.iter().map(|v| v.to_bits()).collect();
             assert_eq!(bits, want, "{shape:?}");
         }
     }

@@ -159,7 +159,7 @@ impl RunConfig {
                 adapt_buffer: self.adapt_buffer,
                 buffer_scale: self.buffer_scale / scale,
             },
-            rules: resolved.rules,
+            rules: crate::preset::for_rate_scale(resolved.rules, scale),
             init: InitialStates::Uniform {
                 low: -1.0,
                 high: 1.0,

@@ -1,4 +1,4 @@
-//! Row-major `f32` matrix products, with the transposes the forward and backward passes
+//! Row-major `f32` (and `f64`, for the reference posterior's full-batch passes) matrix products, with the transposes the forward and backward passes
 //! need expressed as strides (no copies): [`product`] for any shape through the `gemm`
 //! crate, and [`small_product`] for the small products of a mini-batch pass, in
 //! register tiles.
@@ -19,25 +19,40 @@
 
 use gemm::Parallelism;
 
+/// The element types [`product`] multiplies: `f32` (the engines) and `f64` (the
+/// reference posterior's full-batch passes); `gemm` dispatches on the type.
+pub trait Element: Copy + Default + 'static {
+    /// One, the scale factors `gemm` takes.
+    const ONE: Self;
+}
+
+impl Element for f32 {
+    const ONE: Self = 1.0;
+}
+
+impl Element for f64 {
+    const ONE: Self = 1.0;
+}
+
 /// A row-major matrix operand: `rows × cols` values at row stride `ld`, or its
 /// transpose (the same values read column by column).
 #[derive(Clone, Copy, Debug)]
-pub struct Operand<'a> {
-    data: &'a [f32],
+pub struct Operand<'a, T = f32> {
+    data: &'a [T],
     rows: usize,
     cols: usize,
     ld: usize,
     transposed: bool,
 }
 
-impl<'a> Operand<'a> {
+impl<'a, T> Operand<'a, T> {
     /// `data` as a rows × cols row-major matrix.
-    pub fn new(data: &'a [f32], rows: usize, cols: usize) -> Self {
+    pub fn new(data: &'a [T], rows: usize, cols: usize) -> Self {
         Self::strided(data, rows, cols, cols)
     }
 
     /// `data` as a rows × cols matrix whose row i starts at `i · ld` (ld ≥ cols).
-    pub fn strided(data: &'a [f32], rows: usize, cols: usize, ld: usize) -> Self {
+    pub fn strided(data: &'a [T], rows: usize, cols: usize, ld: usize) -> Self {
         assert!(ld >= cols, "row stride {ld} below {cols} columns");
         Operand {
             data,
@@ -86,11 +101,11 @@ impl<'a> Operand<'a> {
 ///
 /// Panics if the shapes disagree or a slice is shorter than its shape: callers are the
 /// engine's own passes, whose buffers are sized from the same architecture.
-pub fn product(
-    c: &mut [f32],
+pub fn product<T: Element>(
+    c: &mut [T],
     ldc: usize,
-    a: Operand<'_>,
-    b: Operand<'_>,
+    a: Operand<'_, T>,
+    b: Operand<'_, T>,
     accumulate: bool,
     threads: usize,
 ) {
@@ -106,7 +121,7 @@ pub fn product(
     if k == 0 {
         if !accumulate {
             for row in c.chunks_mut(ldc).take(m) {
-                row[..n].fill(0.0);
+                row[..n].fill(T::default());
             }
         }
         return;
@@ -137,8 +152,8 @@ pub fn product(
             b.data.as_ptr(),
             b_cs as isize,
             b_rs as isize,
-            1.0,
-            1.0,
+            T::ONE,
+            T::ONE,
             false,
             false,
             false,
