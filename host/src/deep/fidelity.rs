@@ -9,7 +9,7 @@
 //! - **accuracy**: the share of examples whose top class is the label;
 //! - **NLL**: −(1/n) Σ_i log p_i(y_i) (floored at 10⁻¹², see [`super::metrics::score`]),
 //!   and its sum over the test set;
-//! - **ECE**: expected calibration error over [`super::metrics::ECE_BINS`] equal-width
+//! - **ECE**: expected calibration error over [`ECE_BINS`] equal-width
 //!   bins of the top probability (Guo et al., ICML 2017);
 //! - **agreement**: the share of examples whose top class under p is the top class under
 //!   q (Izmailov, Vikram, Hoffman and Wilson, "What are Bayesian neural network
@@ -36,8 +36,10 @@
 
 use serde::Serialize;
 
-use super::metrics::ECE_BINS;
 use crate::stats::{Bootstrap, Interval, StatsError, mean_sd};
+
+/// Number of equal-width confidence bins of the calibration error (Guo et al. 2017).
+pub const ECE_BINS: usize = 15;
 
 /// Confidence level of the intervals.
 pub const LEVEL: f64 = 0.95;

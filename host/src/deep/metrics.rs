@@ -8,9 +8,6 @@ use super::fidelity::{ece, example_scores};
 use crate::engine::ClassifierTarget;
 use crate::engine::classifier::predict;
 
-/// Number of equal-width confidence bins of the calibration error (Guo et al. 2017).
-pub const ECE_BINS: usize = 15;
-
 /// The running average of class probabilities over samples of θ.
 #[derive(Clone, Debug)]
 pub struct Bma {
