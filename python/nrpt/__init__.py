@@ -639,18 +639,23 @@ def reproduce(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
 
 def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     """``nrpt deep``: the deep-learning comparison at toy scale (the paper's Table 2
-    and Figure 7), ``results.json`` as a dict: ``methods`` and ``swap_sweep`` (rows
-    with accuracy, NLL, ECE, round trips), ``curves`` (arrays against epochs), ...
-    Keywords: ``quick``, ``ensembles``, ``epochs``, ``pretrain_epochs``, ``chains``,
-    ``swap_rate``, ``swap_sweep``, ``eta_min``, ``eta_max``, ``hidden``, ``batch``,
-    ``prior_sigma``, ``data``, ``labels``, ``test_data``, ``test_labels``, ``seed``,
-    ``threads``, ``backend``, ``device``."""
+    and Figure 7) under the README's protocol, ``results.json`` as a dict: ``methods``,
+    ``eta_sweep`` and ``swap_sweep`` (rows with accuracy, NLL, ECE and, against the
+    reference posterior, agreement and total variation, each with ``_sd`` and ``_ci``;
+    round trips), ``reference``, ``curves`` (arrays against epochs),
+    ``sample_curves``, ``warnings``, ... Keywords: ``quick``, ``ensembles``,
+    ``epochs``, ``pretrain_epochs``, ``patience``, ``samples``, ``burn_in``,
+    ``eta_rule``, ``eta_sweep``, ``preset``, ``step_energy``, ``reference`` (a folder
+    written by ``nrpt reference``), ``chains``, ``swap_rate``, ``swap_sweep``,
+    ``eta_min``, ``eta_max``, ``hidden``, ``batch``, ``prior_sigma``, ``dataset``,
+    ``data``, ``labels``, ``test_data``, ``test_labels``, ``seed``, ``threads``,
+    ``backend``, ``device``."""
     argv = _argv("deep", "deep", options, refused={"out": _NO_FILES})
     result = _nrpt.deep(argv, progress)
     for c in result["curves"]:
         for key in ("epochs", "round_trips", "ladder", "pair_indicator_rates", "accuracy_by_level"):
             c[key] = np.asarray(c[key], dtype=float)
-    for row in result["methods"] + result["swap_sweep"]:
+    for row in result["methods"] + result["eta_sweep"] + result["swap_sweep"]:
         if row.get("pair_indicator_rates") is not None:
             row["pair_indicator_rates"] = np.asarray(row["pair_indicator_rates"])
     return result

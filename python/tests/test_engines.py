@@ -121,13 +121,14 @@ def test_reproduce_equals_the_command(cli, tmp_path):
 
 def test_deep_equals_the_command(cli, tmp_path):
     argv = ["-e", "1", "--epochs", "3", "--pretrain-epochs", "1", "--chains", "3",
-            "--hidden", "8", "--backend", "cpu"]
+            "--samples", "4", "--hidden", "8", "--backend", "cpu"]
     report = cli.json("deep", *argv, "-o", str(tmp_path / "o"))
-    r = nrpt.deep(ensembles=1, epochs=3, pretrain_epochs=1, chains=3, hidden=[8], backend="cpu")
+    r = nrpt.deep(ensembles=1, epochs=3, pretrain_epochs=1, chains=3, samples=4, hidden=[8],
+                  backend="cpu")
     assert_same(r, report)
     names = [m["name"] for m in r["methods"]]
     assert len(names) == 6 and names[0].startswith("pre-trained") and names[1].startswith("DEO⋆")
-    assert r["command"].startswith("nrpt deep -e 1 ")
+    assert r["command"].startswith("nrpt deep --ensembles=1 --epochs=3 ")
     curve = r["curves"][0]
     assert curve["ladder"].shape == (len(curve["epochs"]), 3)
 
