@@ -13,6 +13,15 @@ pub const MAX_CHAINS: usize = 65_536;
 /// Largest D accepted.
 pub const MAX_DIM: usize = 1 << 20;
 
+/// The most explorer transitions per level and iteration of exact tempering
+/// (`--explorer-steps`): each costs at least one gradient per level, so more would make
+/// one iteration of a long run take hours by mistake.
+pub const MAX_EXPLORER_STEPS: u32 = 1000;
+
+/// The most leapfrog steps per HMC trajectory (`--leapfrog-steps`): 1024, the longest
+/// trajectory Stan's NUTS builds at its default maximum tree depth of 10.
+pub const MAX_LEAPFROG_STEPS: u32 = 1024;
+
 /// The most f32 values a run may hold in its chain states, or in its kept samples
 /// (2³¹, 8 GiB): beyond, the configuration is refused before anything is allocated.
 pub const MAX_VALUES: u128 = 1 << 31;

@@ -4,7 +4,7 @@
 //! gaussian-path` measures E[T] beside Lemma 1 and the limit P (2 + 2Λ).
 
 mod common;
-use common::{json_of, nrpt, number};
+use common::{json_of, nrpt, number, stderr};
 
 /// Λ = c_d ln 10 with c_d = Γ((d+1)/2)/(√π Γ(d/2)) (nrpt-core's exact::gaussian): the
 /// values for d = 2 and 16, computed independently.
@@ -69,6 +69,21 @@ fn gaussian_path_reports_the_barrier_and_log_z() {
     assert!(predicted < number(&v, "limit_round_trips_per_1000"));
     assert_eq!(v["chains"], 12);
     assert!(v["pilot"].is_null(), "a fixed P and window need no pilot");
+    // A healthy run: no diagnostic fires. Λ̂'s batch-means error is small but not
+    // zero, and the Gaussian-swap correction lies above Σ r̂, near Λ.
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v}");
+    let lambda_se = number(&v, "lambda_se");
+    assert!(lambda_se > 0.0 && lambda_se < 0.02, "{lambda_se}");
+    let corrected = number(&v, "barrier_gaussian_corrected");
+    assert!(
+        corrected >= est && (corrected / lambda - 1.0).abs() < 0.02,
+        "{v}"
+    );
+    assert_eq!(v["explorer"]["name"], "mala");
+    assert_eq!(v["explorer"]["steps_per_iteration"], 1);
+    assert!(v["explorer"]["leapfrog_steps"].is_null());
+    let acceptance = number(&v, "explorer_acceptance");
+    assert!((acceptance - 0.574).abs() < 0.05, "{acceptance}");
     for f in [
         "summary.json",
         "lambda.csv",
@@ -139,6 +154,8 @@ fn auto_chains_follow_the_stated_rule() {
         "{pilot}"
     );
     assert!(v["chains_rule"].as_str().unwrap().contains("2Λ"));
+    // The rule's own P (rejections near 0.5 by design) gives no warning.
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v}");
     // With SGD targets `auto` is refused, naming the flag.
     let o = nrpt(&["run", "--chains", "auto", "-o", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
@@ -183,4 +200,140 @@ fn scale_measures_the_exact_sampler_beside_lemma_1_and_the_limit() {
         assert!((1.0..1.15).contains(&ratio), "{p}");
     }
     assert!(out.join("et_vs_chains.png").exists());
+}
+
+/// Too few chains for the barrier: the run says which pairs reject, how many chains Λ̂
+/// suggests and what to type; the stepping stones disagree; `--strict` makes it exit 1
+/// after writing the outputs.
+#[test]
+fn too_few_chains_are_named_with_the_chains_to_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g");
+    let mut args = vec![
+        "run",
+        "--target",
+        "gaussian-path",
+        "--dim",
+        "100",
+        "--chains",
+        "4",
+        "-n",
+        "2000",
+        "-e",
+        "2",
+        "--json",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let v = json_of(&nrpt(&args));
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let chains = v["recommended_chains"]["cost_optimal"].as_u64().unwrap();
+    let rejections = warnings
+        .iter()
+        .find(|w| w.contains("reject more than half"))
+        .unwrap_or_else(|| panic!("{warnings:?}"));
+    assert!(rejections.contains("--chains auto"), "{rejections}");
+    assert!(
+        rejections.contains(&format!("suggests {chains} chains")),
+        "{rejections}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("stepping stones disagree")),
+        "{warnings:?}"
+    );
+    // Σ r̂ saturates (3 pairs: Λ̂ < 3); the correction does not.
+    let lambda = number(&v, "lambda");
+    assert!(lambda < 3.0, "{v}");
+    let corrected = v["barrier_gaussian_corrected"].as_f64();
+    assert!(corrected.is_none_or(|c| c > 2.0 * lambda), "{v}");
+    args.push("--strict");
+    let o = nrpt(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("reject more than half"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out.join("summary.json").exists());
+}
+
+/// `--explorer hmc`, `--explorer-steps` and `--leapfrog-steps` reach the run and its
+/// summary (flags or TOML keys); where they do not apply they are refused with exit 2,
+/// naming the flag.
+#[test]
+fn explorers_are_chosen_and_refused_where_they_do_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g");
+    let o = out.to_str().unwrap();
+    let base = ["run", "--target", "gaussian-path", "--dim", "2", "-p", "6"];
+    let quick = ["-n", "400", "-e", "1", "--json", "--quiet", "-o", o];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter()
+            .chain(extra)
+            .chain(&quick)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |args: Vec<String>| nrpt(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let v = json_of(&run(with(&[
+        "--explorer",
+        "hmc",
+        "--explorer-steps",
+        "2",
+        "--leapfrog-steps",
+        "5",
+    ])));
+    assert_eq!(v["explorer"]["name"], "hmc");
+    assert_eq!(v["explorer"]["steps_per_iteration"], 2);
+    assert_eq!(v["explorer"]["leapfrog_steps"], 5);
+    assert_eq!(number(&v["explorer"], "target_acceptance"), 0.65);
+    let range = &v["explorer"]["step_size_range"];
+    assert!(range[0].as_f64().unwrap() > 0.0 && range[0].as_f64() <= range[1].as_f64());
+    // The same from a configuration file, and MALA with more steps changes the run.
+    let toml = dir.path().join("c.toml");
+    std::fs::write(
+        &toml,
+        "target = \"gaussian-path\"\nexplorer = \"hmc\"\nexplorer_steps = 2\nleapfrog_steps = 5\n",
+    )
+    .unwrap();
+    let from_file = json_of(&run(with(&["-c", toml.to_str().unwrap()])));
+    assert_eq!(from_file["lambda"], v["lambda"]);
+    let mala = json_of(&run(with(&["--explorer-steps", "3"])));
+    assert_eq!(mala["explorer"]["name"], "mala");
+    assert_eq!(mala["explorer"]["steps_per_iteration"], 3);
+    assert_ne!(mala["lambda"], v["lambda"]);
+    // Refusals: exit 2 and the flag named.
+    let refused = |args: Vec<String>, flag: &str| {
+        let r = run(args.clone());
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {}", stderr(&r));
+        assert!(stderr(&r).contains(flag), "{args:?}: {}", stderr(&r));
+    };
+    refused(with(&["--leapfrog-steps", "5"]), "--leapfrog-steps");
+    refused(with(&["--explorer", "sgld"]), "--explorer");
+    refused(with(&["--explorer-steps", "0"]), "--explorer-steps");
+    refused(with(&["--explorer-steps", "1001"]), "--explorer-steps");
+    refused(
+        with(&["--explorer", "hmc", "--leapfrog-steps", "1025"]),
+        "--leapfrog-steps",
+    );
+    let sgd = |extra: &[&str]| -> Vec<String> {
+        ["run", "-n", "100"]
+            .iter()
+            .chain(extra)
+            .chain(&["-q", "-o", o])
+            .map(|s| s.to_string())
+            .collect()
+    };
+    refused(sgd(&["--explorer", "mala"]), "--explorer");
+    refused(sgd(&["--explorer", "hmc"]), "--explorer");
+    refused(sgd(&["--explorer-steps", "2"]), "--explorer-steps");
+    refused(sgd(&["--leapfrog-steps", "2"]), "--leapfrog-steps");
 }

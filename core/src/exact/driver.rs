@@ -38,6 +38,11 @@ pub struct ExactTempering<'a, P: AnnealingPath> {
     round_base: IndexStats,
     forward_batches: BatchMeans,
     reverse_batches: BatchMeans,
+    /// Σ over the current batch's iterations of s_k = Σ_l (1 − α_{l,k}), and those
+    /// iterations: the batch means of Λ̂.
+    barrier_batch_sum: f64,
+    barrier_batch_iterations: u64,
+    barrier_batches: BatchMeans,
     adapt_grid: bool,
     adapt_steps: bool,
     last_round: Option<RoundReport>,
@@ -96,6 +101,9 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             round_base: IndexStats::default(),
             forward_batches: BatchMeans::default(),
             reverse_batches: BatchMeans::default(),
+            barrier_batch_sum: 0.0,
+            barrier_batch_iterations: 0,
+            barrier_batches: BatchMeans::default(),
             adapt_grid: options.schedule.adapt_grid,
             adapt_steps: options.explorer.adapt(),
             last_round: None,
@@ -259,12 +267,15 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         let k = self.iteration;
         let b = &mut self.b;
         let pairs = &mut *b.pairs;
+        let batch_sum = &mut self.barrier_batch_sum;
         let mut test =
             TemperedSwaps::new(b.betas, b.log_likelihoods, o.swap_test, |pair, alpha| {
                 let rec = &mut pairs[pair];
                 rec.tests += 1;
                 rec.rejection_sum += 1.0 - alpha;
+                *batch_sum += 1.0 - alpha;
             });
+        self.barrier_batch_iterations += 1;
         let mut rng = PhiloxStream::new(o.seed, o.ensemble, k, ENSEMBLE_WIDE, streams::EXACT_SWAP);
         let swap = SwapBuffers {
             replica_at: b.replica_at,
@@ -308,6 +319,10 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         }
         self.forward_batches.push(fwd);
         self.reverse_batches.push(rev);
+        self.barrier_batches
+            .push(self.barrier_batch_sum / self.barrier_batch_iterations.max(1) as f64);
+        self.barrier_batch_sum = 0.0;
+        self.barrier_batch_iterations = 0;
     }
 
     /// The round's report; the barrier snapshot; the next grid; the next round.
@@ -337,6 +352,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             round: self.round,
             iterations: self.round_iteration,
             global_barrier: acc,
+            global_barrier_standard_error: self.barrier_batches.standard_error(),
             log_normalizer: Estimate {
                 value: forward,
                 standard_error: self.forward_batches.standard_error(),
@@ -363,6 +379,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         }
         self.forward_batches.clear();
         self.reverse_batches.clear();
+        self.barrier_batches.clear();
         self.round += 1;
         self.round_iteration = 0;
         self.round_base = self.stats;

@@ -24,6 +24,12 @@ pub struct RoundReport {
     pub iterations: u64,
     /// Λ̂ = Σ_l r̂_l on the round's grid.
     pub global_barrier: f64,
+    /// Batch-means standard error of Λ̂ over the round's iterations: Λ̂ is the round's
+    /// mean of s_k = Σ_l (1 − α_{l,k}), so its error is sd/√B of the means of s_k over
+    /// [`BATCHES`](super::BATCHES) batches of consecutive iterations (NaN for fewer than
+    /// two batches). It covers the noise of the round's Λ̂ on its grid, not the bias of
+    /// Σ r̂ against Λ.
+    pub global_barrier_standard_error: f64,
     /// Forward stepping stone: log Z(1) − log Z(0), batch-means standard error.
     pub log_normalizer: Estimate,
     /// Reverse stepping stone of the same quantity.

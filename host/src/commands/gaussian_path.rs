@@ -6,10 +6,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use nrpt_core::exact::{ChainRule, GaussianPath, PairRecord, recommended_chains};
+use nrpt_core::exact::{
+    ChainRule, ExactExplorer, GaussianPath, HmcOptions, MalaOptions, PairRecord, recommended_chains,
+};
 use serde::Serialize;
 
-use crate::config::RunConfig;
+use crate::config::{ConfigError, ExplorerKind, RunConfig};
 use crate::console::StdoutError;
 use crate::exact::{
     self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
@@ -44,13 +46,32 @@ pub struct ExactSummary {
     pub iterations_run: u64,
     /// Iterations of the measurement round.
     pub measured_iterations: u64,
+    /// The explorers of the levels with β > 0.
+    pub explorer: ExplorerSummary,
     /// Estimates pooled over ensembles (Λ̂ as `lambda`, log Z as `log_z`, …).
     #[serde(flatten)]
     pub pooled: Pooled,
     /// The closed forms of the path.
     pub closed_form: ClosedForm,
-    /// Settings without effect on this target.
+    /// Settings without effect on this target, and what the run's diagnostics found
+    /// ([`exact::diagnostics`]), each saying what to do.
     pub warnings: Vec<String>,
+}
+
+/// The explorers of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExplorerSummary {
+    /// `mala` or `hmc`.
+    pub name: &'static str,
+    /// MALA steps or HMC trajectories per level and iteration.
+    pub steps_per_iteration: u32,
+    /// Leapfrog steps per HMC trajectory (`null` for MALA).
+    pub leapfrog_steps: Option<u32>,
+    /// The acceptance rate the step sizes were adapted towards.
+    pub target_acceptance: f64,
+    /// Smallest and largest step size of the levels with β > 0 (over ensembles), as
+    /// adapted and then frozen for the measured round.
+    pub step_size_range: (f64, f64),
 }
 
 /// Chains recommended for the measured barrier.
@@ -62,9 +83,59 @@ pub struct Recommended {
     pub near_limit_5_percent: Option<usize>,
 }
 
+/// The explorer of a configuration: `explorer`, `explorer_steps` and, for HMC,
+/// `leapfrog_steps`.
+///
+/// # Errors
+///
+/// An SGD explorer (`sgd`, `sgld`, `msgd`), a number of steps out of range, or
+/// `leapfrog_steps` changed with MALA.
+pub fn explorer(c: &RunConfig) -> Result<ExactExplorer, ConfigError> {
+    use crate::config::{MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, in_range};
+    in_range("explorer_steps", c.explorer_steps, 1, MAX_EXPLORER_STEPS)?;
+    let default_leapfrog = RunConfig::default().leapfrog_steps;
+    match c.explorer {
+        ExplorerKind::Mala => {
+            if c.leapfrog_steps != default_leapfrog {
+                return Err(ConfigError::new(
+                    "leapfrog_steps",
+                    format!(
+                        "applies to --explorer hmc; the explorer is mala (one gradient step                          per transition), got {}",
+                        c.leapfrog_steps
+                    ),
+                ));
+            }
+            Ok(ExactExplorer::Mala(MalaOptions {
+                steps_per_iteration: c.explorer_steps,
+                ..MalaOptions::default()
+            }))
+        }
+        ExplorerKind::Hmc => {
+            in_range("leapfrog_steps", c.leapfrog_steps, 1, MAX_LEAPFROG_STEPS)?;
+            Ok(ExactExplorer::Hmc(HmcOptions {
+                steps_per_iteration: c.explorer_steps,
+                leapfrog_steps: c.leapfrog_steps,
+                ..HmcOptions::default()
+            }))
+        }
+        other => Err(ConfigError::new(
+            "explorer",
+            format!(
+                "target {} runs exact tempering: `mala` (the default) or `hmc`, got `{}`                  (an SGD explorer)",
+                c.target,
+                other.name()
+            ),
+        )),
+    }
+}
+
 /// The settings of a configuration.
-pub fn settings(c: &RunConfig) -> ExactSettings {
-    ExactSettings {
+///
+/// # Errors
+///
+/// The explorer's ([`explorer`]).
+pub fn settings(c: &RunConfig) -> Result<ExactSettings, ConfigError> {
+    Ok(ExactSettings {
         dim: c.dim,
         chains: if c.auto_chains {
             Chains::Auto(AUTO_RULE)
@@ -75,7 +146,8 @@ pub fn settings(c: &RunConfig) -> ExactSettings {
         iterations: c.iterations,
         window: c.window,
         seed: c.seed,
-    }
+        explorer: explorer(c)?,
+    })
 }
 
 /// Points where λ(β) is drawn and written.
@@ -96,7 +168,7 @@ pub struct Computed {
 /// Runs a gaussian-path configuration without writing anything (a progress bar unless
 /// `quiet`).
 pub fn compute(config: &RunConfig, quiet: bool) -> Result<Computed> {
-    let s = settings(config);
+    let s = settings(config)?;
     exact::check(&s)?;
     let started = Instant::now();
     // The pilot's share is not known before P is: the bar counts the main run.
@@ -117,6 +189,8 @@ pub fn compute(config: &RunConfig, quiet: bool) -> Result<Computed> {
 fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> ExactSummary {
     let pooled = out.pooled();
     let recommend = |rule: ChainRule| recommended_chains(pooled.lambda, rule).ok();
+    let mut warnings = super::warnings::warnings(config, 1, 0, 1);
+    warnings.extend(exact::diagnostics(out, &pooled, &s.explorer));
     ExactSummary {
         config: config.clone(),
         dim: s.dim,
@@ -139,21 +213,19 @@ fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> Exact
             .first()
             .and_then(|e| e.last())
             .map_or(0, |r| r.iterations),
+        explorer: ExplorerSummary {
+            name: s.explorer.name(),
+            steps_per_iteration: s.explorer.steps_per_iteration(),
+            leapfrog_steps: match s.explorer {
+                ExactExplorer::Mala(_) => None,
+                ExactExplorer::Hmc(h) => Some(h.leapfrog_steps),
+            },
+            target_acceptance: s.explorer.target_acceptance(),
+            step_size_range: out.step_size_range(),
+        },
         pooled,
         closed_form: out.closed_form,
-        warnings: {
-            let mut w = super::warnings::warnings(config, 1, 0, 1);
-            if out.window > 1 {
-                w.push(format!(
-                    "window {}: with exact (Metropolis) swaps, a pair rejected in a window tries \
-                     again at its next iteration, so its swaps are accepted with probability \
-                     1 − (1 − α)^k instead of α: the levels' distributions, log Z and Λ̂ are \
-                     biased (round trips still follow Lemma 1); use --window 1 to estimate them",
-                    out.window
-                ));
-            }
-            w
-        },
+        warnings,
     }
 }
 
@@ -165,7 +237,7 @@ pub fn run(
     json: bool,
     quiet: bool,
 ) -> Result<()> {
-    exact::check(&settings(config))?;
+    exact::check(&settings(config)?)?;
     let out_dir = OutDir::prepare(&config.out, policy)?;
     let Computed {
         settings: s,
@@ -240,20 +312,42 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
             .map(|r| format!(" (for the equal-rejection swap rate S = {r:.3})"))
             .unwrap_or_default()
     )?;
+    let x = &s.explorer;
     say!(
-        "barrier Λ̂ = {:.4} ± {:.4} (closed form {:.4}); pair rejections {:.3} to {:.3}",
+        "explorer {}: {}{} per level and iteration, step sizes {:.3e} to {:.3e}, acceptance {:.3} (target {})",
+        x.name,
+        x.steps_per_iteration,
+        match (x.leapfrog_steps, x.steps_per_iteration) {
+            (Some(l), 1) => format!(" trajectory of {l} leapfrog steps"),
+            (Some(l), _) => format!(" trajectories of {l} leapfrog steps"),
+            (None, 1) => " step".into(),
+            (None, _) => " steps".into(),
+        },
+        x.step_size_range.0,
+        x.step_size_range.1,
+        p.explorer_acceptance,
+        x.target_acceptance
+    )?;
+    say!(
+        "barrier Λ̂ = {:.4} ± {:.4} (batch means; sd over ensembles {:.4}), Gaussian-swap corrected {} (closed form {:.4}); pair rejections {:.3} to {:.3}",
         p.lambda,
+        p.lambda_se,
         p.lambda_sd,
+        p.barrier_gaussian_corrected.map_or(
+            "undefined (a pair rejected every swap)".into(),
+            |c| format!("{c:.4}")
+        ),
         cf.lambda,
         p.rejection_range.0,
         p.rejection_range.1
     )?;
     say!(
-        "log Z = {:.4} ± {:.4} (closed form {:.4}; reverse stepping stone {:.4})",
+        "log Z = {:.4} ± {:.4} (closed form {:.4}; reverse stepping stone {:.4} ± {:.4})",
         p.log_z,
         p.log_z_se,
         cf.log_z,
-        p.log_z_reverse
+        p.log_z_reverse,
+        p.log_z_reverse_se
     )?;
     say!(
         "round trips per 1000 iterations: {:.1} measured, {:.1} predicted from the rejections{}, limit {:.1} = 1000/(2 + 2Λ̂)",
@@ -344,8 +438,8 @@ fn write_outputs(
     let mut csv = Csv::new(&[
         "level",
         "beta",
-        "mala_step",
-        "mala_acceptance",
+        "explorer_step",
+        "explorer_acceptance",
         "pair_rejection_rate",
         "pair_swap_rate",
     ]);
@@ -381,7 +475,7 @@ fn write_outputs(
         "log_z",
         "log_z_se",
         "round_trips_per_1000",
-        "mala_acceptance",
+        "explorer_acceptance",
         "grid_adapted",
     ]);
     for r in 0..rounds {

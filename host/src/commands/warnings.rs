@@ -32,8 +32,8 @@ pub fn warnings(
     for key in config.ignored_settings() {
         w.push(if !config.target.sgd() {
             format!(
-                "--{} has no effect with target {} (exact tempering: MALA, Metropolis swaps, \
-                 a β grid tuned to equal rejection)",
+                "--{} has no effect with target {} (exact tempering: MALA or HMC, Metropolis \
+                 swaps, a β grid tuned to equal rejection)",
                 key.replace('_', "-"),
                 config.target
             )

@@ -258,10 +258,21 @@ keys! {
     eta_max: f64 = 0.6, [],
         flag f64 [long] => set!(eta_max),
         used sgd;
-    /// Explorers: `sgd` (the paper's), `sgld` or `msgd` (momentum).
+    /// Explorers: `sgd` (the paper's), `sgld` or `msgd` (momentum); with gaussian-path
+    /// (exact tempering) `mala` or `hmc` [sgd; classifier msgd; gaussian-path mala].
     explorer: ExplorerKind = ExplorerKind::Sgd, [],
         flag ExplorerKind [long, value_enum] => set!(explorer),
-        used sgd;
+        used |_, _| true;
+    /// gaussian-path: explorer transitions (MALA steps or HMC trajectories) per level and
+    /// iteration, 1 to 1000 [1].
+    explorer_steps: u32 = 1, [],
+        flag u32 [long, value_name = "N"] => set!(explorer_steps),
+        used |_, t| !t.sgd;
+    /// gaussian-path with `--explorer hmc`: leapfrog steps per HMC trajectory, 1 to 1024
+    /// [10].
+    leapfrog_steps: u32 = 10, [],
+        flag u32 [long, value_name = "L"] => set!(leapfrog_steps),
+        used |c, t| !t.sgd && c.explorer == ExplorerKind::Hmc;
     /// Momentum of msgd, in [0, 1).
     momentum: f64 = 0.9, [],
         flag f64 [long] => set!(momentum),

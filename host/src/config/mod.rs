@@ -13,7 +13,7 @@ use crate::preset::RuleChoices;
 
 mod keys;
 pub use crate::error::{ConfigError, in_range};
-pub use crate::limits::{MAX_CHAINS, MAX_DIM, MAX_VALUES};
+pub use crate::limits::{MAX_CHAINS, MAX_DIM, MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, MAX_VALUES};
 pub use keys::{ChainsArg, KEYS, Key, RunConfig, RunFlags, TargetArgs, TargetName, TargetUse};
 
 /// The swap window: a number of iterations, the exact optimum, the paper's formula, or
@@ -112,7 +112,8 @@ impl<'de> Deserialize<'de> for WindowSpec {
     }
 }
 
-/// The exploration kernel of the levels.
+/// The exploration kernel of the levels: three for the SGD engines, two for exact
+/// tempering (`gaussian-path`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum ExplorerKind {
@@ -123,6 +124,12 @@ pub enum ExplorerKind {
     Sgld,
     /// Momentum SGD (momentum from `momentum`), SGHMC at the target level.
     Msgd,
+    /// Exact tempering: MALA at every level with β > 0, step size adapted towards
+    /// acceptance 0.574.
+    Mala,
+    /// Exact tempering: HMC (`leapfrog_steps` leapfrog steps per trajectory, step size
+    /// jittered by ±20 % and adapted towards acceptance 0.65).
+    Hmc,
 }
 
 /// The swap rule.
@@ -142,7 +149,15 @@ impl ExplorerKind {
             ExplorerKind::Sgd => "sgd",
             ExplorerKind::Sgld => "sgld",
             ExplorerKind::Msgd => "msgd",
+            ExplorerKind::Mala => "mala",
+            ExplorerKind::Hmc => "hmc",
         }
+    }
+
+    /// Whether it explores exact tempering's levels (`mala`, `hmc`) rather than the SGD
+    /// engines' (`sgd`, `sgld`, `msgd`).
+    pub fn is_exact(self) -> bool {
+        matches!(self, ExplorerKind::Mala | ExplorerKind::Hmc)
     }
 }
 

@@ -626,6 +626,7 @@ fn run_gaussian_point(
         iterations: s.max_iterations,
         window,
         seed: point_seed(s.seed, chains, rule, rate),
+        explorer: nrpt_core::exact::ExactExplorer::default(),
     };
     let out = crate::exact::run(&settings, &crate::interrupt::flow).map_err(|e| {
         if e.downcast_ref::<EngineError>()

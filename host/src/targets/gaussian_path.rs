@@ -1,10 +1,10 @@
 //! Exact tempering on the Gaussian path N(0, I_D) → N(0, I_D/10) (`--target
-//! gaussian-path`): MALA explorers, Metropolis swaps between inverse temperatures β, the
+//! gaussian-path`): MALA or HMC explorers, Metropolis swaps between inverse temperatures β, the
 //! grid of β tuned to equal rejection, and the communication barrier Λ and log Z beside
 //! their closed forms. Run by `commands::gaussian_path`, not by the SGD engines.
 
 use super::{Builtin, Method};
-use crate::config::{RunConfig, WindowSpec};
+use crate::config::{ExplorerKind, RunConfig, WindowSpec};
 use crate::error::ConfigError;
 
 /// `--target gaussian-path`. Vanilla DEO by default: with exact swaps a window W > 1
@@ -13,12 +13,13 @@ use crate::error::ConfigError;
 pub const GAUSSIAN_PATH: Builtin = Builtin {
     name: "gaussian-path",
     about: "exact tempering N(0, I_D) → N(0, I_D/10) in --dim dimensions: Λ, λ(β), log Z \
-            beside their closed forms; --chains auto chooses P",
+            beside their closed forms; --chains auto chooses P; --explorer mala or hmc",
     method: Method::Exact,
     keys: &["dim"],
     args: &[],
     defaults: |c| RunConfig {
         window: WindowSpec::Fixed(1),
+        explorer: ExplorerKind::Mala,
         ..c
     },
     build: |_| {

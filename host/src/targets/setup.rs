@@ -110,6 +110,7 @@ impl RunConfig {
         positive("gamma_b", self.gamma_b)?;
         positive("buffer_scale", self.buffer_scale)?;
         let builtin = lookup(&self.target)?;
+        self.check_exact_keys()?;
         builtin.check_args(self)?;
         let target: Arc<dyn AnyTarget> = (builtin.build)(self)?;
         check_memory(self, builtin, &record, target.dim())?;
@@ -136,6 +137,7 @@ impl RunConfig {
                 },
                 Temperatures::SgdExplorers,
             ),
+            ExplorerKind::Mala | ExplorerKind::Hmc => return Err(self.exact_explorer_refused()),
         };
         let options = TemperingOptions {
             scheme,
@@ -192,6 +194,44 @@ impl RunConfig {
         crate::engine::memory::check(&self.footprint(&job), RUN_MEMORY_ADVICE)
             .map_err(|m| ConfigError::new("max_memory", m))?;
         Ok(job)
+    }
+
+    /// Refuses what only exact tempering reads, on an SGD target: an exact explorer
+    /// (`mala`, `hmc`), `explorer_steps` or `leapfrog_steps` other than their defaults.
+    fn check_exact_keys(&self) -> Result<(), ConfigError> {
+        if self.explorer.is_exact() {
+            return Err(self.exact_explorer_refused());
+        }
+        let d = RunConfig::default();
+        for (key, changed) in [
+            ("explorer_steps", self.explorer_steps != d.explorer_steps),
+            ("leapfrog_steps", self.leapfrog_steps != d.leapfrog_steps),
+        ] {
+            if changed {
+                return Err(ConfigError::new(
+                    key,
+                    format!(
+                        "applies to exact tempering's explorers (--target gaussian-path); \
+                         target {} takes one step of `sgd`, `sgld` or `msgd` per iteration",
+                        self.target
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The error of an exact tempering explorer (`mala`, `hmc`) on an SGD target.
+    fn exact_explorer_refused(&self) -> ConfigError {
+        ConfigError::new(
+            "explorer",
+            format!(
+                "`{}` explores exact tempering's levels: use it with --target gaussian-path; \
+                 target {} takes `sgd`, `sgld` or `msgd`",
+                self.explorer.name(),
+                self.target
+            ),
+        )
     }
 
     /// The memory of running `job` (made from this configuration) as `nrpt run` does:

@@ -18,6 +18,10 @@
 //!    sizes are frozen, so the last round measures a fixed Markov kernel. Its report is
 //!    the result.
 //!
+//! The explorers are the run's choice ([`ExactSettings::explorer`]: MALA by default, or
+//! HMC), the same in the pilot and the main run. [`diagnostics`] turns the pooled
+//! estimates into warnings that say what to change.
+//!
 //! [`exact`]: nrpt_core::exact
 
 use nrpt_core::exact::{
@@ -29,9 +33,12 @@ use nrpt_core::window::Scheme;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, WindowSpec};
+use crate::config::{ConfigError, MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, WindowSpec};
 use crate::engine::{Flow, OnProgress};
 use crate::stats::mean_sd;
+
+pub mod diagnostics;
+pub use diagnostics::{diagnostics, gaussian_corrected_barrier};
 
 /// Chains of the pilot run of `--chains auto`.
 pub const PILOT_CHAINS: usize = 16;
@@ -67,6 +74,8 @@ pub struct ExactSettings {
     pub window: WindowSpec,
     /// Seed; ensemble e uses the Philox key (seed, e).
     pub seed: u32,
+    /// The explorers of the levels with β > 0 (MALA by default).
+    pub explorer: ExactExplorer,
 }
 
 /// The closed forms of the run's path.
@@ -100,7 +109,7 @@ pub struct EnsembleOutcome {
     pub betas: Vec<f64>,
     /// Knots of Λ̂(β) after the last round: β and Λ̂ at each.
     pub knots: (Vec<f64>, Vec<f64>),
-    /// Per level: MALA step size and acceptance.
+    /// Per level: the explorer's step size and acceptance in the last round.
     pub levels: Vec<LevelRecord>,
     /// Per pair: rejection and swap records of the last round.
     pub pairs: Vec<PairRecord>,
@@ -155,9 +164,8 @@ struct Owned {
 }
 
 impl Owned {
-    fn new(chains: usize, dim: usize) -> Result<Self, ConfigError> {
-        let n =
-            ExactBuffers::lengths(chains, dim, &ExactExplorer::default()).map_err(core_error)?;
+    fn new(chains: usize, dim: usize, explorer: &ExactExplorer) -> Result<Self, ConfigError> {
+        let n = ExactBuffers::lengths(chains, dim, explorer).map_err(core_error)?;
         Ok(Owned {
             states: vec![0.0; n.states],
             ells: vec![0.0; n.per_level],
@@ -197,7 +205,12 @@ impl Owned {
 fn core_error(e: nrpt_core::Error) -> ConfigError {
     let field = match e {
         nrpt_core::Error::TooFewChains { .. } => "chains",
-        nrpt_core::Error::InvalidValue { name: "dim", .. } => "dim",
+        nrpt_core::Error::InvalidValue { name, .. } => match name {
+            "dim" => "dim",
+            "mala.steps_per_iteration" | "hmc.steps_per_iteration" => "explorer_steps",
+            "hmc.leapfrog_steps" => "leapfrog_steps",
+            _ => "config",
+        },
         _ => "config",
     };
     ConfigError::new(field, e.to_string())
@@ -270,6 +283,7 @@ fn options(
         schedule,
         seed: s.seed,
         ensemble: ensemble as u32,
+        explorer: s.explorer,
         ..ExactOptions::default()
     }
 }
@@ -296,6 +310,15 @@ pub fn check(s: &ExactSettings) -> Result<(), ConfigError> {
             ),
         ));
     }
+    let (steps, leapfrog) = match s.explorer {
+        ExactExplorer::Mala(m) => (m.steps_per_iteration, None),
+        ExactExplorer::Hmc(h) => (h.steps_per_iteration, Some(h.leapfrog_steps)),
+    };
+    crate::config::in_range("explorer_steps", steps, 1, MAX_EXPLORER_STEPS)?;
+    if let Some(l) = leapfrog {
+        crate::config::in_range("leapfrog_steps", l, 1, MAX_LEAPFROG_STEPS)?;
+    }
+    s.explorer.validate().map_err(core_error)?;
     if let Chains::Fixed(p) = s.chains
         && !(2..=crate::config::MAX_CHAINS).contains(&p)
     {
@@ -356,7 +379,7 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
         let runs: anyhow::Result<Vec<_>> = (0..s.ensembles)
             .into_par_iter()
             .map(|e| {
-                let mut owned = Owned::new(pilot_chains, s.dim)?;
+                let mut owned = Owned::new(pilot_chains, s.dim, &s.explorer)?;
                 let o = options(s, e, Scheme::VANILLA_DEO, schedule);
                 run_rounds(o, s.dim, &mut owned, rounds, progress)
             })
@@ -401,7 +424,7 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
     let ensembles: anyhow::Result<Vec<EnsembleOutcome>> = (0..s.ensembles)
         .into_par_iter()
         .map(|e| {
-            let mut owned = Owned::new(chains, s.dim)?;
+            let mut owned = Owned::new(chains, s.dim, &s.explorer)?;
             let initial_grid = match &pilot {
                 Some(p) => {
                     let (kb, kv) = &p[e].knots;
@@ -450,16 +473,25 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
 /// The pooled estimates of a run, from the measurement round of every ensemble.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pooled {
-    /// Λ̂, mean over ensembles.
+    /// Λ̂ = Σ r̂_l, mean over ensembles.
     pub lambda: f64,
     /// Its standard deviation over ensembles.
     pub lambda_sd: f64,
+    /// Its standard error: √(Σ SE_e²)/E from each ensemble's batch means over the
+    /// measured round's iterations (NaN with fewer than two batches).
+    pub lambda_se: f64,
+    /// Σ_l √(2/π) Φ⁻¹((1 + r̂_l)/2), mean over ensembles: Λ̂ corrected as if every pair's
+    /// swap log-ratio were Gaussian ([`gaussian_corrected_barrier`]); a diagnostic, not
+    /// an estimator of Λ in general. `None` when a pair rejected every swap.
+    pub barrier_gaussian_corrected: Option<f64>,
     /// log Z (forward stepping stone), mean over ensembles.
     pub log_z: f64,
     /// Its standard error: √(Σ SE_e²)/E from each ensemble's batch means.
     pub log_z_se: f64,
     /// The reverse stepping stone, mean over ensembles (a check).
     pub log_z_reverse: f64,
+    /// Its standard error, as `log_z_se`.
+    pub log_z_reverse_se: f64,
     /// Round trips per 1000 iterations of one ensemble (all replicas), measured in the
     /// last round, mean over ensembles.
     pub round_trips_per_1000: f64,
@@ -471,8 +503,9 @@ pub struct Pooled {
     pub limit_round_trips_per_1000: f64,
     /// Smallest and largest pair rejection rate (over pairs and ensembles).
     pub rejection_range: (f64, f64),
-    /// MALA acceptance, mean over levels and ensembles.
-    pub mala_acceptance: f64,
+    /// Acceptance of the explorers (MALA or HMC) in the last round, mean over levels
+    /// with β > 0 and ensembles.
+    pub explorer_acceptance: f64,
 }
 
 impl ExactOutcome {
@@ -482,10 +515,17 @@ impl ExactOutcome {
         let e = last.len().max(1) as f64;
         let of = |f: &dyn Fn(&RoundReport) -> f64| last.iter().map(|r| f(r)).collect::<Vec<_>>();
         let (lambda, lambda_sd) = mean_sd(&of(&|r| r.global_barrier));
-        let se2: f64 = last
+        let pooled_se = |f: &dyn Fn(&RoundReport) -> f64| {
+            last.iter().map(|r| f(r).powi(2)).sum::<f64>().sqrt() / e
+        };
+        let corrected: Option<Vec<f64>> = self
+            .ensembles
             .iter()
-            .map(|r| r.log_normalizer.standard_error.powi(2))
-            .sum();
+            .map(|en| {
+                let rej: Vec<f64> = en.pairs.iter().map(PairRecord::rejection_rate).collect();
+                gaussian_corrected_barrier(&rej)
+            })
+            .collect();
         let lemma1: Vec<f64> = self
             .ensembles
             .iter()
@@ -497,9 +537,12 @@ impl ExactOutcome {
         Pooled {
             lambda,
             lambda_sd,
+            lambda_se: pooled_se(&|r| r.global_barrier_standard_error),
+            barrier_gaussian_corrected: corrected.filter(|c| !c.is_empty()).map(|c| mean_sd(&c).0),
             log_z: mean_sd(&of(&|r| r.log_normalizer.value)).0,
-            log_z_se: se2.sqrt() / e,
+            log_z_se: pooled_se(&|r| r.log_normalizer.standard_error),
             log_z_reverse: mean_sd(&of(&|r| r.log_normalizer_reverse.value)).0,
+            log_z_reverse_se: pooled_se(&|r| r.log_normalizer_reverse.standard_error),
             round_trips_per_1000: mean_sd(&of(&|r| {
                 1000.0 * r.round_trips as f64 / r.iterations as f64
             }))
@@ -515,8 +558,19 @@ impl ExactOutcome {
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
                     (lo.min(r.rejection_range.0), hi.max(r.rejection_range.1))
                 }),
-            mala_acceptance: mean_sd(&of(&|r| r.explorer_acceptance)).0,
+            explorer_acceptance: mean_sd(&of(&|r| r.explorer_acceptance)).0,
         }
+    }
+
+    /// Smallest and largest step size of the explorers (levels with β > 0, every
+    /// ensemble) in the last round; NaN without such a level.
+    pub fn step_size_range(&self) -> (f64, f64) {
+        self.ensembles
+            .iter()
+            .flat_map(|en| en.levels.iter().filter(|l| l.proposals() > 0))
+            .fold((f64::NAN, f64::NAN), |(lo, hi), l| {
+                (lo.min(l.step_size()), hi.max(l.step_size()))
+            })
     }
 
     /// λ̂(β) and Λ̂(β) at `betas`, mean over ensembles.
@@ -590,6 +644,7 @@ mod tests {
             iterations: 4000,
             window: WindowSpec::Fixed(1),
             seed: 3,
+            explorer: ExactExplorer::default(),
         };
         let out = run(&s, &crate::engine::unobserved).unwrap();
         let p = out.pooled();
@@ -616,6 +671,7 @@ mod tests {
             iterations: 2000,
             window: WindowSpec::Optimal,
             seed: 1,
+            explorer: ExactExplorer::default(),
         };
         let out = run(&s, &crate::engine::unobserved).unwrap();
         let pilot = out.pilot.unwrap();
