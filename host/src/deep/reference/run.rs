@@ -43,7 +43,7 @@
 
 use std::time::Instant;
 
-use nrpt_core::exact::{HmcOptions, adapt_step, hmc_explore};
+use nrpt_core::exact::{HMC_SCRATCH_VECTORS, HmcOptions, adapt_step, hmc_explore};
 use nrpt_core::rng::{PhiloxStream, streams};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,7 @@ use super::super::fidelity::example_scores;
 use super::super::posterior::ClassifierPath;
 use super::{FORMAT, Meta, ModelKey, Reference};
 use crate::engine::classifier::initial_parameters;
+use crate::engine::memory::{Footprint, PROCESS_BYTES};
 use crate::engine::{ClassifierTarget, Flow};
 use crate::error::{ConfigError, in_range, positive};
 use crate::stats::convergence;
@@ -228,7 +229,7 @@ fn chain(
     let mut start = vec![0.0f32; d];
     initial_parameters(&target.arch, s.seed, c as u32, 0, &mut start);
     let mut x: Vec<f64> = start.iter().map(|&v| f64::from(v)).collect();
-    let mut scratch = vec![0.0; nrpt_core::exact::HMC_SCRATCH_VECTORS * d];
+    let mut scratch = vec![0.0; HMC_SCRATCH_VECTORS * d];
     let mut step = s.initial_step;
     let mut out = Chain {
         test_ll: Vec::with_capacity(s.samples as usize),
@@ -298,6 +299,40 @@ fn quantity(chains: &[&[f64]]) -> Quantity {
     }
 }
 
+/// The memory of [`run`] for `target` and `s`, by part: the data, every chain's
+/// full-batch pass (its f64 copy of the training features, every layer's outputs and two
+/// rows of the widest layer over max(training, test) examples), its HMC vectors, and what
+/// it keeps (f32 predictive of every kept sample: chains × samples × test examples ×
+/// classes, usually the largest part), then the diagnostics' per-quantity draws (f64,
+/// one quantity per worker thread at a time).
+pub fn footprint(target: &ClassifierTarget, s: &HmcSettings) -> Footprint {
+    let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+    let data = &target.data;
+    let (train, test) = (data.train.len() as u64, data.test.len() as u64);
+    let (features, classes) = (data.features as u64, data.classes as u64);
+    let chains = s.chains as u64;
+    let d = target.dim() as u64;
+    let rows = train.max(test);
+    let outputs: u64 = target.arch.iter().map(|l| l.outputs as u64).sum();
+    let widest = target.arch.widest() as u64;
+    let mut f = Footprint::default();
+    f.add("process", PROCESS_BYTES);
+    f.add("data", m(&[train + test, features + 1, 4]));
+    let pass = m(&[train, features, 8])
+        .saturating_add(m(&[rows, outputs, 8]))
+        .saturating_add(m(&[2, rows, widest, 8]))
+        .saturating_add(m(&[HMC_SCRATCH_VECTORS as u64 + 2, d, 8]))
+        .saturating_add(m(&[2, test, classes, 8]));
+    f.add("full-batch passes", m(&[chains, pass]));
+    f.add(
+        "kept samples",
+        m(&[chains, s.samples, m(&[test, classes, 4]).saturating_add(8)]),
+    );
+    let threads = rayon::current_num_threads() as u64;
+    f.add("diagnostics", m(&[threads, chains, s.samples, 8 * 2]));
+    f
+}
+
 /// The median of finite values (NaN if none).
 fn median(mut v: Vec<f64>) -> f64 {
     v.retain(|x| x.is_finite());
@@ -322,6 +357,8 @@ pub fn run(
     tick: &(dyn Fn() -> Flow + Sync),
 ) -> Result<ReferenceRun, anyhow::Error> {
     s.check()?;
+    crate::engine::memory::check(&footprint(target, s), "--samples or --chains")
+        .map_err(|m| ConfigError::new("max_memory", m))?;
     let started = Instant::now();
     let chains: Vec<Chain> = (0..s.chains)
         .into_par_iter()
