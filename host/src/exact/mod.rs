@@ -120,7 +120,7 @@ pub struct ExactSettings {
     pub chains: Chains,
     /// Independent ensembles, pooled.
     pub ensembles: usize,
-    /// Iterations of the main run per ensemble (the pilot runs a quarter more).
+    /// Iterations of the main run per ensemble (each pilot runs a quarter more).
     pub iterations: u64,
     /// The window (a number, `opt`, `paper` or `seo`).
     pub window: WindowSpec,
