@@ -69,6 +69,16 @@ fn gaussian_path_reports_the_barrier_and_log_z() {
     assert!(predicted < number(&v, "limit_round_trips_per_1000"));
     assert_eq!(v["chains"], 12);
     assert!(v["pilot"].is_null(), "a fixed P and window need no pilot");
+    assert_eq!(v["pilots"], serde_json::json!([]));
+    // log Z is the mean of the two stepping stones, its error (SE_f + SE_r)/2.
+    let (f, r) = (number(&v, "log_z_forward"), number(&v, "log_z_reverse"));
+    let (sf, sr) = (
+        number(&v, "log_z_forward_se"),
+        number(&v, "log_z_reverse_se"),
+    );
+    assert_eq!(z, 0.5 * (f + r), "{v}");
+    assert_eq!(se, 0.5 * (sf + sr), "{v}");
+    assert!(sf > 0.0 && sr > 0.0 && f <= r + 4.0 * sf.hypot(sr), "{v}");
     // A healthy run: no diagnostic fires. Λ̂'s batch-means error is small but not
     // zero, and the Gaussian-swap correction lies above Σ r̂, near Λ.
     assert_eq!(v["warnings"], serde_json::json!([]), "{v}");
@@ -149,6 +159,16 @@ fn auto_chains_follow_the_stated_rule() {
     );
     let pilot = &v["pilot"];
     assert_eq!(pilot["chains"], 16);
+    // One pilot (16 chains reject about 0.24 each at Λ = 3.6), with every field.
+    assert_eq!(v["pilots"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(&v["pilots"][0], pilot);
+    let rejection = number(pilot, "mean_rejection");
+    assert!(
+        (rejection - number(pilot, "lambda") / 15.0).abs() < 1e-12 && rejection < 0.5,
+        "{pilot}"
+    );
+    assert!(number(pilot, "barrier_gaussian_corrected") >= number(pilot, "lambda"));
+    assert!(number(pilot, "seconds") >= 0.0);
     assert!(
         (number(pilot, "lambda") / lambda - 1.0).abs() < 0.05,
         "{pilot}"
@@ -160,6 +180,58 @@ fn auto_chains_follow_the_stated_rule() {
     let o = nrpt(&["run", "--chains", "auto", "-o", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--chains"));
+}
+
+/// Where 16 chains are too few (D = 100, Λ = 9.16: the first pilot's pairs reject more
+/// than half their swaps), `--chains auto` runs a larger pilot and takes P from it; the
+/// text output lists both pilots.
+#[test]
+fn auto_chains_enlarge_a_pilot_whose_pairs_reject_too_often() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g");
+    let mut args = vec![
+        "run",
+        "--target",
+        "gaussian-path",
+        "--dim",
+        "100",
+        "--chains",
+        "auto",
+        "-n",
+        "800",
+        "-e",
+        "1",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let text = nrpt(&args);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("pilot 1/2: 16 chains") && text.contains("a larger pilot follows"),
+        "{text}"
+    );
+    args.push("--json");
+    let v = json_of(&nrpt(&args));
+    let pilots = v["pilots"].as_array().unwrap();
+    assert_eq!(pilots.len(), 2, "{v}");
+    assert_eq!(pilots[0]["chains"], 16);
+    assert!(number(&pilots[0], "mean_rejection") > 0.5, "{v}");
+    assert!(number(&pilots[1], "mean_rejection") <= 0.5, "{v}");
+    // 1 + ⌈Λ̃/0.4⌉ chains for the first pilot's correction Λ̃.
+    let corrected = number(&pilots[0], "barrier_gaussian_corrected");
+    assert_eq!(
+        pilots[1]["chains"].as_u64().unwrap(),
+        1 + (corrected / 0.4).ceil() as u64
+    );
+    assert_eq!(&v["pilot"], &pilots[1]);
+    // P from the last pilot's Λ̂ (P − 1 ≈ 2Λ̂): 18 to 20 for Λ = 9.16.
+    let chains = v["chains"].as_u64().unwrap();
+    let twice = 2.0 * number(&pilots[1], "lambda");
+    assert!(
+        (chains as f64 - 1.0 - twice).abs() <= 1.0,
+        "{chains} vs {twice}"
+    );
 }
 
 #[test]

@@ -31,8 +31,12 @@ pub struct ExactSummary {
     pub chains: usize,
     /// How P was chosen: `given`, or the rule of `--chains auto`.
     pub chains_rule: String,
-    /// The pilot run (with `--chains auto`, or a window chosen from the swap rate).
+    /// The last pilot run (with `--chains auto`, or a window chosen from the swap rate):
+    /// the one P and the window came from.
     pub pilot: Option<PilotSummary>,
+    /// Every pilot in order: `--chains auto` runs a larger one while the last one's
+    /// pairs reject more than 0.5 on average (at most 4 pilots, 256 chains).
+    pub pilots: Vec<PilotSummary>,
     /// Chains the two rules recommend for the measured Λ̂: `cost_optimal` (P − 1 ≈ 2Λ̂,
     /// the most round trips per chain-iteration) and `near_limit_5_percent` (the fewest
     /// chains within 5 % of the limit rate 1/(2 + 2Λ), for chains run in parallel).
@@ -196,11 +200,14 @@ fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> Exact
         dim: s.dim,
         chains: out.chains,
         chains_rule: if config.auto_chains {
-            "auto: cost-optimal, P − 1 ≈ 2Λ̂ of the pilot".into()
+            "auto: cost-optimal, P − 1 ≈ 2Λ̂ of the last pilot (pilots enlarged while their \
+             pairs reject more than 0.5 on average)"
+                .into()
         } else {
             "given".into()
         },
-        pilot: out.pilot,
+        pilot: out.pilot().copied(),
+        pilots: out.pilots.clone(),
         recommended_chains: Recommended {
             cost_optimal: recommend(ChainRule::CostOptimal),
             near_limit_5_percent: recommend(ChainRule::NEAR_LIMIT_5_PERCENT),
@@ -285,19 +292,29 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         s.iterations_run,
         d = s.dim
     )?;
-    if let Some(pilot) = s.pilot {
+    let pilots = s.pilots.len();
+    for (i, pilot) in s.pilots.iter().enumerate() {
+        let last = i + 1 == pilots;
         say!(
-            "pilot: {} chains × {} iterations, Λ̂ = {:.3}{}",
+            "pilot {}/{pilots}: {} chains × {} iterations in {:.2} s, Λ̂ = {:.3}, Gaussian-swap corrected {}, mean rejection {:.3}{}",
+            i + 1,
             pilot.chains,
             pilot.iterations,
+            pilot.seconds,
             pilot.lambda,
-            if s.config.auto_chains {
+            pilot
+                .barrier_gaussian_corrected
+                .map_or("undefined".into(), |c| format!("{c:.3}")),
+            pilot.mean_rejection,
+            if !s.config.auto_chains {
+                String::new()
+            } else if !last {
+                " > 0.5: too coarse, a larger pilot follows".into()
+            } else {
                 format!(
                     " → {} chains (P − 1 ≈ 2Λ̂, the most round trips per chain-iteration)",
                     s.chains
                 )
-            } else {
-                String::new()
             }
         )?;
     }
@@ -342,10 +359,12 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         p.rejection_range.1
     )?;
     say!(
-        "log Z = {:.4} ± {:.4} (closed form {:.4}; reverse stepping stone {:.4} ± {:.4})",
+        "log Z = {:.4} ± {:.4} (closed form {:.4}): mean of the forward {:.4} ± {:.4} and reverse {:.4} ± {:.4} stepping stones, error (SE_f + SE_r)/2",
         p.log_z,
         p.log_z_se,
         cf.log_z,
+        p.log_z_forward,
+        p.log_z_forward_se,
         p.log_z_reverse,
         p.log_z_reverse_se
     )?;
@@ -474,6 +493,8 @@ fn write_outputs(
         "lambda",
         "log_z",
         "log_z_se",
+        "log_z_forward",
+        "log_z_reverse",
         "round_trips_per_1000",
         "explorer_acceptance",
         "grid_adapted",
@@ -481,17 +502,31 @@ fn write_outputs(
     for r in 0..rounds {
         let m = |f: &dyn Fn(&nrpt_core::exact::RoundReport) -> f64| mean(&|en| f(&en.rounds[r]));
         let first = &out.ensembles[0].rounds[r];
-        let se2 = out
-            .ensembles
-            .iter()
-            .map(|en| en.rounds[r].log_normalizer.standard_error.powi(2))
-            .sum::<f64>();
+        let se = |f: fn(&nrpt_core::exact::RoundReport) -> f64| {
+            out.ensembles
+                .iter()
+                .map(|en| f(&en.rounds[r]).powi(2))
+                .sum::<f64>()
+                .sqrt()
+                / e
+        };
+        let forward = (
+            m(&|x| x.log_normalizer.value),
+            se(|x| x.log_normalizer.standard_error),
+        );
+        let reverse = (
+            m(&|x| x.log_normalizer_reverse.value),
+            se(|x| x.log_normalizer_reverse.standard_error),
+        );
+        let (log_z, log_z_se) = exact::log_z_mean(forward, reverse);
         csv.row([
             r.to_string(),
             first.iterations.to_string(),
             format!("{:.6}", m(&|x| x.global_barrier)),
-            format!("{:.6}", m(&|x| x.log_normalizer.value)),
-            format!("{:.6}", se2.sqrt() / e),
+            format!("{log_z:.6}"),
+            format!("{log_z_se:.6}"),
+            format!("{:.6}", forward.0),
+            format!("{:.6}", reverse.0),
             format!(
                 "{:.3}",
                 m(&|x| 1000.0 * x.round_trips as f64 / x.iterations as f64)

@@ -130,16 +130,16 @@ pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, explorer: &ExactExplorer
             }
         ));
     }
-    let combined = pooled.log_z_se.hypot(pooled.log_z_reverse_se);
-    let gap = (pooled.log_z - pooled.log_z_reverse).abs();
+    let combined = pooled.log_z_forward_se.hypot(pooled.log_z_reverse_se);
+    let gap = (pooled.log_z_forward - pooled.log_z_reverse).abs();
     if combined.is_finite() && gap > STEPPING_STONE_SE * combined {
         w.push(format!(
             "the forward and reverse stepping stones disagree: log Z = {:.4} ± {:.4} vs \
              {:.4} ± {:.4}, {:.1} combined standard errors apart (more than {STEPPING_STONE_SE}): \
              neighbouring levels overlap too little or are not at equilibrium, and both \
              errors understate the truth; use more chains (--chains auto) or more --iterations",
-            pooled.log_z,
-            pooled.log_z_se,
+            pooled.log_z_forward,
+            pooled.log_z_forward_se,
             pooled.log_z_reverse,
             pooled.log_z_reverse_se,
             gap / combined

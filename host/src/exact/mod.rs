@@ -10,9 +10,14 @@
 //!    swap rate): vanilla DEO at [`PILOT_CHAINS`] chains (or the P given) for a quarter
 //!    of the budget, in rounds of doubling length with the grid re-placed at equal
 //!    barrier after each. Its last round gives Λ̂ (pooled over ensembles).
-//! 2. **Choices**: with `auto`, P from Λ̂ by the chosen [`ChainRule`]; the window from
-//!    the swap rate every pair has on an equal-barrier grid, S = 1 − Λ̂/(P − 1).
-//! 3. **Main run** at P with that window, starting from the pilot's grid carried to P
+//! 2. **Enlarged pilots** (only with `auto`): while the last pilot's pairs reject more
+//!    than [`PILOT_MAX_MEAN_REJECTION`] on average, another pilot with more chains
+//!    ([`next_pilot_chains`]), at most [`MAX_PILOTS`] pilots in all and at most
+//!    [`MAX_PILOT_CHAINS`] chains each (see [`pilot_too_coarse`] for why).
+//! 3. **Choices**: with `auto`, P from the last pilot's Λ̂ by the chosen [`ChainRule`];
+//!    the window from the swap rate every pair has on an equal-barrier grid,
+//!    S = 1 − Λ̂/(P − 1).
+//! 4. **Main run** at P with that window, starting from the last pilot's grid carried to P
 //!    chains ([`nrpt_core::exact::Barrier::equal_barrier_grid`]): rounds of doubling
 //!    length that fill the budget; before the last round the grid and the MALA step
 //!    sizes are frozen, so the last round measures a fixed Markov kernel. Its report is
@@ -40,8 +45,55 @@ use crate::stats::mean_sd;
 pub mod diagnostics;
 pub use diagnostics::{diagnostics, gaussian_corrected_barrier};
 
-/// Chains of the pilot run of `--chains auto`.
+/// Chains of the first pilot run of `--chains auto`.
 pub const PILOT_CHAINS: usize = 16;
+
+/// A pilot of `--chains auto` whose pairs reject more than this on average
+/// (Λ̂/(P − 1), pooled over ensembles) is followed by a larger one ([`pilot_too_coarse`]).
+pub const PILOT_MAX_MEAN_REJECTION: f64 = 0.5;
+
+/// The barrier per pair an enlarged pilot is given chains for ([`next_pilot_chains`]).
+pub const PILOT_TARGET_SHARE: f64 = 0.4;
+
+/// The most pilots of one run (the first included): each runs a quarter of the budget.
+pub const MAX_PILOTS: usize = 4;
+
+/// The most chains of an enlarged pilot (Λ up to about 100 at [`PILOT_TARGET_SHARE`]).
+pub const MAX_PILOT_CHAINS: usize = 256;
+
+/// Whether a pilot with mean pair rejection `mean_rejection` (Λ̂/(P − 1)) is too coarse
+/// for its Λ̂ to choose P: `mean_rejection > PILOT_MAX_MEAN_REJECTION` (NaN counts as too
+/// coarse).
+///
+/// The criterion is the rule's own: P − 1 ≈ 2Λ̂ puts every pair of an equal-barrier grid
+/// at rejection 0.5, and Λ̂/(P − 1) > 0.5 is exactly 2Λ̂ > P − 1, a pilot that asks for
+/// more chains than it ran. Its Λ̂ = Σ r̂ then rests on pairs outside the linear regime
+/// (r ≈ the pair's share of Λ holds for small r; each r̂ ≤ 1, so Σ r̂ saturates as
+/// rejections approach 1: 13.1 for Λ = 19.0 at D = 400 with 16 chains), and P would be
+/// extrapolated beyond any grid measured. At or below 0.5 the final P is at most about the
+/// pilot's, and Σ r̂ is at most 7.6 % low if the swap log-ratios are Gaussian (the
+/// per-pair barrier at r = 0.5 is √(2/π) Φ⁻¹(0.75) = 0.538; see [`diagnostics`]).
+pub fn pilot_too_coarse(mean_rejection: f64) -> bool {
+    mean_rejection.is_nan() || mean_rejection > PILOT_MAX_MEAN_REJECTION
+}
+
+/// Chains of the pilot after one with `chains` chains, barrier Λ̂ `lambda` and Gaussian-swap
+/// correction `corrected`: enough that each pair carries [`PILOT_TARGET_SHARE`] of the
+/// barrier, P = 1 + ⌈Λ̃/0.4⌉, with Λ̃ the correction (Σ r̂ saturates, the correction does
+/// not) or, when it is undefined (a pair rejected every swap), 2Λ̂; at least `chains` + 1,
+/// at most `cap`. A share of 0.4 leaves room below [`PILOT_MAX_MEAN_REJECTION`] (Gaussian
+/// swaps: r = erf(0.4 √π/2) = 0.38) for a Λ̃ up to 25 % low, so one enlargement usually
+/// suffices.
+pub fn next_pilot_chains(chains: usize, lambda: f64, corrected: Option<f64>, cap: usize) -> usize {
+    let target = corrected.unwrap_or(2.0 * lambda);
+    let want = if target.is_finite() && target > 0.0 {
+        let n = (target / PILOT_TARGET_SHARE).ceil();
+        if n < cap as f64 { 1 + n as usize } else { cap }
+    } else {
+        2 * chains
+    };
+    want.max(chains + 1).min(cap)
+}
 
 /// The smallest budget: two rounds of at least two iterations, and a pilot.
 pub const MIN_ITERATIONS: u64 = 32;
@@ -68,7 +120,7 @@ pub struct ExactSettings {
     pub chains: Chains,
     /// Independent ensembles, pooled.
     pub ensembles: usize,
-    /// Iterations of the main run per ensemble (the pilot runs a quarter more).
+    /// Iterations of the main run per ensemble (each pilot runs a quarter more).
     pub iterations: u64,
     /// The window (a number, `opt`, `paper` or `seo`).
     pub window: WindowSpec,
@@ -89,15 +141,23 @@ pub struct ClosedForm {
     pub limit_round_trip_rate: f64,
 }
 
-/// What the pilot found (pooled over ensembles).
+/// What a pilot found (pooled over ensembles).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PilotSummary {
     /// Its chains.
     pub chains: usize,
     /// Its iterations per ensemble.
     pub iterations: u64,
-    /// Λ̂ of its last round, mean over ensembles.
+    /// Λ̂ = Σ r̂ of its last round, mean over ensembles.
     pub lambda: f64,
+    /// The Gaussian-swap correction of its last round ([`gaussian_corrected_barrier`]),
+    /// mean over ensembles; `None` when a pair rejected every swap.
+    pub barrier_gaussian_corrected: Option<f64>,
+    /// Mean pair rejection of its last round, Λ̂/(P − 1): above
+    /// [`PILOT_MAX_MEAN_REJECTION`] another pilot follows (while pilots remain).
+    pub mean_rejection: f64,
+    /// Wall-clock seconds it took (all ensembles).
+    pub seconds: f64,
 }
 
 /// One ensemble's main run.
@@ -132,8 +192,8 @@ impl EnsembleOutcome {
 pub struct ExactOutcome {
     /// The path's closed forms.
     pub closed_form: ClosedForm,
-    /// The pilot, when there was one.
-    pub pilot: Option<PilotSummary>,
+    /// The pilots in order (none for a fixed P and window); P came from the last.
+    pub pilots: Vec<PilotSummary>,
     /// Chains of the main run.
     pub chains: usize,
     /// Window of the main run (0: SEO).
@@ -235,6 +295,110 @@ struct Rounds {
     reports: Vec<RoundReport>,
     betas: Vec<f64>,
     knots: (Vec<f64>, Vec<f64>),
+}
+
+/// One pilot: its summary and, per ensemble, its rounds (whose knots start the next run).
+struct Pilot {
+    summary: PilotSummary,
+    runs: Vec<Rounds>,
+}
+
+/// Places `owned`'s grid at equal barrier for the knots of `from`, or leaves it uniform.
+fn initial_grid(owned: &mut Owned, from: Option<&Rounds>) -> Result<InitialGrid, ConfigError> {
+    match from {
+        Some(r) => {
+            let (kb, kv) = &r.knots;
+            let barrier = Barrier::new(kb, kv).map_err(core_error)?;
+            barrier
+                .equal_barrier_grid(&mut owned.betas)
+                .map_err(core_error)?;
+            Ok(InitialGrid::Keep)
+        }
+        None => Ok(InitialGrid::Uniform),
+    }
+}
+
+/// Runs a pilot of `chains` chains and `budget` iterations per ensemble (vanilla DEO),
+/// each ensemble starting from the grid of `previous`'s (uniform without one).
+fn run_pilot(
+    s: &ExactSettings,
+    chains: usize,
+    budget: u64,
+    previous: Option<&Pilot>,
+    progress: OnProgress<'_>,
+) -> anyhow::Result<Pilot> {
+    let started = std::time::Instant::now();
+    let (first, rounds) = rounds_for(budget);
+    let runs: anyhow::Result<Vec<(Rounds, Option<f64>)>> = (0..s.ensembles)
+        .into_par_iter()
+        .map(|e| {
+            let mut owned = Owned::new(chains, s.dim, &s.explorer)?;
+            let initial_grid = initial_grid(&mut owned, previous.and_then(|p| p.runs.get(e)))?;
+            let schedule = ScheduleOptions {
+                first_round: first,
+                adapt_grid: true,
+                initial_grid,
+            };
+            let o = options(s, e, Scheme::VANILLA_DEO, schedule);
+            let done = run_rounds(o, s.dim, &mut owned, rounds, progress)?;
+            let rejections: Vec<f64> = owned.pairs.iter().map(PairRecord::rejection_rate).collect();
+            Ok((done, gaussian_corrected_barrier(&rejections)))
+        })
+        .collect();
+    let (runs, corrected): (Vec<Rounds>, Vec<Option<f64>>) = runs?.into_iter().unzip();
+    let n = runs.len().max(1) as f64;
+    let lambda = runs
+        .iter()
+        .map(|x| x.reports.last().map_or(f64::NAN, |r| r.global_barrier))
+        .sum::<f64>()
+        / n;
+    let corrected: Option<Vec<f64>> = corrected.into_iter().collect();
+    Ok(Pilot {
+        summary: PilotSummary {
+            chains,
+            iterations: first * ((1u64 << rounds) - 1),
+            lambda,
+            barrier_gaussian_corrected: corrected
+                .filter(|c| !c.is_empty())
+                .map(|c| c.iter().sum::<f64>() / c.len() as f64),
+            mean_rejection: lambda / chains.saturating_sub(1).max(1) as f64,
+            seconds: started.elapsed().as_secs_f64(),
+        },
+        runs,
+    })
+}
+
+/// The pilots of `--chains auto` from the `first`: while the last is too coarse
+/// ([`pilot_too_coarse`]), fewer than [`MAX_PILOTS`] have run and it has fewer than `cap`
+/// chains, `run` runs one with [`next_pilot_chains`] chains (given the last pilot).
+fn enlarge_pilots<T>(
+    first: T,
+    summary: impl Fn(&T) -> &PilotSummary,
+    cap: usize,
+    mut run: impl FnMut(usize, &T) -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<T>> {
+    let mut pilots = vec![first];
+    while pilots.len() < MAX_PILOTS {
+        let Some(last) = pilots.last() else { break };
+        let p = summary(last);
+        if !pilot_too_coarse(p.mean_rejection) || p.chains >= cap {
+            break;
+        }
+        let next = next_pilot_chains(p.chains, p.lambda, p.barrier_gaussian_corrected, cap);
+        let pilot = run(next, last)?;
+        pilots.push(pilot);
+    }
+    Ok(pilots)
+}
+
+/// The most chains a run of these settings may hold: [`MAX_CHAINS`](crate::config::MAX_CHAINS)
+/// and the state values' limit.
+fn chain_cap(s: &ExactSettings) -> usize {
+    let per_chain = (s.ensembles.max(1) as u128) * (s.dim.max(1) as u128);
+    let by_values = crate::config::MAX_VALUES / per_chain;
+    usize::try_from(by_values)
+        .unwrap_or(usize::MAX)
+        .min(crate::config::MAX_CHAINS)
 }
 
 /// Runs `rounds` rounds (freezing the kernel before the last) and returns the reports.
@@ -369,36 +533,45 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
         Chains::Auto(_) => PILOT_CHAINS,
     };
     let pilot_budget = (s.iterations / 4).max(MIN_ITERATIONS / 2);
-    // The pilot: per ensemble, its last grid (to start the main run from) and Λ̂.
-    let pilot: Option<Vec<Rounds>> = if needs_rate || matches!(s.chains, Chains::Auto(_)) {
-        let (first, rounds) = rounds_for(pilot_budget);
-        let schedule = ScheduleOptions {
-            first_round: first,
-            ..ScheduleOptions::default()
-        };
-        let runs: anyhow::Result<Vec<_>> = (0..s.ensembles)
-            .into_par_iter()
-            .map(|e| {
-                let mut owned = Owned::new(pilot_chains, s.dim, &s.explorer)?;
-                let o = options(s, e, Scheme::VANILLA_DEO, schedule);
-                run_rounds(o, s.dim, &mut owned, rounds, progress)
-            })
-            .collect();
-        Some(runs?)
+    // The pilots: the first at `pilot_chains`; with `auto`, larger ones while the last
+    // is too coarse, within MAX_PILOTS and MAX_PILOT_CHAINS (and the memory limit).
+    let pilots: Vec<Pilot> = if needs_rate || matches!(s.chains, Chains::Auto(_)) {
+        let first = run_pilot(s, pilot_chains, pilot_budget, None, progress)?;
+        if matches!(s.chains, Chains::Auto(_)) {
+            let cap = MAX_PILOT_CHAINS.min(chain_cap(s));
+            enlarge_pilots(
+                first,
+                |p| &p.summary,
+                cap,
+                |chains, last| run_pilot(s, chains, pilot_budget, Some(last), progress),
+            )?
+        } else {
+            vec![first]
+        }
     } else {
-        None
+        Vec::new()
     };
-    let pilot_lambda = pilot.as_ref().map(|p| {
-        p.iter()
-            .map(|x| x.reports.last().map_or(f64::NAN, |r| r.global_barrier))
-            .sum::<f64>()
-            / p.len() as f64
-    });
+    let last_pilot = pilots.last();
+    let pilot_lambda = last_pilot.map(|p| p.summary.lambda);
     let chains = match s.chains {
         Chains::Fixed(p) => p,
         Chains::Auto(rule) => {
             let lambda = pilot_lambda.unwrap_or(f64::NAN);
-            recommended_chains(lambda, rule).map_err(core_error)?
+            let p = recommended_chains(lambda, rule).map_err(core_error)?;
+            let cap = chain_cap(s);
+            if p > cap {
+                return Err(ConfigError::new(
+                    "chains",
+                    format!(
+                        "the pilot's Λ̂ = {lambda:.3} asks for {p} chains, more than {cap} \
+                         (the limit on chains and state values for {} ensembles of dimension \
+                         {}): use fewer --ensembles or a smaller --dim",
+                        s.ensembles, s.dim
+                    ),
+                )
+                .into());
+            }
+            p
         }
     };
     let (scheme, window_swap_rate) = if needs_rate {
@@ -425,17 +598,7 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
         .into_par_iter()
         .map(|e| {
             let mut owned = Owned::new(chains, s.dim, &s.explorer)?;
-            let initial_grid = match &pilot {
-                Some(p) => {
-                    let (kb, kv) = &p[e].knots;
-                    let barrier = Barrier::new(kb, kv).map_err(core_error)?;
-                    barrier
-                        .equal_barrier_grid(&mut owned.betas)
-                        .map_err(core_error)?;
-                    InitialGrid::Keep
-                }
-                None => InitialGrid::Uniform,
-            };
+            let initial_grid = initial_grid(&mut owned, last_pilot.and_then(|p| p.runs.get(e)))?;
             let schedule = ScheduleOptions {
                 first_round: first,
                 adapt_grid: true,
@@ -454,14 +617,7 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
         .collect();
     Ok(ExactOutcome {
         closed_form,
-        pilot: pilot_lambda.map(|lambda| PilotSummary {
-            chains: pilot_chains,
-            iterations: {
-                let (f, r) = rounds_for(pilot_budget);
-                f * ((1u64 << r) - 1)
-            },
-            lambda,
-        }),
+        pilots: pilots.iter().map(|p| p.summary).collect(),
         chains,
         window: scheme.window_code(),
         window_swap_rate,
@@ -484,13 +640,20 @@ pub struct Pooled {
     /// swap log-ratio were Gaussian ([`gaussian_corrected_barrier`]); a diagnostic, not
     /// an estimator of Λ in general. `None` when a pair rejected every swap.
     pub barrier_gaussian_corrected: Option<f64>,
-    /// log Z (forward stepping stone), mean over ensembles.
+    /// log Z: the mean of the forward and reverse stepping stones
+    /// ([`log_z_mean`]: (`log_z_forward` + `log_z_reverse`)/2).
     pub log_z: f64,
-    /// Its standard error: √(Σ SE_e²)/E from each ensemble's batch means.
+    /// Its standard error, (SE_f + SE_r)/2: the two estimates share their states, and
+    /// this is the largest the error of their mean can be whatever their correlation
+    /// ([`log_z_mean`]).
     pub log_z_se: f64,
-    /// The reverse stepping stone, mean over ensembles (a check).
+    /// The forward stepping stone, mean over ensembles (biased low by O(1/N)).
+    pub log_z_forward: f64,
+    /// Its standard error: √(Σ SE_e²)/E from each ensemble's batch means.
+    pub log_z_forward_se: f64,
+    /// The reverse stepping stone, mean over ensembles (biased high by O(1/N)).
     pub log_z_reverse: f64,
-    /// Its standard error, as `log_z_se`.
+    /// Its standard error, as `log_z_forward_se`.
     pub log_z_reverse_se: f64,
     /// Round trips per 1000 iterations of one ensemble (all replicas), measured in the
     /// last round, mean over ensembles.
@@ -508,7 +671,26 @@ pub struct Pooled {
     pub explorer_acceptance: f64,
 }
 
+/// log Z as nrpt reports it from the forward and reverse stepping stones (`(value, se)`
+/// each): their mean, with standard error (SE_f + SE_r)/2.
+///
+/// Forward and reverse are computed from the same states, so their errors are
+/// correlated (positively: both follow the same draws), and their covariance is not
+/// estimated. Var((F + R)/2) = (SE_f² + SE_r² + 2ρ SE_f SE_r)/4 ≤ ((SE_f + SE_r)/2)² for
+/// every correlation ρ ≤ 1 (Cauchy–Schwarz), with equality at ρ = 1: the error stated
+/// is conservative, never below the truth of the batch-means errors it combines. Their
+/// O(1/N) Jensen biases have opposite signs (forward low, reverse high), which the mean
+/// partly cancels.
+pub fn log_z_mean(forward: (f64, f64), reverse: (f64, f64)) -> (f64, f64) {
+    (0.5 * (forward.0 + reverse.0), 0.5 * (forward.1 + reverse.1))
+}
+
 impl ExactOutcome {
+    /// The last pilot (the one P came from), if there was one.
+    pub fn pilot(&self) -> Option<&PilotSummary> {
+        self.pilots.last()
+    }
+
     /// Pooled estimates.
     pub fn pooled(&self) -> Pooled {
         let last: Vec<&RoundReport> = self.ensembles.iter().filter_map(|e| e.last()).collect();
@@ -526,6 +708,15 @@ impl ExactOutcome {
                 gaussian_corrected_barrier(&rej)
             })
             .collect();
+        let forward = (
+            mean_sd(&of(&|r| r.log_normalizer.value)).0,
+            pooled_se(&|r| r.log_normalizer.standard_error),
+        );
+        let reverse = (
+            mean_sd(&of(&|r| r.log_normalizer_reverse.value)).0,
+            pooled_se(&|r| r.log_normalizer_reverse.standard_error),
+        );
+        let log_z = log_z_mean(forward, reverse);
         let lemma1: Vec<f64> = self
             .ensembles
             .iter()
@@ -539,10 +730,12 @@ impl ExactOutcome {
             lambda_sd,
             lambda_se: pooled_se(&|r| r.global_barrier_standard_error),
             barrier_gaussian_corrected: corrected.filter(|c| !c.is_empty()).map(|c| mean_sd(&c).0),
-            log_z: mean_sd(&of(&|r| r.log_normalizer.value)).0,
-            log_z_se: pooled_se(&|r| r.log_normalizer.standard_error),
-            log_z_reverse: mean_sd(&of(&|r| r.log_normalizer_reverse.value)).0,
-            log_z_reverse_se: pooled_se(&|r| r.log_normalizer_reverse.standard_error),
+            log_z: log_z.0,
+            log_z_se: log_z.1,
+            log_z_forward: forward.0,
+            log_z_forward_se: forward.1,
+            log_z_reverse: reverse.0,
+            log_z_reverse_se: reverse.1,
             round_trips_per_1000: mean_sd(&of(&|r| {
                 1000.0 * r.round_trips as f64 / r.iterations as f64
             }))
@@ -656,10 +849,111 @@ mod tests {
             p.round_trips_per_1000 > 0.5 * p.predicted_round_trips_per_1000,
             "{p:?}"
         );
-        assert!(out.pilot.is_none());
+        assert!(out.pilots.is_empty());
+        assert_eq!(
+            (p.log_z, p.log_z_se),
+            log_z_mean(
+                (p.log_z_forward, p.log_z_forward_se),
+                (p.log_z_reverse, p.log_z_reverse_se)
+            )
+        );
         // The same seed gives the same bits.
         let again = run(&s, &crate::engine::unobserved).unwrap().pooled();
         assert_eq!(p, again);
+    }
+
+    /// A pilot of `chains` chains on an equal-barrier grid of a path with barrier `lambda`
+    /// whose swap log-ratios are Gaussian: each pair rejects r = erf(√π b/2), b = Λ/(P − 1).
+    fn model_pilot(chains: usize, lambda: f64) -> PilotSummary {
+        let n = (chains - 1) as f64;
+        let r = statrs::function::erf::erf(std::f64::consts::PI.sqrt() * lambda / n / 2.0);
+        PilotSummary {
+            chains,
+            iterations: 100,
+            lambda: n * r,
+            barrier_gaussian_corrected: gaussian_corrected_barrier(&vec![r; chains - 1]),
+            mean_rejection: r,
+            seconds: 0.0,
+        }
+    }
+
+    fn model_pilots(lambda: f64, cap: usize) -> Vec<PilotSummary> {
+        enlarge_pilots(
+            model_pilot(PILOT_CHAINS, lambda),
+            |p| p,
+            cap,
+            |chains, _| Ok(model_pilot(chains, lambda)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_pilot_enlarges_only_while_its_pairs_reject_more_than_half() {
+        assert!(!pilot_too_coarse(0.5) && !pilot_too_coarse(0.2));
+        assert!(pilot_too_coarse(0.500_001) && pilot_too_coarse(f64::NAN));
+        // Λ = 3.6 (D = 16): 16 chains reject 0.24 each; one pilot.
+        let p = model_pilots(3.6, MAX_PILOT_CHAINS);
+        assert_eq!(p.len(), 1, "{p:?}");
+        // Λ = 9.16 (D = 100): 16 chains reject 0.56; then 1 + ⌈9.16/0.4⌉ = 24 chains at 0.38.
+        let p = model_pilots(9.163, MAX_PILOT_CHAINS);
+        assert_eq!(p.iter().map(|x| x.chains).collect::<Vec<_>>(), [16, 24]);
+        assert!(
+            p[0].mean_rejection > 0.5 && p[1].mean_rejection < 0.4,
+            "{p:?}"
+        );
+        // Λ = 18.4 (D = 400): Σ r̂ saturates at 16 chains, the correction does not.
+        let p = model_pilots(18.36, MAX_PILOT_CHAINS);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!(
+            p[1].chains,
+            1 + (18.36f64 / PILOT_TARGET_SHARE).ceil() as usize
+        );
+        assert!(recommended_chains(p[1].lambda, AUTO_RULE).unwrap() >= 30);
+    }
+
+    #[test]
+    fn pilots_are_bounded_in_number_and_chains() {
+        // A barrier beyond what the cap can resolve: pilots stop at the cap.
+        let p = model_pilots(500.0, MAX_PILOT_CHAINS);
+        assert!(p.len() <= MAX_PILOTS, "{p:?}");
+        assert_eq!(p.last().unwrap().chains, MAX_PILOT_CHAINS);
+        assert!(p.iter().all(|x| x.chains <= MAX_PILOT_CHAINS));
+        // A lower cap (memory), and no pilot larger than it.
+        let p = model_pilots(500.0, 40);
+        assert_eq!(p.iter().map(|x| x.chains).collect::<Vec<_>>(), [16, 40]);
+        // A pilot that never gets fine enough: at most MAX_PILOTS, each larger.
+        let mut calls = 0;
+        let p = enlarge_pilots(
+            model_pilot(PILOT_CHAINS, 9.0),
+            |p| p,
+            1 << 20,
+            |chains, _| {
+                calls += 1;
+                Ok(PilotSummary {
+                    mean_rejection: 0.9,
+                    ..model_pilot(chains, 9.0)
+                })
+            },
+        )
+        .unwrap();
+        assert_eq!((p.len(), calls), (MAX_PILOTS, MAX_PILOTS - 1));
+        assert!(p.windows(2).all(|w| w[1].chains > w[0].chains), "{p:?}");
+        // Without a correction (a pair always rejected), twice Λ̂ stands in for it.
+        assert_eq!(next_pilot_chains(16, 14.0, None, 256), 1 + 70);
+        assert_eq!(next_pilot_chains(16, f64::NAN, None, 256), 32);
+        assert_eq!(next_pilot_chains(16, 1e300, Some(1e300), 256), 256);
+        assert_eq!(next_pilot_chains(16, 0.1, Some(0.1), 256), 17);
+    }
+
+    #[test]
+    fn log_z_is_the_mean_of_forward_and_reverse_with_the_conservative_error() {
+        let (z, se) = log_z_mean((-2.0, 0.03), (-1.9, 0.05));
+        assert!((z + 1.95).abs() < 1e-15 && (se - 0.04).abs() < 1e-15);
+        // Never below the error of the mean at any correlation ρ ∈ [−1, 1].
+        for rho in [-1.0, 0.0, 0.5, 1.0] {
+            let var: f64 = (0.03f64.powi(2) + 0.05f64.powi(2) + 2.0 * rho * 0.03 * 0.05) / 4.0;
+            assert!(var.sqrt() <= se + 1e-15, "ρ = {rho}");
+        }
     }
 
     #[test]
@@ -674,8 +968,11 @@ mod tests {
             explorer: ExactExplorer::default(),
         };
         let out = run(&s, &crate::engine::unobserved).unwrap();
-        let pilot = out.pilot.unwrap();
+        // 16 chains reject about 0.24 each at Λ = 3.6: one pilot.
+        assert_eq!(out.pilots.len(), 1, "{:?}", out.pilots);
+        let pilot = *out.pilot().unwrap();
         assert_eq!(pilot.chains, PILOT_CHAINS);
+        assert!(!pilot_too_coarse(pilot.mean_rejection), "{pilot:?}");
         assert_eq!(
             out.chains,
             recommended_chains(pilot.lambda, AUTO_RULE).unwrap()

@@ -669,7 +669,8 @@ fn run_gaussian_point(
         model_expected_round_trip: model,
         ratio: et / model,
         ensembles: settings.ensembles,
-        warmup: out.iterations_run - measured + out.pilot.map_or(0, |p| p.iterations),
+        warmup: out.iterations_run - measured
+            + out.pilots.iter().map(|p| p.iterations).sum::<u64>(),
         iterations: measured,
         round_trips: cells.iter().sum(),
         capped: true,
