@@ -2,7 +2,9 @@
 //! driven from the command line, with several ensembles in parallel, an automatic
 //! number of chains, the windows of Lemma 1, and the pooled estimates (Λ, λ(β), log Z,
 //! round trips) that `nrpt run --target gaussian-path` and `nrpt scale --model
-//! gaussian-path` report.
+//! gaussian-path` report. [`run_path`] runs the same on any annealing path (a
+//! classifier's posterior: `nrpt run --target classifier --exact`), optionally keeping
+//! target-level samples.
 //!
 //! # One run (per ensemble)
 //!
@@ -510,7 +512,7 @@ pub fn check(s: &ExactSettings) -> Result<(), ConfigError> {
         return Err(ConfigError::new(
             "iterations",
             format!(
-                "the gaussian-path target runs rounds of doubling length: at least \
+                "exact tempering runs rounds of doubling length: at least \
                  {MIN_ITERATIONS} iterations, got {}",
                 s.iterations
             ),
