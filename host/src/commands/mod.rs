@@ -1,6 +1,7 @@
 //! The `nrpt` commands.
 
 pub mod bench;
+pub mod classifier_exact;
 pub mod deep;
 pub mod devices;
 pub mod gaussian_path;

@@ -543,6 +543,19 @@ pub fn run(
         inputs,
     } = start(args)?;
     let policy = out_policy(args, &config);
+    if let Some(e) = super::classifier_exact::refused(&config) {
+        return Err(e.into());
+    }
+    if super::classifier_exact::applies(&config) {
+        if every.is_some() {
+            return Err(ConfigError::new(
+                "checkpoint_every",
+                "applies to the SGD targets; an exact classifier run has no checkpoints",
+            )
+            .into());
+        }
+        return super::classifier_exact::run(&config, &policy, args.strict, json, quiet);
+    }
     if super::gaussian_path::applies(&config) {
         if every.is_some() {
             return Err(ConfigError::new(

@@ -196,8 +196,8 @@ macro_rules! set {
 }
 
 /// Used by the SGD tempering engines (not by exact tempering).
-fn sgd(_: &RunConfig, t: &TargetUse) -> bool {
-    t.sgd
+fn sgd(c: &RunConfig, t: &TargetUse) -> bool {
+    t.sgd && !c.exact
 }
 
 keys! {
@@ -267,12 +267,26 @@ keys! {
     /// iteration, 1 to 1000 [1].
     explorer_steps: u32 = 1, [],
         flag u32 [long, value_name = "N"] => set!(explorer_steps),
-        used |_, t| !t.sgd;
+        used |c, t| !t.sgd || c.exact;
     /// gaussian-path with `--explorer hmc`: leapfrog steps per HMC trajectory, 1 to 1024
     /// [10].
     leapfrog_steps: u32 = 10, [],
         flag u32 [long, value_name = "L"] => set!(leapfrog_steps),
-        used |c, t| !t.sgd && c.explorer == ExplorerKind::Hmc;
+        used |c, t| (!t.sgd || c.exact) && c.explorer == ExplorerKind::Hmc;
+    /// Classifier: exact tempering of the posterior instead of the SGD engine: from the
+    /// prior, drawn exactly, to the posterior on the whole training set (full-batch
+    /// gradients), with `hmc` (the default here) or `mala` explorers; reports Λ̂, the log
+    /// evidence log Z and the test accuracy of the posterior samples [false].
+    exact: bool = false, [skip_serializing_if = "std::ops::Not::not"],
+        flag bool [long, num_args = 0..=1, default_missing_value = "true",
+                   value_name = "BOOL"] => set!(exact),
+        used |c, t| c.exact || t.reads("hidden");
+    /// With --exact: a quick check, at most 8 chains, 2 ensembles and 128 iterations
+    /// [false].
+    quick: bool = false, [skip_serializing_if = "std::ops::Not::not"],
+        flag bool [long, num_args = 0..=1, default_missing_value = "true",
+                   value_name = "BOOL"] => set!(quick),
+        used |c, _| c.exact;
     /// Momentum of msgd, in [0, 1).
     momentum: f64 = 0.9, [],
         flag f64 [long] => set!(momentum),

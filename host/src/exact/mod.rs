@@ -2,7 +2,9 @@
 //! driven from the command line, with several ensembles in parallel, an automatic
 //! number of chains, the windows of Lemma 1, and the pooled estimates (Λ, λ(β), log Z,
 //! round trips) that `nrpt run --target gaussian-path` and `nrpt scale --model
-//! gaussian-path` report.
+//! gaussian-path` report. [`run_path`] runs the same on any annealing path (a
+//! classifier's posterior: `nrpt run --target classifier --exact`), optionally keeping
+//! target-level samples.
 //!
 //! # One run (per ensemble)
 //!
@@ -30,8 +32,8 @@
 //! [`exact`]: nrpt_core::exact
 
 use nrpt_core::exact::{
-    Barrier, ChainRule, ExactBuffers, ExactExplorer, ExactOptions, ExactTempering, GaussianPath,
-    InitialGrid, LevelRecord, PairRecord, RoundReport, ScheduleOptions, limit_rate,
+    AnnealingPath, Barrier, ChainRule, ExactBuffers, ExactExplorer, ExactOptions, ExactTempering,
+    GaussianPath, InitialGrid, LevelRecord, PairRecord, RoundReport, ScheduleOptions, limit_rate,
     recommended_chains,
 };
 use nrpt_core::window::Scheme;
@@ -173,6 +175,10 @@ pub struct EnsembleOutcome {
     pub levels: Vec<LevelRecord>,
     /// Per pair: rejection and swap records of the last round.
     pub pairs: Vec<PairRecord>,
+    /// Target-level (β = 1) states kept in the measurement round, one after another
+    /// (each of the path's dimension): empty unless the run asked for samples
+    /// ([`run_path`]).
+    pub samples: Vec<f64>,
 }
 
 impl EnsembleOutcome {
@@ -295,6 +301,7 @@ struct Rounds {
     reports: Vec<RoundReport>,
     betas: Vec<f64>,
     knots: (Vec<f64>, Vec<f64>),
+    samples: Vec<f64>,
 }
 
 /// One pilot: its summary and, per ensemble, its rounds (whose knots start the next run).
@@ -320,8 +327,9 @@ fn initial_grid(owned: &mut Owned, from: Option<&Rounds>) -> Result<InitialGrid,
 
 /// Runs a pilot of `chains` chains and `budget` iterations per ensemble (vanilla DEO),
 /// each ensemble starting from the grid of `previous`'s (uniform without one).
-fn run_pilot(
+fn run_pilot<P: AnnealingPath>(
     s: &ExactSettings,
+    make: &PathMaker<'_, P>,
     chains: usize,
     budget: u64,
     previous: Option<&Pilot>,
@@ -340,7 +348,7 @@ fn run_pilot(
                 initial_grid,
             };
             let o = options(s, e, Scheme::VANILLA_DEO, schedule);
-            let done = run_rounds(o, s.dim, &mut owned, rounds, progress)?;
+            let done = run_rounds(o, make()?, &mut owned, rounds, 0, progress)?;
             let rejections: Vec<f64> = owned.pairs.iter().map(PairRecord::rejection_rate).collect();
             Ok((done, gaussian_corrected_barrier(&rejections)))
         })
@@ -401,23 +409,53 @@ fn chain_cap(s: &ExactSettings) -> usize {
         .min(crate::config::MAX_CHAINS)
 }
 
-/// Runs `rounds` rounds (freezing the kernel before the last) and returns the reports.
-fn run_rounds(
+/// Makes a fresh path for one sampler (each ensemble and pilot has its own).
+pub type PathMaker<'a, P> = dyn Fn() -> Result<P, ConfigError> + Sync + 'a;
+
+/// Runs `rounds` rounds (freezing the kernel before the last) and returns the reports;
+/// with `keep` > 0, up to `keep` target-level states of the last round, evenly spaced,
+/// into `samples`.
+fn run_rounds<P: AnnealingPath>(
     options: ExactOptions,
-    dim: usize,
+    path: P,
     owned: &mut Owned,
     rounds: u32,
+    keep: usize,
     progress: OnProgress<'_>,
 ) -> anyhow::Result<Rounds> {
-    let path = GaussianPath::standard(dim).map_err(core_error)?;
     let mut pt = ExactTempering::new(options, path, owned.view()).map_err(core_error)?;
     let mut reports = Vec::with_capacity(rounds as usize);
+    let mut samples = Vec::new();
     for r in 0..rounds {
-        if r + 1 == rounds {
+        let last = r + 1 == rounds;
+        if last {
             pt.set_adapt_grid(false);
             pt.set_adapt_steps(false);
         }
-        let Ok(report) = pt.run_round();
+        let report = if last && keep > 0 {
+            // Every `thin`-th iteration of the round (counted from its end).
+            let length = pt.round_length();
+            let thin = length.div_ceil(keep as u64).max(1);
+            loop {
+                let step = pt.step().map_err(path_error)?;
+                let done = pt.round_iteration();
+                if step.round_end.is_none()
+                    && length.saturating_sub(done) % thin == 0
+                    && let Some(x) = pt.state_at_level(0)
+                {
+                    samples.extend_from_slice(x);
+                }
+                if let Some(report) = step.round_end {
+                    // The round's last state (its records are cleared on the next step).
+                    if let Some(x) = pt.state_at_level(0) {
+                        samples.extend_from_slice(x);
+                    }
+                    break report;
+                }
+            }
+        } else {
+            pt.run_round().map_err(path_error)?
+        };
         if progress(report.iterations) == Flow::Stop {
             return Err(crate::engine::EngineError::Interrupted.into());
         }
@@ -432,7 +470,13 @@ fn run_rounds(
         reports,
         betas,
         knots,
+        samples,
     })
+}
+
+/// A path's failed evaluation, as an error of the run.
+fn path_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("the annealing path failed: {e:?}")
 }
 
 /// Options of a run with `chains`, `scheme` and `schedule`.
@@ -468,7 +512,7 @@ pub fn check(s: &ExactSettings) -> Result<(), ConfigError> {
         return Err(ConfigError::new(
             "iterations",
             format!(
-                "the gaussian-path target runs rounds of doubling length: at least \
+                "exact tempering runs rounds of doubling length: at least \
                  {MIN_ITERATIONS} iterations, got {}",
                 s.iterations
             ),
@@ -527,6 +571,32 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
         log_z: path.log_evidence(),
         limit_round_trip_rate: limit_rate(path.global_barrier()).map_err(core_error)?,
     };
+    let dim = s.dim;
+    run_path(
+        s,
+        closed_form,
+        &|| GaussianPath::standard(dim).map_err(core_error),
+        0,
+        progress,
+    )
+}
+
+/// Runs exact tempering on the paths `make` makes (one per ensemble and pilot, each of
+/// dimension `s.dim`), keeping up to `keep` target-level states of each ensemble's
+/// measurement round ([`EnsembleOutcome::samples`]); `closed_form` is reported as given
+/// (NaN where the path has none). With `keep` = 0 the run is exactly [`run`]'s.
+///
+/// # Errors
+///
+/// As [`run`], and a path's failed evaluation.
+pub fn run_path<P: AnnealingPath>(
+    s: &ExactSettings,
+    closed_form: ClosedForm,
+    make: &PathMaker<'_, P>,
+    keep: usize,
+    progress: OnProgress<'_>,
+) -> anyhow::Result<ExactOutcome> {
+    check(s)?;
     let needs_rate = matches!(s.window, WindowSpec::Optimal | WindowSpec::Paper);
     let pilot_chains = match s.chains {
         Chains::Fixed(p) => p,
@@ -536,14 +606,14 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
     // The pilots: the first at `pilot_chains`; with `auto`, larger ones while the last
     // is too coarse, within MAX_PILOTS and MAX_PILOT_CHAINS (and the memory limit).
     let pilots: Vec<Pilot> = if needs_rate || matches!(s.chains, Chains::Auto(_)) {
-        let first = run_pilot(s, pilot_chains, pilot_budget, None, progress)?;
+        let first = run_pilot(s, make, pilot_chains, pilot_budget, None, progress)?;
         if matches!(s.chains, Chains::Auto(_)) {
             let cap = MAX_PILOT_CHAINS.min(chain_cap(s));
             enlarge_pilots(
                 first,
                 |p| &p.summary,
                 cap,
-                |chains, last| run_pilot(s, chains, pilot_budget, Some(last), progress),
+                |chains, last| run_pilot(s, make, chains, pilot_budget, Some(last), progress),
             )?
         } else {
             vec![first]
@@ -605,13 +675,14 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactO
                 initial_grid,
             };
             let o = options(s, e, scheme, schedule);
-            let done = run_rounds(o, s.dim, &mut owned, rounds, progress)?;
+            let done = run_rounds(o, make()?, &mut owned, rounds, keep, progress)?;
             Ok(EnsembleOutcome {
                 rounds: done.reports,
                 betas: done.betas,
                 knots: done.knots,
                 levels: owned.levels.clone(),
                 pairs: owned.pairs.clone(),
+                samples: done.samples,
             })
         })
         .collect();

@@ -110,6 +110,15 @@ impl RunConfig {
         positive("gamma_b", self.gamma_b)?;
         positive("buffer_scale", self.buffer_scale)?;
         let builtin = lookup(&self.target)?;
+        if self.exact || self.quick {
+            return Err(ConfigError::new(
+                if self.exact { "exact" } else { "quick" },
+                format!(
+                    "exact tempering of a posterior runs with `nrpt run --target classifier                      --exact`, not on the SGD engine (target {})",
+                    self.target
+                ),
+            ));
+        }
         self.check_exact_keys()?;
         builtin.check_args(self)?;
         let target: Arc<dyn AnyTarget> = (builtin.build)(self)?;

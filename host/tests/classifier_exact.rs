@@ -1,0 +1,83 @@
+//! Exact tempering of a classifier's posterior from the command line: `nrpt run --target
+//! classifier --exact` reports Λ̂, the log evidence log Z with its standard error and the
+//! test accuracy of its posterior samples; `--exact` elsewhere is refused.
+
+mod common;
+use common::{json_of, nrpt, number, stderr};
+
+/// A tiny softmax regression run (3 chains, 32 iterations, HMC with 3 leapfrog steps):
+/// finite estimates, no closed form, and a predictive far above chance (0.1 on digits).
+#[test]
+fn exact_softmax_regression_reports_lambda_log_z_and_accuracy() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c");
+    let args = &[
+        "run",
+        "--target",
+        "classifier",
+        "--exact",
+        "--hidden",
+        "0",
+        "-p",
+        "3",
+        "-n",
+        "32",
+        "-e",
+        "1",
+        "--leapfrog-steps",
+        "3",
+        "--seed",
+        "2",
+        "--json",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let v = json_of(&nrpt(args));
+    let lambda = number(&v, "lambda");
+    assert!(lambda.is_finite() && lambda > 0.0, "{v}");
+    let (z, se) = (number(&v, "log_z"), number(&v, "log_z_se"));
+    assert!(
+        z.is_finite() && z < 0.0 && se.is_finite() && se > 0.0,
+        "{v}"
+    );
+    assert!(v["closed_form"].is_null(), "{v}");
+    assert_eq!(v["explorer"]["name"], "hmc");
+    assert_eq!(v["window"], 1);
+    let p = &v["predictive"];
+    assert!(number(p, "samples") >= 1.0, "{v}");
+    let acc = number(p, "accuracy");
+    assert!(acc > 0.6 && acc <= 1.0, "accuracy {acc}: {v}");
+    assert!(number(p, "nll").is_finite(), "{v}");
+    assert!(out.join("summary.json").exists());
+}
+
+#[test]
+fn exact_is_refused_on_other_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    for target in ["modes2d", "gaussian-path"] {
+        let out = dir.path().join(target);
+        let o = nrpt(&[
+            "run",
+            "--target",
+            target,
+            "--exact",
+            "--quiet",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{target}: {}", stderr(&o));
+        assert!(stderr(&o).contains("exact"), "{target}: {}", stderr(&o));
+    }
+    // `--quick` without `--exact`.
+    let o = nrpt(&[
+        "run",
+        "--target",
+        "classifier",
+        "--quick",
+        "--quiet",
+        "-o",
+        dir.path().join("q").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
