@@ -56,6 +56,26 @@ pub fn positive(field: &str, value: f64) -> Result<(), ConfigError> {
     }
 }
 
+/// Checks a span of learning rates and a momentum: `eta_min` and `eta_max` finite and
+/// > 0 with `eta_min < eta_max`, `momentum` in [0, 1); the errors name those fields.
+pub fn learning_rates(eta_min: f64, eta_max: f64, momentum: f64) -> Result<(), ConfigError> {
+    positive("eta_min", eta_min)?;
+    positive("eta_max", eta_max)?;
+    if eta_min >= eta_max {
+        return Err(ConfigError::new(
+            "eta_max",
+            format!("must be larger than eta_min ({eta_min}), got {eta_max}"),
+        ));
+    }
+    if !(momentum.is_finite() && (0.0..1.0).contains(&momentum)) {
+        return Err(ConfigError::new(
+            "momentum",
+            format!("must be in [0, 1), got {momentum}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks that `value` is finite and ≥ 0; the error names `field`.
 pub fn non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
     if value.is_finite() && value >= 0.0 {

@@ -9,15 +9,13 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use nrpt_core::exact::{ChainRule, ExactExplorer, recommended_chains};
 use serde::Serialize;
 
-use super::gaussian_path::{ExplorerSummary, Recommended};
+use super::gaussian_path::{ExactSummary, summary_of};
 use crate::config::{ConfigError, ExplorerKind, RunConfig, WindowSpec};
+use crate::deep::fidelity::example_scores;
 use crate::deep::posterior::ClassifierPath;
-use crate::exact::{
-    self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
-};
+use crate::exact::{self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings};
 use crate::output::{OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
 
@@ -120,52 +118,25 @@ pub struct Predictive {
     pub test_examples: usize,
     /// Accuracy of the averaged probabilities' most probable class.
     pub accuracy: f64,
-    /// Mean negative log probability of the true class under the averaged probabilities.
+    /// Mean negative log probability of the true class under the averaged probabilities
+    /// (floored at 10⁻¹², as `nrpt deep` scores).
     pub nll: f64,
 }
 
-/// `summary.json` of an exact classifier run (the structure of gaussian-path's where it
-/// fits).
+/// `summary.json` of an exact classifier run: gaussian-path's fields (`closed_form`
+/// `null`, `log_z` the log evidence log p(y | X) of the model with its normalized prior),
+/// the data's size and the posterior predictive.
 #[derive(Debug, Serialize)]
 pub struct ClassifierExactSummary {
-    /// The configuration that ran.
-    pub config: RunConfig,
-    /// Parameters D of the network.
-    pub dim: usize,
     /// Training examples N (ℓ sums over all of them).
     pub train_examples: usize,
     /// Ensembles that ran (after `--quick`'s cap).
     pub ensembles: usize,
-    /// Chains P of the main run.
-    pub chains: usize,
-    /// How P was chosen.
-    pub chains_rule: String,
-    /// The last pilot run, if any.
-    pub pilot: Option<PilotSummary>,
-    /// Every pilot in order.
-    pub pilots: Vec<PilotSummary>,
-    /// Chains the rules recommend for the measured Λ̂.
-    pub recommended_chains: Recommended,
-    /// Window W of the main run (0: SEO).
-    pub window: u32,
-    /// The swap rate the window was chosen for.
-    pub window_swap_rate: Option<f64>,
-    /// Iterations of the main run per ensemble.
-    pub iterations_run: u64,
-    /// Iterations of the measurement round.
-    pub measured_iterations: u64,
-    /// The explorers of the levels with β > 0.
-    pub explorer: ExplorerSummary,
-    /// Estimates pooled over ensembles: Λ̂ (`lambda`), and log Z (`log_z`), here the log
-    /// evidence log p(y | X) of the model with its normalized prior.
+    /// What every exact run reports.
     #[serde(flatten)]
-    pub pooled: Pooled,
-    /// `null`: a posterior has no closed forms.
-    pub closed_form: Option<ClosedForm>,
+    pub run: ExactSummary<Option<ClosedForm>>,
     /// The posterior predictive of the target level's samples on the test set.
     pub predictive: Predictive,
-    /// Settings without effect, and what the run's diagnostics found.
-    pub warnings: Vec<String>,
 }
 
 /// Runs the command's exact classifier branch.
@@ -226,29 +197,22 @@ pub fn predictive(target: &crate::engine::ClassifierTarget, out: &ExactOutcome) 
         samples += 1;
     }
     let n = samples.max(1) as f64;
-    let (mut correct, mut nll) = (0usize, 0.0);
-    for (p, &y) in mean.chunks_exact(c).zip(&test.y) {
-        let best = p
-            .iter()
-            .enumerate()
-            .fold(
-                (0, f64::NEG_INFINITY),
-                |b, (j, &v)| if v > b.1 { (j, v) } else { b },
-            )
-            .0;
-        correct += usize::from(best == y as usize);
-        nll -= (p.get(y as usize).copied().unwrap_or(0.0) / n).ln();
+    for m in &mut mean {
+        *m /= n;
     }
-    let m = test.len().max(1) as f64;
+    let scores = example_scores(&mean, &test.y, c, None);
+    let average = |v: &[f64]| {
+        if samples == 0 {
+            f64::NAN
+        } else {
+            v.iter().sum::<f64>() / test.len().max(1) as f64
+        }
+    };
     Predictive {
         samples,
         test_examples: test.len(),
-        accuracy: if samples == 0 {
-            f64::NAN
-        } else {
-            correct as f64 / m
-        },
-        nll: if samples == 0 { f64::NAN } else { nll / m },
+        accuracy: average(&scores.correct),
+        nll: average(&scores.nll),
     }
 }
 
@@ -260,55 +224,18 @@ fn summarize(
     train_examples: usize,
     predictive: Predictive,
 ) -> ClassifierExactSummary {
-    let pooled = out.pooled();
-    let recommend = |rule: ChainRule| recommended_chains(pooled.lambda, rule).ok();
-    let mut warnings = super::warnings::warnings(config, 1, 0, 1);
-    warnings.extend(exact::diagnostics(out, &pooled, &s.explorer));
     ClassifierExactSummary {
-        config: config.clone(),
-        dim: s.dim,
         train_examples,
         ensembles: s.ensembles,
-        chains: out.chains,
-        chains_rule: if config.auto_chains {
-            "auto: cost-optimal, P − 1 ≈ 2Λ̂ of the last pilot".into()
-        } else {
-            "given".into()
-        },
-        pilot: out.pilot().copied(),
-        pilots: out.pilots.clone(),
-        recommended_chains: Recommended {
-            cost_optimal: recommend(ChainRule::CostOptimal),
-            near_limit_5_percent: recommend(ChainRule::NEAR_LIMIT_5_PERCENT),
-        },
-        window: out.window,
-        window_swap_rate: out.window_swap_rate,
-        iterations_run: out.iterations_run,
-        measured_iterations: out
-            .ensembles
-            .first()
-            .and_then(|e| e.last())
-            .map_or(0, |r| r.iterations),
-        explorer: ExplorerSummary {
-            name: s.explorer.name(),
-            steps_per_iteration: s.explorer.steps_per_iteration(),
-            leapfrog_steps: match s.explorer {
-                ExactExplorer::Mala(_) => None,
-                ExactExplorer::Hmc(h) => Some(h.leapfrog_steps),
-            },
-            target_acceptance: s.explorer.target_acceptance(),
-            step_size_range: out.step_size_range(),
-        },
-        pooled,
-        closed_form: None,
+        run: summary_of(config, s, out, None),
         predictive,
-        warnings,
     }
 }
 
 /// Prints the warnings and the results.
 fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bool) -> Result<()> {
-    for w in &summary.warnings {
+    let run = &summary.run;
+    for w in &run.warnings {
         note!("warning: {w}");
     }
     if json {
@@ -320,17 +247,17 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
         }
         say!("{}", serde_json::to_string(&Report { summary, seconds })?)?;
     } else {
-        let p = &summary.pooled;
+        let p = &run.pooled;
         let q = &summary.predictive;
         say!(
             "exact tempering, classifier prior → posterior (D = {}, N = {}): {} ensembles × {} \
              chains × {} iterations ({}) in {seconds:.2} s",
-            summary.dim,
+            run.dim,
             summary.train_examples,
             summary.ensembles,
-            summary.chains,
-            summary.iterations_run,
-            summary.explorer.name
+            run.chains,
+            run.iterations_run,
+            run.explorer.name
         )?;
         say!(
             "  Λ̂ = {:.3} ± {:.3} (Gaussian-swap correction {})",
@@ -361,9 +288,9 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
             q.nll
         )?;
     }
-    if strict && !summary.warnings.is_empty() {
+    if strict && !run.warnings.is_empty() {
         return Err(super::warnings::StrictError {
-            warnings: summary.warnings.len(),
+            warnings: run.warnings.len(),
         }
         .into());
     }
@@ -374,7 +301,7 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
 mod tests {
     use std::sync::Arc;
 
-    use nrpt_core::exact::{AnnealingPath, HmcOptions};
+    use nrpt_core::exact::{AnnealingPath, ExactExplorer, HmcOptions};
     use nrpt_core::model::Architecture;
     use nrpt_core::rng::{PhiloxStream, streams};
 

@@ -20,9 +20,10 @@ use crate::figures::{self, LineChart, Series, Style};
 use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
 
-/// `summary.json` of a gaussian-path run.
+/// `summary.json` of a gaussian-path run; with `C` = `Option<ClosedForm>` (`null`), the
+/// common part of every exact run's summary (`--target classifier --exact`).
 #[derive(Debug, Serialize)]
-pub struct ExactSummary {
+pub struct ExactSummary<C = ClosedForm> {
     /// The configuration that ran.
     pub config: RunConfig,
     /// Dimension D.
@@ -56,7 +57,7 @@ pub struct ExactSummary {
     #[serde(flatten)]
     pub pooled: Pooled,
     /// The closed forms of the path.
-    pub closed_form: ClosedForm,
+    pub closed_form: C,
     /// Settings without effect on this target, and what the run's diagnostics found
     /// ([`exact::diagnostics`]), each saying what to do.
     pub warnings: Vec<String>,
@@ -191,6 +192,17 @@ pub fn compute(config: &RunConfig, quiet: bool) -> Result<Computed> {
 
 /// The summary of a finished run.
 fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> ExactSummary {
+    summary_of(config, s, out, out.closed_form)
+}
+
+/// The summary of any finished exact run, with the closed forms `closed_form` of its
+/// path.
+pub(crate) fn summary_of<C>(
+    config: &RunConfig,
+    s: &ExactSettings,
+    out: &ExactOutcome,
+    closed_form: C,
+) -> ExactSummary<C> {
     let pooled = out.pooled();
     let recommend = |rule: ChainRule| recommended_chains(pooled.lambda, rule).ok();
     let mut warnings = super::warnings::warnings(config, 1, 0, 1);
@@ -231,7 +243,7 @@ fn summarize(config: &RunConfig, s: &ExactSettings, out: &ExactOutcome) -> Exact
             step_size_range: out.step_size_range(),
         },
         pooled,
-        closed_form: out.closed_form,
+        closed_form,
         warnings,
     }
 }

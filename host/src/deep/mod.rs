@@ -40,7 +40,7 @@ use serde::Serialize;
 
 use crate::data::Dataset;
 use crate::engine::{ClassifierTarget, Job, Record};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, learning_rates, non_negative, positive};
 
 /// A classifier on a dataset: the network [F, hidden…, C] with ReLU hidden layers,
 /// mini-batches of `batch` examples and a N(0, σ²) prior on every parameter.
@@ -213,45 +213,14 @@ impl Default for Rates {
 impl Rates {
     /// Checks every field; errors name the flag.
     pub fn check(&self) -> Result<(), ConfigError> {
-        let positive = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(ConfigError::new(
-                    name,
-                    format!("must be a finite number > 0, got {v}"),
-                ))
-            }
-        };
-        positive("eta_min", self.eta_min)?;
-        positive("eta_max", self.eta_max)?;
-        if self.eta_min >= self.eta_max {
-            return Err(ConfigError::new(
-                "eta_max",
-                format!(
-                    "must be larger than eta_min ({}), got {}",
-                    self.eta_min, self.eta_max
-                ),
-            ));
-        }
-        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
-            return Err(ConfigError::new(
-                "momentum",
-                format!("must be in [0, 1), got {}", self.momentum),
-            ));
-        }
+        learning_rates(self.eta_min, self.eta_max, self.momentum)?;
         if !(self.swap_rate > 0.0 && self.swap_rate < 1.0) {
             return Err(ConfigError::new(
                 "swap_rate",
                 format!("must lie strictly between 0 and 1, got {}", self.swap_rate),
             ));
         }
-        if !(self.buffer.is_finite() && self.buffer >= 0.0) {
-            return Err(ConfigError::new(
-                "buffer",
-                format!("must be a finite number >= 0, got {}", self.buffer),
-            ));
-        }
+        non_negative("buffer", self.buffer)?;
         positive("buffer_scale", self.buffer_scale)?;
         positive("gamma_a", self.gamma_a)?;
         positive("gamma_alpha", self.gamma_alpha)?;

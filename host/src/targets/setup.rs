@@ -16,7 +16,7 @@ use crate::config::{
     ExplorerKind, KEYS, MAX_CSV_DIM, RUN_MEMORY_ADVICE, RuleKind, RunConfig, TargetName, TargetUse,
 };
 use crate::engine::{AnyTarget, Job, Record};
-use crate::error::{ConfigError, in_range, non_negative, positive};
+use crate::error::{ConfigError, in_range, learning_rates, non_negative, positive};
 use crate::limits::{MAX_CHAINS, MAX_VALUES};
 
 impl RunConfig {
@@ -86,23 +86,7 @@ impl RunConfig {
                 format!("must lie strictly between 0 and 1, got {}", self.swap_rate),
             ));
         }
-        positive("eta_min", self.eta_min)?;
-        positive("eta_max", self.eta_max)?;
-        if self.eta_min >= self.eta_max {
-            return Err(ConfigError::new(
-                "eta_max",
-                format!(
-                    "must be larger than eta_min ({}), got {}",
-                    self.eta_min, self.eta_max
-                ),
-            ));
-        }
-        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
-            return Err(ConfigError::new(
-                "momentum",
-                format!("must be in [0, 1), got {}", self.momentum),
-            ));
-        }
+        learning_rates(self.eta_min, self.eta_max, self.momentum)?;
         non_negative("buffer", self.buffer)?;
         non_negative("noise", self.noise)?;
         positive("gamma_a", self.gamma_a)?;

@@ -268,26 +268,3 @@ fn the_normal_quantile_is_accurate() {
         );
     }
 }
-
-#[test]
-#[ignore]
-fn timing_probe() {
-    let cases = arviz_cases();
-    let draws = &cases
-        .iter()
-        .find(|c| c.name == "ar1_phi0.9_4x1000")
-        .unwrap()
-        .draws;
-    let q = 2000;
-    let quantities: Vec<Vec<Vec<f64>>> = (0..q)
-        .map(|i| {
-            draws
-                .iter()
-                .map(|c| c.iter().map(|x| x + i as f64 * 1e-3).collect())
-                .collect()
-        })
-        .collect();
-    let t = std::time::Instant::now();
-    let s = summarize(&quantities).unwrap();
-    eprintln!("TIMING {q} quantities 4x1000: {:?} ({s:?})", t.elapsed());
-}
