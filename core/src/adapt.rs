@@ -275,40 +275,77 @@ fn adapt_ladder_by_factor(ladder: &mut [f64], update: LadderUpdate, factor: impl
     let mut grow_below = factor(0);
     if update == LadderUpdate::Jacobi {
         // `below` is the previous iteration's η_{l−1}, kept before it was overwritten.
-        let (floor, ceiling) = (ladder[0] * JACOBI_GUARD, ladder[p - 1] / JACOBI_GUARD);
+        let guard = jacobi_guard(ladder[0], ladder[p - 1]);
         let mut below = ladder[0];
         for l in 1..p - 1 {
             let here = ladder[l];
-            let above = ladder[l + 1];
             let grow_above = factor(l);
-            let from_below = below + (here - below).max(0.0) * grow_below;
-            let from_above = above - (above - here).max(0.0) * grow_above;
-            // The raw update can leave [η₀, η_{P−1}] (it does on the paper's toy, as in
-            // the authors' code) but never reaches zero or infinity: a learning rate
-            // must stay positive and finite (the guard never acts in the paper's
-            // settings).
-            ladder[l] = (0.5 * (from_below + from_above)).max(floor).min(ceiling);
+            ladder[l] = jacobi_level(below, here, ladder[l + 1], (grow_below, grow_above), guard);
             below = here;
             grow_below = grow_above;
         }
         return;
     }
     for l in 1..p - 1 {
-        let below = ladder[l - 1];
-        let here = ladder[l];
-        let above = ladder[l + 1];
         let grow_above = factor(l);
-        // max/min rather than clamp: clamp has a panic path (and its float formatting)
-        // that firmware and WASM builds would have to carry.
-        let from_below = (below + (here - below).max(0.0) * grow_below)
-            .max(below)
-            .min(above);
-        let from_above = (above - (above - here).max(0.0) * grow_above)
-            .max(below)
-            .min(above);
-        ladder[l] = 0.5 * (from_below + from_above);
+        ladder[l] = in_place_level(
+            ladder[l - 1],
+            ladder[l],
+            ladder[l + 1],
+            (grow_below, grow_above),
+        );
         grow_below = grow_above;
     }
+}
+
+/// The bounds `[2⁻²⁰ η₀, 2²⁰ η_{P−1}]` of the Jacobi update ([`JACOBI_GUARD`]) for a
+/// ladder with ends `first` and `last`.
+#[inline(always)]
+pub fn jacobi_guard(first: f64, last: f64) -> (f64, f64) {
+    (first * JACOBI_GUARD, last / JACOBI_GUARD)
+}
+
+/// The [`LadderUpdate::Jacobi`] update of one inner rate η_l: `below` is the previous
+/// iteration's η_{l−1}, `here` and `above` η_l and η_{l+1}; `grow` the growth factors
+/// of the pairs below and above; `(floor, ceiling)` from [`jacobi_guard`]. The one
+/// definition every engine applies (the scalar driver per level; the lockstep lanes of
+/// [`crate::lanes`] per ensemble).
+#[inline(always)]
+pub fn jacobi_level(
+    below: f64,
+    here: f64,
+    above: f64,
+    (grow_below, grow_above): (f64, f64),
+    (floor, ceiling): (f64, f64),
+) -> f64 {
+    let from_below = below + (here - below).max(0.0) * grow_below;
+    let from_above = above - (above - here).max(0.0) * grow_above;
+    // The raw update can leave [η₀, η_{P−1}] (it does on the paper's toy, as in the
+    // authors' code) but never reaches zero or infinity: a learning rate must stay
+    // positive and finite (the guard never acts in the paper's settings).
+    (0.5 * (from_below + from_above)).max(floor).min(ceiling)
+}
+
+/// The [`LadderUpdate::InPlace`] update of one inner rate η_l: `below` is η_{l−1}
+/// as already updated this iteration, `here` and `above` η_l and η_{l+1}; `grow` the
+/// growth factors of the pairs below and above. Each move is kept within its
+/// neighbours. The one definition every engine applies.
+#[inline(always)]
+pub fn in_place_level(
+    below: f64,
+    here: f64,
+    above: f64,
+    (grow_below, grow_above): (f64, f64),
+) -> f64 {
+    // max/min rather than clamp: clamp has a panic path (and its float formatting)
+    // that firmware and WASM builds would have to carry.
+    let from_below = (below + (here - below).max(0.0) * grow_below)
+        .max(below)
+        .min(above);
+    let from_above = (above - (above - here).max(0.0) * grow_above)
+        .max(below)
+        .min(above);
+    0.5 * (from_below + from_above)
 }
 
 /// One stochastic-approximation step of the correction buffer:

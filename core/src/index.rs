@@ -34,6 +34,8 @@ const PHASE_TOP_FRESH: u8 = 3;
 pub const SEEN_BOTTOM: u8 = 1 << 2;
 /// The authors' counting: the replica has been at level P − 1.
 pub const SEEN_TOP: u8 = 1 << 3;
+/// Both "seen an end" marks.
+pub const SEEN_BOTH: u8 = SEEN_BOTTOM | SEEN_TOP;
 
 /// What one arrival of a replica at a new level completed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -173,13 +175,12 @@ pub fn authors_pass(trips: &mut [TripState], replica_at: &[u32], flags: &[u8]) -
         } else {
             replica_at[idx]
         };
-        let t = &mut trips[idx];
-        if at as usize == idx && *t & (SEEN_BOTTOM | SEEN_TOP) == SEEN_BOTTOM | SEEN_TOP {
-            count += 1;
-            // Cleared; a replica at home at the top is marked again at once (the next
-            // walk marks it before anything can move it).
-            *t = (*t & PHASE_MASK) | if idx == top { SEEN_TOP } else { 0 };
-        }
+        // Cleared on a trip; a replica at home at the top is marked again at once (the
+        // next walk marks it before anything can move it).
+        let keep = if idx == top { SEEN_TOP } else { 0 };
+        let (hit, t) = authors_check(idx as u32, at, trips[idx], keep);
+        trips[idx] = t;
+        count += u32::from(hit);
     };
     check(trips, 0);
     // From step 1 on, level 0 holds the replica that is there after the sweep.
@@ -190,6 +191,24 @@ pub fn authors_pass(trips: &mut [TripState], replica_at: &[u32], flags: &[u8]) -
     trips[replica_at[top] as usize] |= SEEN_TOP;
     check(trips, top);
     count
+}
+
+/// The authors' check at step `idx` of their walk (see [`authors_pass`]): `at` is the
+/// replica level idx holds at that step and `trip` its trip state. A round trip when it
+/// is replica idx (back at its start) with both ends seen; its marks then clear down to
+/// `keep`. Returns whether it counted and the new trip state. The one definition every
+/// engine applies (by replica in [`authors_pass`], by level in [`crate::lanes`]).
+#[inline(always)]
+pub fn authors_check(idx: u32, at: u32, trip: TripState, keep: TripState) -> (bool, TripState) {
+    let hit = at == idx && trip & SEEN_BOTH == SEEN_BOTH;
+    (
+        hit,
+        if hit {
+            (trip & PHASE_MASK) | keep
+        } else {
+            trip
+        },
+    )
 }
 
 impl IndexStats {

@@ -69,7 +69,9 @@
 //! - [`driver`]: one full iteration over buffers the caller owns ([`Tempering`]), and
 //!   [`fixed`]: the same over arrays of compile-time size ([`FixedTempering`]);
 //!   [`Controller`]: the swaps, adaptation and counts alone, told the energies by a
-//!   caller that explores by itself (a training loop of P networks: ask/tell).
+//!   caller that explores by itself (a training loop of P networks: ask/tell);
+//!   [`lanes`]: the same exchange for L ensembles in lockstep, stored by level (the
+//!   layout of SIMD and GPU engines), from the same rule definitions.
 //!
 //! Everything runs without `std` and without an allocator (a microcontroller, a WASM
 //! module); bad input is a typed [`Error`], never a panic (property tests drive the
@@ -92,6 +94,7 @@ pub mod fastmath;
 pub mod fixed;
 pub mod float;
 pub mod index;
+pub mod lanes;
 pub mod model;
 pub mod optimal;
 #[cfg(feature = "gpu")]

@@ -20,21 +20,17 @@
 // vectorizer turns into SIMD.
 #![allow(clippy::needless_range_loop)]
 
-use nrpt_core::adapt::{JACOBI_GUARD, growth_factors, initial_ladder};
+use nrpt_core::adapt::initial_ladder;
 use nrpt_core::driver::{InitialStates, Temperatures};
 use nrpt_core::explore::Explorer;
 use nrpt_core::fastmath::sin_cos_2pi;
-use nrpt_core::index::{
-    IndexStats, PHASE_MASK, PairStats, SEEN_BOTTOM, SEEN_TOP, TripState, initial_trip_state,
-    observe_arrival,
-};
+use nrpt_core::index::{IndexStats, TripState, initial_trip_state};
+use nrpt_core::lanes::{LaneExchange, LaneRules, LaneStates, PairLanes, blend};
 use nrpt_core::rng::{PhiloxStream, Rng, counter, philox4x32_10_keyed_lanes, streams, uniform_f64};
-use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies, SweepOrder};
-use nrpt_core::swap::SwapRule;
 // ∇U and U of the 25-mode target are nrpt-core's own functions (the same bits), with
 // the sines kept from the energy for the next gradient.
 use nrpt_core::target::Modes2d;
-use nrpt_core::window::{Scheme, is_window_start, pair_eligible, window_parity};
+use nrpt_core::window::{pair_eligible, window_parity};
 
 use nrpt_core::driver::Progress;
 use nrpt_core::swap::flags;
@@ -52,7 +48,6 @@ pub const LANES: usize = 32;
 type F32s = [f32; LANES];
 type F64s = [f64; LANES];
 type U32s = [u32; LANES];
-type U64s = [u64; LANES];
 
 /// `true` when the lockstep path can run `job`.
 pub fn applies(job: &Job) -> bool {
@@ -61,35 +56,17 @@ pub fn applies(job: &Job) -> bool {
         && job.initial_states.is_none()
         && o.explorer == Explorer::Langevin
         && o.temperatures == Temperatures::SgdExplorers
-        && o.rule == SwapRule::Buffered
-        && matches!(o.scheme, Scheme::Deo { .. })
         && matches!(o.init, InitialStates::Uniform { .. })
-        && o.rules.pair_energies == PairEnergies::PerLevel
-        && o.rules.sweep_order == SweepOrder::Simultaneous
-}
-
-/// Per-pair counters of every lane.
-#[derive(Clone, Copy)]
-struct PairLanes {
-    indicators: U64s,
-    attempts: U64s,
-    swaps: U64s,
-    nonfinite: U64s,
+        && LaneRules::of(o).is_ok()
 }
 
 /// [`LANES`] ensembles of P replicas, stored by level.
 pub struct Lanes {
     p: usize,
-    window: u32,
     seed: u32,
     ensemble: U32s,
     noise: f32,
-    target_rate: f64,
-    schedule_scale: f64,
-    adapt_ladder: bool,
-    adapt_buffer: bool,
-    ladder_update: LadderUpdate,
-    projection: BufferProjection,
+    rules: LaneRules,
     hot: Vec<f64>,
     xa: Vec<F32s>,
     xb: Vec<F32s>,
@@ -104,7 +81,7 @@ pub struct Lanes {
     gates: Vec<[bool; LANES]>,
     indicator: Vec<[bool; LANES]>,
     swap: Vec<[bool; LANES]>,
-    pairs: Vec<PairLanes>,
+    pairs: Vec<PairLanes<LANES>>,
     buffer: F64s,
     stats: [IndexStats; LANES],
     iteration: u64,
@@ -136,10 +113,8 @@ impl Lanes {
     /// [`applies`]) as nrpt-core's driver starts them.
     pub fn new(job: &Job, first: usize) -> Result<Self, nrpt_core::Error> {
         let o = job.options.validate()?;
+        let rules = LaneRules::of(&o)?;
         let p = job.chains;
-        let Scheme::Deo { window } = o.scheme else {
-            unreachable!("applies() admits DEO only");
-        };
         let InitialStates::Uniform { low, high } = o.init else {
             unreachable!("applies() admits uniform starts only");
         };
@@ -172,19 +147,13 @@ impl Lanes {
         let (sa, sb) = (sines(&xa), sines(&xb));
         Ok(Lanes {
             p,
-            window,
             seed: o.seed,
             ensemble,
             noise: match job.target.lane_group() {
                 Some(LaneGroup::Modes2d { noise }) => noise as f32,
                 None => 0.0,
             },
-            target_rate: o.adapt.target_swap_rate,
-            schedule_scale: o.adapt.buffer_scale,
-            adapt_ladder: o.adapt.adapt_ladder,
-            adapt_buffer: o.adapt.adapt_buffer,
-            ladder_update: o.rules.ladder_update,
-            projection: o.rules.buffer_projection,
+            rules,
             hot,
             xa,
             xb,
@@ -199,15 +168,7 @@ impl Lanes {
             gates: vec![[true; LANES]; p - 1],
             indicator: vec![[false; LANES]; p - 1],
             swap: vec![[false; LANES]; p - 1],
-            pairs: vec![
-                PairLanes {
-                    indicators: [0; LANES],
-                    attempts: [0; LANES],
-                    swaps: [0; LANES],
-                    nonfinite: [0; LANES],
-                };
-                p - 1
-            ],
+            pairs: vec![PairLanes::default(); p - 1],
             buffer: [o.initial_buffer; LANES],
             stats: [IndexStats::default(); LANES],
             iteration: 0,
@@ -254,170 +215,37 @@ impl Lanes {
         }
     }
 
-    /// Swaps, adaptation with step size `gamma`, book-keeping.
+    /// Swaps, adaptation with step size `gamma`, book-keeping: nrpt-core's lane
+    /// exchange, which calls back to exchange the states of the levels that swap.
     #[inline(always)]
-    fn exchange(&mut self, gamma: f64) {
-        let p = self.p;
-        let k = self.iteration;
-        for i in 0..LANES {
-            let bad = self.energy.iter().filter(|e| !e[i].is_finite()).count();
-            self.stats[i].nonfinite_energies += bad as u64;
-        }
-        if is_window_start(k, self.window) {
-            for g in &mut self.gates {
-                *g = [true; LANES];
-            }
-        }
-        let parity = window_parity(k, self.window);
-        let mut c32 = [0.0f32; LANES];
-        for i in 0..LANES {
-            c32[i] = self.buffer[i] as f32;
-        }
-        let mut count = [0u32; LANES];
-        for l in 0..p - 1 {
-            sweep_pair(
-                &self.energy[l],
-                &self.energy[l + 1],
-                &c32,
-                &self.gates[l],
-                pair_eligible(l, parity),
-                &mut self.indicator[l],
-                &mut self.swap[l],
-                &mut self.pairs[l],
-                &mut count,
-            );
-        }
-        // Eligible pairs are disjoint: their swaps commute.
-        let top = p - 1;
-        for l in (0..p - 1).filter(|&l| pair_eligible(l, parity)) {
-            let m = self.swap[l];
-            let (lo, hi) = self.xa.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            let (lo, hi) = self.xb.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            let (lo, hi) = self.sa.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            let (lo, hi) = self.sb.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            let (lo, hi) = self.replica.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            let (lo, hi) = self.trips.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            for i in 0..LANES {
-                if m[i] {
-                    self.gates[l][i] = false;
-                    for level in [l, l + 1] {
-                        let ev = observe_arrival(&mut self.trips[level][i], level, top);
-                        self.stats[i].record(ev);
-                    }
-                }
-            }
-        }
-        self.authors_pass(parity);
-        let s = self.target_rate;
-        if self.adapt_ladder && p >= 3 && self.ladder_update == LadderUpdate::Jacobi {
-            let (up, down) = growth_factors(s, gamma);
-            let (floor, ceiling) = (
-                self.ladder[0][0] * JACOBI_GUARD,
-                self.ladder[p - 1][0] / JACOBI_GUARD,
-            );
-            let mut below = self.ladder[0];
-            let mut grow_below = [0.0f64; LANES];
-            for i in 0..LANES {
-                grow_below[i] = if self.indicator[0][i] { up } else { down };
-            }
-            for l in 1..p - 1 {
-                let (here, rest) = self.ladder[l..].split_at_mut(1);
-                let old = here[0];
-                ladder_level_jacobi(
-                    &below,
-                    &mut here[0],
-                    &rest[0],
-                    &self.indicator[l],
-                    &mut grow_below,
-                    (up, down),
-                    (floor, ceiling),
-                );
-                below = old;
-            }
-        } else if self.adapt_ladder && p >= 3 {
-            let (up, down) = growth_factors(s, gamma);
-            let mut grow_below = [0.0f64; LANES];
-            for i in 0..LANES {
-                grow_below[i] = if self.indicator[0][i] { up } else { down };
-            }
-            for l in 1..p - 1 {
-                let (lower, upper) = self.ladder.split_at_mut(l);
-                let (here, rest) = upper.split_at_mut(1);
-                ladder_level(
-                    &lower[l - 1],
-                    &mut here[0],
-                    &rest[0],
-                    &self.indicator[l],
-                    &mut grow_below,
-                    up,
-                    down,
-                );
-            }
-        }
-        if self.adapt_buffer {
-            let floor = match self.projection {
-                BufferProjection::NonNegative => 0.0,
-                BufferProjection::Unprojected => f64::NEG_INFINITY,
-            };
-            for i in 0..LANES {
-                let mean = f64::from(count[i]) / (p - 1) as f64;
-                self.buffer[i] =
-                    (self.buffer[i] + (mean - s) * gamma / self.schedule_scale).max(floor);
-            }
-        }
+    fn exchange(&mut self, gamma: f64) -> Result<(), nrpt_core::Error> {
+        let (xa, xb, sa, sb) = (&mut self.xa, &mut self.xb, &mut self.sa, &mut self.sb);
+        let exchange = LaneExchange {
+            energies: &self.energy,
+            ladder: &mut self.ladder,
+            replica: &mut self.replica,
+            trips: &mut self.trips,
+            gates: &mut self.gates,
+            indicator: &mut self.indicator,
+            swapped: &mut self.swap,
+            pairs: &mut self.pairs,
+            buffer: &mut self.buffer,
+            stats: &mut self.stats,
+        };
+        let mut states = States { xa, xb, sa, sb };
+        exchange.run(&self.rules, self.iteration, gamma, &mut states)?;
         self.iteration += 1;
-    }
-
-    /// The authors' round-trip counting of this iteration, lane by lane: nrpt-core's
-    /// `index::authors_pass` on trip states stored by level. At step idx of their walk
-    /// level idx holds the replica now at idx + 1 if pair idx swapped, else the one now
-    /// at idx; both candidates are read and blended, so the lane loops vectorize.
-    #[inline(always)]
-    fn authors_pass(&mut self, parity: u32) {
-        let top = self.p - 1;
-        let mut count = [0u32; LANES];
-        for idx in 0..=top {
-            if idx == 1 {
-                mark(&mut self.trips[0], SEEN_BOTTOM);
-            }
-            if idx == top {
-                mark(&mut self.trips[top], SEEN_TOP);
-            }
-            let keep = if idx == top { SEEN_TOP } else { 0 };
-            if idx < top && pair_eligible(idx, parity) {
-                let (lo, hi) = self.trips.split_at_mut(idx + 1);
-                authors_check_pair(
-                    idx as u32,
-                    &self.swap[idx],
-                    (&mut lo[idx], &mut hi[0]),
-                    (&self.replica[idx], &self.replica[idx + 1]),
-                    &mut count,
-                );
-            } else {
-                authors_check(
-                    idx as u32,
-                    keep,
-                    &mut self.trips[idx],
-                    &self.replica[idx],
-                    &mut count,
-                );
-            }
-        }
-        for (s, &c) in self.stats.iter_mut().zip(&count) {
-            s.authors_round_trips += u64::from(c);
-        }
+        Ok(())
     }
 
     /// One iteration with the adaptation step size `gamma` of this iteration, with the
     /// instruction set `simd` (already resolved for this processor).
-    pub fn step(&mut self, gamma: f64, simd: Simd) {
-        step_dispatch(self, gamma, simd);
+    ///
+    /// # Errors
+    ///
+    /// A buffer length that does not fit (none after [`Lanes::new`]).
+    pub fn step(&mut self, gamma: f64, simd: Simd) -> Result<(), nrpt_core::Error> {
+        step_dispatch(self, gamma, simd)
     }
 
     /// State of the target level of lane `i`.
@@ -455,7 +283,7 @@ impl Lanes {
         let parity = self
             .iteration
             .checked_sub(1)
-            .map(|k| window_parity(k, self.window));
+            .map(|k| window_parity(k, self.rules.window));
         for l in 0..p - 1 {
             b.gates[l] = self.gates[l][i];
             let bad = !(self.energy[l][i].is_finite() && self.energy[l + 1][i].is_finite());
@@ -466,13 +294,7 @@ impl Lanes {
                 | (u8::from(attempt) * flags::ATTEMPT)
                 | (u8::from(self.swap[l][i]) * flags::SWAPPED)
                 | (u8::from(bad) * flags::NONFINITE);
-            let c = &self.pairs[l];
-            b.pair_stats[l] = PairStats {
-                indicators: c.indicators[i],
-                attempts: c.attempts[i],
-                swaps: c.swaps[i],
-                nonfinite: c.nonfinite[i],
-            };
+            b.pair_stats[l] = self.pairs[l].lane(i).unwrap_or_default();
         }
         EnsembleState {
             buffers: b,
@@ -506,11 +328,7 @@ impl Lanes {
                 self.gates[l][i] = b.gates[l];
                 self.indicator[l][i] = b.flags[l] & flags::INDICATOR != 0;
                 self.swap[l][i] = b.flags[l] & flags::SWAPPED != 0;
-                let (c, ps) = (&mut self.pairs[l], b.pair_stats[l]);
-                c.indicators[i] = ps.indicators;
-                c.attempts[i] = ps.attempts;
-                c.swaps[i] = ps.swaps;
-                c.nonfinite[i] = ps.nonfinite;
+                self.pairs[l].set_lane(i, b.pair_stats[l]);
             }
             // Back to the lanes' order of the energies (see `save`).
             for l in 0..self.p - 1 {
@@ -553,6 +371,24 @@ impl Lanes {
             of[r[i] as usize] = level as u32;
         }
         of
+    }
+}
+
+/// The states of the lanes, by level, as the lane exchange swaps them.
+struct States<'a> {
+    xa: &'a mut [F32s],
+    xb: &'a mut [F32s],
+    sa: &'a mut [F32s],
+    sb: &'a mut [F32s],
+}
+
+impl LaneStates<LANES> for States<'_> {
+    #[inline(always)]
+    fn swap_levels(&mut self, l: usize, mask: &[bool; LANES]) {
+        for x in [&mut *self.xa, &mut *self.xb, &mut *self.sa, &mut *self.sb] {
+            let (lo, hi) = x.split_at_mut(l + 1);
+            blend(mask, &mut lo[l], &mut hi[0]);
+        }
     }
 }
 
@@ -601,162 +437,25 @@ fn explore_hot(x: Level<'_>, eta: &F32s, sigma: &F32s, w: &[U32s; 4], w1: &[U32s
     }
 }
 
-/// Indicators, attempts and swap decisions of one pair in every lane.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn sweep_pair(
-    lo: &F32s,
-    hi: &F32s,
-    c32: &F32s,
-    gates: &[bool; LANES],
-    eligible: bool,
-    indicator: &mut [bool; LANES],
-    swap: &mut [bool; LANES],
-    pc: &mut PairLanes,
-    count: &mut [u32; LANES],
-) {
-    for i in 0..LANES {
-        let valid = lo[i].is_finite() && hi[i].is_finite();
-        let ind = valid && hi[i] + c32[i] < lo[i];
-        let attempt = eligible && gates[i];
-        let sw = attempt && ind;
-        indicator[i] = ind;
-        swap[i] = sw;
-        count[i] += u32::from(ind);
-        pc.indicators[i] += u64::from(ind);
-        pc.attempts[i] += u64::from(attempt);
-        pc.swaps[i] += u64::from(sw);
-        pc.nonfinite[i] += u64::from(!valid);
-    }
-}
-
-/// The ladder update of one inner level in every lane (nrpt-core's
-/// `adapt_ladder_indicators`, one level).
-#[inline(always)]
-fn ladder_level(
-    below: &F64s,
-    here: &mut F64s,
-    above: &F64s,
-    indicator: &[bool; LANES],
-    grow_below: &mut F64s,
-    up: f64,
-    down: f64,
-) {
-    for i in 0..LANES {
-        let grow_above = if indicator[i] { up } else { down };
-        let (b, h, a) = (below[i], here[i], above[i]);
-        let from_below = (b + (h - b).max(0.0) * grow_below[i]).max(b).min(a);
-        let from_above = (a - (a - h).max(0.0) * grow_above).max(b).min(a);
-        here[i] = 0.5 * (from_below + from_above);
-        grow_below[i] = grow_above;
-    }
-}
-
-/// Sets `bit` in every lane's trip state.
-#[inline(always)]
-fn mark(trips: &mut [TripState; LANES], bit: TripState) {
-    for t in trips.iter_mut() {
-        *t |= bit;
-    }
-}
-
-const BOTH_ENDS: TripState = SEEN_BOTTOM | SEEN_TOP;
-
-/// The authors' check of replica `idx` where level idx holds it (no swap of pair idx
-/// this iteration): a trip if it is home with both ends seen, then its marks cleared
-/// (down to `keep`).
-#[inline(always)]
-fn authors_check(
-    idx: u32,
-    keep: TripState,
-    trips: &mut [TripState; LANES],
-    replica: &U32s,
-    count: &mut [u32; LANES],
-) {
-    for i in 0..LANES {
-        let t = trips[i];
-        let hit = replica[i] == idx && t & BOTH_ENDS == BOTH_ENDS;
-        count[i] += u32::from(hit);
-        trips[i] = if hit { (t & PHASE_MASK) | keep } else { t };
-    }
-}
-
-/// The same where pair (idx, idx + 1) may have swapped: the replica checked is the one
-/// now at idx + 1 in the lanes that swapped, the one at idx in the others. `idx` is
-/// below the top, so the marks clear to nothing.
-#[inline(always)]
-fn authors_check_pair(
-    idx: u32,
-    swapped: &[bool; LANES],
-    (t_lo, t_hi): (&mut [TripState; LANES], &mut [TripState; LANES]),
-    (r_lo, r_hi): (&U32s, &U32s),
-    count: &mut [u32; LANES],
-) {
-    for i in 0..LANES {
-        let sw = swapped[i];
-        let t = if sw { t_hi[i] } else { t_lo[i] };
-        let r = if sw { r_hi[i] } else { r_lo[i] };
-        let hit = r == idx && t & BOTH_ENDS == BOTH_ENDS;
-        count[i] += u32::from(hit);
-        let cleared = t & PHASE_MASK;
-        t_lo[i] = if hit && !sw { cleared } else { t_lo[i] };
-        t_hi[i] = if hit && sw { cleared } else { t_hi[i] };
-    }
-}
-
-/// nrpt-core's Jacobi ladder update of one inner level in every lane: `below` holds
-/// the previous iteration's rate of the level below.
-#[inline(always)]
-fn ladder_level_jacobi(
-    below: &F64s,
-    here: &mut F64s,
-    above: &F64s,
-    indicator: &[bool; LANES],
-    grow_below: &mut F64s,
-    (up, down): (f64, f64),
-    (floor, ceiling): (f64, f64),
-) {
-    for i in 0..LANES {
-        let grow_above = if indicator[i] { up } else { down };
-        let (b, h, a) = (below[i], here[i], above[i]);
-        let from_below = b + (h - b).max(0.0) * grow_below[i];
-        let from_above = a - (a - h).max(0.0) * grow_above;
-        here[i] = (0.5 * (from_below + from_above)).max(floor).min(ceiling);
-        grow_below[i] = grow_above;
-    }
-}
-
-/// Exchanges `a[i]` and `b[i]` where `mask[i]`.
-#[inline(always)]
-fn blend<T: Copy>(mask: &[bool; LANES], a: &mut [T; LANES], b: &mut [T; LANES]) {
-    // New values first, then both stores: written as two in-place selects, the
-    // exchange was miscompiled in AVX2 builds (level l + 1 kept its old values).
-    let (old_a, old_b) = (*a, *b);
-    for i in 0..LANES {
-        a[i] = if mask[i] { old_b[i] } else { old_a[i] };
-        b[i] = if mask[i] { old_a[i] } else { old_b[i] };
-    }
-}
-
-#[inline(always)]
-fn step_body(lanes: &mut Lanes, gamma: f64) {
+fn step_body(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
     lanes.explore();
-    lanes.exchange(gamma);
+    lanes.exchange(gamma)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn step_avx2(lanes: &mut Lanes, gamma: f64) {
-    step_body(lanes, gamma);
+fn step_avx2(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
+    step_body(lanes, gamma)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
-fn step_avx512(lanes: &mut Lanes, gamma: f64) {
-    step_body(lanes, gamma);
+fn step_avx512(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
+    step_body(lanes, gamma)
 }
 
-fn step_dispatch(lanes: &mut Lanes, gamma: f64, simd: Simd) {
+fn step_dispatch(lanes: &mut Lanes, gamma: f64, simd: Simd) -> Result<(), nrpt_core::Error> {
     match simd {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Simd::resolve` returns Auto only where AVX-512 F/DQ/VL/BW are present.
@@ -792,7 +491,7 @@ pub fn run_group(
     let schedule = job.options.adapt.schedule;
     let mut unreported = 0u64;
     for k in lanes.iteration..until {
-        lanes.step(schedule.step_size(k)?.get(), simd);
+        lanes.step(schedule.step_size(k)?.get(), simd)?;
         for (i, r) in records.iter_mut().enumerate() {
             if rec.traces_at(k) {
                 let ladder = lanes.ladder(i);
