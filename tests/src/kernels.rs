@@ -18,7 +18,7 @@
 use nrpt::engine::cpu::{CpuBackend, Simd};
 use nrpt::engine::cuda::{toy_config, toy_unsupported};
 use nrpt::engine::state::{EnsembleState, RunState};
-use nrpt::engine::{Job, unobserved};
+use nrpt::engine::{Job, Observed, unobserved};
 use nrpt_core::driver::Progress;
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::params::adapt_flags;
@@ -121,29 +121,33 @@ fn run_ensemble(
     let rec = job.record;
     for k in 0..job.iterations {
         emu.iterate();
-        // As the CPU engine's `observe`.
-        if rec.traces_at(k) {
-            let pairs = &emu.pairs;
-            s.recorder.trace(
-                k,
-                rec.trace_every,
-                emu.ladder.clone(),
-                emu.buffer,
-                emu.stats,
-                |l| pairs[l].indicators,
-            );
-        }
-        if s.recorder.is_first() && rec.paths_at(k) {
-            s.recorder.path(emu.of.iter().copied());
-        }
-        if rec.samples_at(k) {
-            let r = emu.at[0] as usize;
-            s.recorder
-                .sample(k, &emu.states[r * emu.dim..(r + 1) * emu.dim]);
-        }
+        s.recorder.observe(rec, k, &emu);
     }
     emu.store(&mut s);
     s
+}
+
+/// The emulated ensemble, as the engines' recorder reads it.
+impl Observed for Emulated {
+    fn ladder(&self) -> Vec<f64> {
+        self.ladder.clone()
+    }
+    fn buffer(&self) -> f64 {
+        self.buffer
+    }
+    fn stats(&self) -> IndexStats {
+        self.stats
+    }
+    fn indicators(&self, pair: usize) -> u64 {
+        self.pairs[pair].indicators
+    }
+    fn level_of(&self) -> Vec<u32> {
+        self.of.clone()
+    }
+    fn push_target(&self, samples: &mut Vec<f32>) {
+        let r = self.at[0] as usize;
+        samples.extend_from_slice(&self.states[r * self.dim..(r + 1) * self.dim]);
+    }
 }
 
 /// The GPU's arrays of one ensemble, on the host.

@@ -8,11 +8,15 @@ use nrpt_core::driver::{Tempering, TemperingOptions};
 use nrpt_core::target::EnergyOracle;
 use rayon::prelude::*;
 
+use nrpt_core::adapt::StepSize;
+use nrpt_core::index::IndexStats;
+
+use super::group::{Group, drive};
 use super::lockstep::LANES;
-use super::record::{Recorder, merge};
+use super::record::{Observed, Recorder, merge};
 pub use super::simd::Simd;
 use super::state::{EnsembleState, RunState};
-use super::{Backend, EngineError, EnsembleBuffers, Flow, Job, OnProgress, Record, RunOutput};
+use super::{Backend, EngineError, EnsembleBuffers, Job, OnProgress, RunOutput};
 
 /// The CPU engine.
 #[derive(Clone, Debug, Default)]
@@ -23,9 +27,6 @@ pub struct CpuBackend {
     /// whichever runs).
     pub simd: Simd,
 }
-
-/// How often workers report progress (iterations of a chunk of ensembles).
-const PROGRESS_EVERY: u64 = 256;
 
 /// At most this many ensembles per rayon task: they advance in lockstep, iteration by
 /// iteration, sharing the step size of the adaptation.
@@ -136,28 +137,11 @@ where
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let begin = runs.first().map_or(0, |t| t.iteration());
-    let rec = job.record;
-    let schedule = job.options.adapt.schedule;
-    let mut unreported = 0u64;
-    for k in begin..until {
-        let gamma = schedule.step_size(k)?;
-        for (t, r) in runs.iter_mut().zip(records.iter_mut()) {
-            explore(t);
-            let Ok(_) = t.exchange_with_gamma(gamma);
-            observe(r, rec, k, t);
-        }
-        unreported += count as u64;
-        if unreported >= PROGRESS_EVERY {
-            if progress(unreported) == Flow::Stop {
-                return Err(EngineError::Interrupted);
-            }
-            unreported = 0;
-        }
-    }
-    if progress(unreported) == Flow::Stop {
-        return Err(EngineError::Interrupted);
-    }
+    let mut group = Drivers {
+        runs: &mut runs,
+        explore,
+    };
+    drive(&mut group, &mut records, job, until, progress)?;
     let progresses: Vec<_> = runs.iter().map(|t| t.progress()).collect();
     drop(runs);
     Ok(buffers
@@ -172,24 +156,59 @@ where
         .collect())
 }
 
-/// Records what the job asks for after iteration `k` of one ensemble.
-fn observe<O: EnergyOracle<f32>>(r: &mut Recorder, rec: Record, k: u64, t: &Tempering<'_, f32, O>) {
-    let s = t.storage();
-    if rec.traces_at(k) {
-        r.trace(
-            k,
-            rec.trace_every,
-            s.ladder().to_vec(),
-            t.buffer(),
-            t.stats(),
-            |l| s.pair_stats()[l].indicators,
-        );
+/// nrpt-core's drivers side by side, each exploring by `explore`.
+struct Drivers<'r, 't, O: EnergyOracle<f32>, X> {
+    runs: &'r mut [Tempering<'t, f32, O>],
+    explore: X,
+}
+
+impl<O, X> Group for Drivers<'_, '_, O, X>
+where
+    O: EnergyOracle<f32, Error = Infallible>,
+    X: Fn(&mut Tempering<'_, f32, O>),
+{
+    fn iteration(&self) -> u64 {
+        self.runs.first().map_or(0, |t| t.iteration())
     }
-    if r.is_first() && rec.paths_at(k) {
-        r.path(s.level_of().iter().copied());
+
+    fn ensembles(&self) -> usize {
+        self.runs.len()
     }
-    if rec.samples_at(k) {
-        r.sample(k, t.target_state());
+
+    fn step(&mut self, gamma: StepSize) -> Result<(), EngineError> {
+        for t in self.runs.iter_mut() {
+            (self.explore)(t);
+            let Ok(_) = t.exchange_with_gamma(gamma);
+        }
+        Ok(())
+    }
+
+    fn view(&self, i: usize) -> impl Observed + '_ {
+        DriverView(&self.runs[i])
+    }
+}
+
+/// One driver, as a recorder reads it.
+struct DriverView<'v, 't, O: EnergyOracle<f32>>(&'v Tempering<'t, f32, O>);
+
+impl<O: EnergyOracle<f32>> Observed for DriverView<'_, '_, O> {
+    fn ladder(&self) -> Vec<f64> {
+        self.0.storage().ladder().to_vec()
+    }
+    fn buffer(&self) -> f64 {
+        self.0.buffer()
+    }
+    fn stats(&self) -> IndexStats {
+        self.0.stats()
+    }
+    fn indicators(&self, pair: usize) -> u64 {
+        self.0.storage().pair_stats()[pair].indicators
+    }
+    fn level_of(&self) -> Vec<u32> {
+        self.0.storage().level_of().to_vec()
+    }
+    fn push_target(&self, samples: &mut Vec<f32>) {
+        samples.extend_from_slice(self.0.target_state());
     }
 }
 
@@ -346,6 +365,7 @@ mod tests {
     use nrpt_core::window::Scheme;
 
     use super::*;
+    use crate::engine::Flow;
     use crate::targets::Toy;
 
     /// The progress reports of a run add up to E × iterations, whichever path runs it

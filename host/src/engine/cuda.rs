@@ -44,9 +44,8 @@ use nrpt_cuda::{
     Noise, Precision, Snapshot,
 };
 
-use super::{
-    Backend, ClassifierTarget, EngineError, EnsembleResult, Flow, Job, OnProgress, RunOutput, Trace,
-};
+use super::record::{Observed, Recorder, merge};
+use super::{Backend, ClassifierTarget, EngineError, Flow, Job, OnProgress, RunOutput};
 use crate::targets::classifier::Classifier;
 use crate::targets::{Modes2dTarget, SumModesTarget};
 
@@ -303,31 +302,18 @@ fn launch_config(job: &Job, target: GpuTarget, noise: f64) -> EnsembleConfig {
     }
 }
 
-/// What a run records, filled as the run goes.
-struct Recorder<'a> {
+/// What a device run records: one [`Recorder`] per ensemble, filled from downloads at
+/// the iterations the job records, as the CPU engine fills them.
+struct DeviceRecords<'a> {
     job: &'a Job,
-    samples: Vec<f32>,
-    sample_iterations: Vec<u64>,
-    trace: Trace,
-    paths: Vec<Vec<u32>>,
-    /// Indicator counts of every pair of every ensemble at the last trace entry.
-    indicators: Vec<u64>,
+    records: Vec<Recorder>,
 }
 
-impl<'a> Recorder<'a> {
+impl<'a> DeviceRecords<'a> {
     fn new(job: &'a Job) -> Self {
-        let rec = job.record;
-        Recorder {
+        DeviceRecords {
             job,
-            samples: Vec::new(),
-            sample_iterations: Vec::new(),
-            trace: Trace::default(),
-            paths: if rec.path_iterations > 0 {
-                vec![Vec::new(); job.chains]
-            } else {
-                Vec::new()
-            },
-            indicators: vec![0; job.ensembles * (job.chains - 1)],
+            records: (0..job.ensembles).map(|e| Recorder::new(job, e)).collect(),
         }
     }
 
@@ -352,68 +338,82 @@ impl<'a> Recorder<'a> {
     }
 
     /// Records what the job asks for once `done` iterations are done (after iteration
-    /// k = done − 1), as the CPU engine's `observe` does.
+    /// k = done − 1): downloads what is recorded then, and lets every ensemble's
+    /// recorder observe its part.
     fn observe(&mut self, run: &dyn DeviceRun, done: u64) -> Result<(), CudaError> {
         let rec = self.job.record;
         let k = done - 1;
-        if rec.trace_every > 0 && done.is_multiple_of(rec.trace_every) {
-            self.trace_entry(run, done)?;
+        let (pairs, d) = (self.job.chains - 1, self.job.target.dim());
+        let mut seen = Downloaded::default();
+        if rec.traces_at(k) {
+            seen.ladders = (0..self.job.ensembles)
+                .map(|e| run.ladder(e))
+                .collect::<Result<_, _>>()?;
+            seen.buffers = run.buffers()?;
+            seen.stats = run.index_stats()?;
+            seen.counts = run.pair_stats()?;
         }
-        if k < rec.path_iterations {
-            let levels = run.levels(0)?;
-            for (path, level) in self.paths.iter_mut().zip(levels) {
-                path.push(level);
-            }
+        if rec.paths_at(k) {
+            seen.levels = run.levels(0)?;
         }
-        if rec.thin > 0 && k >= rec.warmup && k.is_multiple_of(rec.thin) {
-            self.samples.extend(run.sample_target()?);
-            self.sample_iterations.push(k);
+        if rec.samples_at(k) {
+            seen.targets = run.sample_target()?;
+        }
+        for (e, r) in self.records.iter_mut().enumerate() {
+            let view = DeviceView {
+                seen: &seen,
+                e,
+                pairs,
+                d,
+            };
+            r.observe(rec, k, &view);
         }
         Ok(())
     }
+}
 
-    /// One trace entry, with the CPU engine's arithmetic (per-ensemble rates, then
-    /// their mean in ensemble order), so the numbers are the same bits.
-    fn trace_entry(&mut self, run: &dyn DeviceRun, done: u64) -> Result<(), CudaError> {
-        let (e, pairs) = (self.job.ensembles, self.job.chains - 1);
-        let ef = e as f64;
-        let since = self.job.record.trace_every as f64;
-        let buffers = run.buffers()?;
-        let stats = run.index_stats()?;
-        let counts = run.pair_stats()?;
-        let rates: Vec<Vec<f64>> = (0..e)
-            .map(|ens| {
-                (0..pairs)
-                    .map(|q| {
-                        let i = ens * pairs + q;
-                        (counts[i].indicators - self.indicators[i]) as f64 / since
-                    })
-                    .collect()
-            })
-            .collect();
-        for (prev, now) in self.indicators.iter_mut().zip(&counts) {
-            *prev = now.indicators;
-        }
-        let t = &mut self.trace;
-        t.iterations.push(done);
-        let ladders = (0..e)
-            .map(|ens| run.ladder(ens))
-            .collect::<Result<Vec<_>, _>>()?;
-        let views: Vec<&[f64]> = ladders.iter().map(Vec::as_slice).collect();
-        let (mean, sd) = super::record::ladder_spread(&views);
-        t.ladder.push(mean);
-        t.ladder_sd.push(sd);
-        t.buffer.push(buffers.iter().sum::<f64>() / ef);
-        t.round_trips
-            .push(stats.iter().map(|s| s.round_trips).sum());
-        t.authors_round_trips
-            .push(stats.iter().map(|s| s.authors_round_trips).sum());
-        t.indicator_rate.push(
-            (0..pairs)
-                .map(|q| rates.iter().map(|r| r[q]).sum::<f64>() / ef)
-                .collect(),
-        );
-        Ok(())
+/// What was downloaded at one recorded iteration (empty where nothing is recorded).
+#[derive(Default)]
+struct Downloaded {
+    ladders: Vec<Vec<f64>>,
+    buffers: Vec<f64>,
+    stats: Vec<IndexStats>,
+    counts: Vec<PairStats>,
+    levels: Vec<u32>,
+    targets: Vec<f32>,
+}
+
+/// Ensemble `e` of a download, as its recorder reads it.
+struct DeviceView<'a> {
+    seen: &'a Downloaded,
+    e: usize,
+    pairs: usize,
+    d: usize,
+}
+
+impl Observed for DeviceView<'_> {
+    fn ladder(&self) -> Vec<f64> {
+        self.seen.ladders.get(self.e).cloned().unwrap_or_default()
+    }
+    fn buffer(&self) -> f64 {
+        self.seen.buffers.get(self.e).copied().unwrap_or(f64::NAN)
+    }
+    fn stats(&self) -> IndexStats {
+        self.seen.stats.get(self.e).copied().unwrap_or_default()
+    }
+    fn indicators(&self, pair: usize) -> u64 {
+        self.seen
+            .counts
+            .get(self.e * self.pairs + pair)
+            .map_or(0, |c| c.indicators)
+    }
+    fn level_of(&self) -> Vec<u32> {
+        // Downloaded for ensemble 0 only, the one whose paths are recorded.
+        self.seen.levels.clone()
+    }
+    fn push_target(&self, samples: &mut Vec<f32>) {
+        let at = self.e * self.d..(self.e + 1) * self.d;
+        samples.extend_from_slice(self.seen.targets.get(at).unwrap_or_default());
     }
 }
 
@@ -442,16 +442,16 @@ impl CudaBackend {
         mut run: impl DeviceRun,
         progress: OnProgress<'_>,
     ) -> Result<RunOutput, EngineError> {
-        let mut recorder = Recorder::new(job);
+        let mut records = DeviceRecords::new(job);
         let e = job.ensembles as u64;
         let chunk = (CHUNK_WORK / e).clamp(1, CHUNK_ITERATIONS);
         let mut done = 0u64;
         while done < job.iterations {
-            let stop = recorder.next_stop(done).min(done + chunk);
+            let stop = records.next_stop(done).min(done + chunk);
             run.advance(stop - done).map_err(engine_error)?;
             let flow = progress(e * (stop - done));
             done = stop;
-            recorder.observe(&run, done).map_err(engine_error)?;
+            records.observe(&run, done).map_err(engine_error)?;
             if flow == Flow::Stop {
                 return Err(EngineError::Interrupted);
             }
@@ -459,36 +459,20 @@ impl CudaBackend {
         let snapshot = run.snapshot().map_err(engine_error)?;
         let states = run.states().map_err(engine_error)?;
         let (p, d) = (job.chains, job.target.dim());
-        Ok(RunOutput {
-            backend: self.name(),
-            ensembles: snapshot
-                .ensembles
-                .into_iter()
-                .enumerate()
-                .map(|(e, s)| {
-                    // The state at each level: replica replica_at[l] of ensemble e.
-                    let levels = s
-                        .replica_at
-                        .iter()
-                        .flat_map(|&r| {
-                            let c = e * p + r as usize;
-                            states[c * d..(c + 1) * d].iter().copied()
-                        })
-                        .collect();
-                    EnsembleResult {
-                        ladder: s.ladder,
-                        buffer: s.buffer,
-                        stats: s.stats,
-                        pairs: s.pair_stats,
-                        levels,
-                    }
+        let mut runs = records.records;
+        for (e, (s, r)) in snapshot.ensembles.into_iter().zip(&mut runs).enumerate() {
+            // The state at each level: replica replica_at[l] of ensemble e.
+            let levels = s
+                .replica_at
+                .iter()
+                .flat_map(|&r| {
+                    let c = e * p + r as usize;
+                    states[c * d..(c + 1) * d].iter().copied()
                 })
-                .collect(),
-            samples: recorder.samples,
-            sample_iterations: recorder.sample_iterations,
-            trace: recorder.trace,
-            paths: recorder.paths,
-        })
+                .collect();
+            r.finish(s.ladder, s.buffer, s.stats, s.pair_stats, levels);
+        }
+        Ok(merge(self.name(), runs, d))
     }
 
     /// Why this device cannot run a classifier job, or `None`.
@@ -591,7 +575,7 @@ mod tests {
                         iterations,
                     )
                 };
-                let recorder = Recorder::new(&job);
+                let recorder = DeviceRecords::new(&job);
                 let mut stops = Vec::new();
                 let mut done = 0;
                 while done < iterations {

@@ -20,7 +20,7 @@
 // vectorizer turns into SIMD.
 #![allow(clippy::needless_range_loop)]
 
-use nrpt_core::adapt::initial_ladder;
+use nrpt_core::adapt::{StepSize, initial_ladder};
 use nrpt_core::driver::{InitialStates, Temperatures};
 use nrpt_core::explore::Explorer;
 use nrpt_core::fastmath::sin_cos_2pi;
@@ -36,10 +36,12 @@ use nrpt_core::driver::Progress;
 use nrpt_core::swap::flags;
 
 use super::EnsembleBuffers;
+use super::group::{Group, drive};
+use super::record::Observed;
 use super::record::Recorder;
 use super::simd::{Simd, box_muller};
 use super::state::EnsembleState;
-use super::{Flow, Job, LaneGroup, OnProgress};
+use super::{Job, LaneGroup, OnProgress};
 
 /// Ensembles per lane group: two AVX-512 registers of `f32` (four of AVX2), which gives
 /// the compiler independent work to interleave (measured faster than 16 or 64).
@@ -374,6 +376,62 @@ impl Lanes {
     }
 }
 
+/// A lane group as the run loop drives it: its first `count` lanes are ensembles of
+/// the job, the others are computed and thrown away.
+struct Running<'a> {
+    lanes: &'a mut Lanes,
+    count: usize,
+    simd: Simd,
+}
+
+impl Group for Running<'_> {
+    fn iteration(&self) -> u64 {
+        self.lanes.iteration
+    }
+
+    fn ensembles(&self) -> usize {
+        self.count
+    }
+
+    fn step(&mut self, gamma: StepSize) -> Result<(), super::EngineError> {
+        Ok(self.lanes.step(gamma.get(), self.simd)?)
+    }
+
+    fn view(&self, i: usize) -> impl Observed + '_ {
+        LaneView {
+            lanes: self.lanes,
+            i,
+        }
+    }
+}
+
+/// Lane `i`, as a recorder reads it.
+struct LaneView<'a> {
+    lanes: &'a Lanes,
+    i: usize,
+}
+
+impl Observed for LaneView<'_> {
+    fn ladder(&self) -> Vec<f64> {
+        self.lanes.ladder(self.i)
+    }
+    fn buffer(&self) -> f64 {
+        self.lanes.buffer(self.i)
+    }
+    fn stats(&self) -> IndexStats {
+        self.lanes.stats(self.i)
+    }
+    fn indicators(&self, pair: usize) -> u64 {
+        self.lanes.indicators(self.i, pair)
+    }
+    fn level_of(&self) -> Vec<u32> {
+        self.lanes.level_of(self.i)
+    }
+    fn push_target(&self, samples: &mut Vec<f32>) {
+        samples.extend_from_slice(&self.lanes.target(self.i));
+    }
+}
+
 /// The states of the lanes, by level, as the lane exchange swaps them.
 struct States<'a> {
     xa: &'a mut [F32s],
@@ -487,41 +545,12 @@ pub fn run_group(
         }
         None => (0..count).map(|i| Recorder::new(job, first + i)).collect(),
     };
-    let rec = job.record;
-    let schedule = job.options.adapt.schedule;
-    let mut unreported = 0u64;
-    for k in lanes.iteration..until {
-        lanes.step(schedule.step_size(k)?.get(), simd)?;
-        for (i, r) in records.iter_mut().enumerate() {
-            if rec.traces_at(k) {
-                let ladder = lanes.ladder(i);
-                r.trace(
-                    k,
-                    rec.trace_every,
-                    ladder,
-                    lanes.buffer(i),
-                    lanes.stats(i),
-                    |l| lanes.indicators(i, l),
-                );
-            }
-            if r.is_first() && rec.paths_at(k) {
-                r.path(lanes.level_of(i).into_iter());
-            }
-            if rec.samples_at(k) {
-                r.sample(k, &lanes.target(i));
-            }
-        }
-        unreported += count as u64;
-        if unreported >= 1024 {
-            if progress(unreported) == Flow::Stop {
-                return Err(super::EngineError::Interrupted);
-            }
-            unreported = 0;
-        }
-    }
-    if progress(unreported) == Flow::Stop {
-        return Err(super::EngineError::Interrupted);
-    }
+    let mut group = Running {
+        lanes: &mut lanes,
+        count,
+        simd,
+    };
+    drive(&mut group, &mut records, job, until, progress)?;
     Ok(records
         .into_iter()
         .enumerate()

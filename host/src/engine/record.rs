@@ -27,6 +27,24 @@ impl Record {
     }
 }
 
+/// What a [`Recorder`] reads of one ensemble after an iteration, whichever engine runs
+/// it (nrpt-core's driver, the SIMD lanes, a download from the GPU). Each is read only
+/// when the job records it at that iteration.
+pub trait Observed {
+    /// The learning rates by level.
+    fn ladder(&self) -> Vec<f64>;
+    /// The correction buffer.
+    fn buffer(&self) -> f64;
+    /// The totals so far.
+    fn stats(&self) -> IndexStats;
+    /// The running indicator count of `pair`.
+    fn indicators(&self, pair: usize) -> u64;
+    /// The level of every replica.
+    fn level_of(&self) -> Vec<u32>;
+    /// Appends the state at the target level to `samples`.
+    fn push_target(&self, samples: &mut Vec<f32>);
+}
+
 /// The records of one ensemble.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recorder {
@@ -161,10 +179,22 @@ impl Recorder {
         self.ensemble == 0
     }
 
-    /// Keeps the target-level state after iteration `k`.
-    pub fn sample(&mut self, k: u64, target: &[f32]) {
-        self.samples.extend_from_slice(target);
-        self.sample_iterations.push(k);
+    /// Records what `rec` asks for after iteration `k` of the ensemble `view` shows:
+    /// the one observation every engine makes.
+    pub fn observe(&mut self, rec: Record, k: u64, view: &impl Observed) {
+        if rec.traces_at(k) {
+            let (ladder, buffer, stats) = (view.ladder(), view.buffer(), view.stats());
+            self.trace(k, rec.trace_every, ladder, buffer, stats, |l| {
+                view.indicators(l)
+            });
+        }
+        if self.is_first() && rec.paths_at(k) {
+            self.path(view.level_of().into_iter());
+        }
+        if rec.samples_at(k) {
+            view.push_target(&mut self.samples);
+            self.sample_iterations.push(k);
+        }
     }
 
     /// A trace entry after iteration `k`; `indicators(l)` is the running total of
