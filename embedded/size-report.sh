@@ -2,8 +2,10 @@
 # What nrpt-core costs in flash, RAM and time on a Cortex-M4F, and in bytes of WASM.
 #
 #   embedded/size-report.sh            build, measure, check the limits, and rewrite the
-#                                      section of README.md between the size-report markers
-#   embedded/size-report.sh --check    the same without touching README.md (CI)
+#                                      section of the book's embedded chapter
+#                                      (docs/src/guide/embedded.md) between the
+#                                      size-report markers
+#   embedded/size-report.sh --check    the same without touching the book (CI)
 #
 # Builds the firmware (release) twice, with the sampler and without it (feature
 # `baseline`: the same report code from an empty summary), runs it under QEMU for the
@@ -15,8 +17,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 source "$root/scripts/target-dir.sh" # target_dir DIR: cargo's target directory for DIR
-write_readme=1
-[[ "${1:-}" == "--check" ]] && write_readme=0
+write_page=1
+[[ "${1:-}" == "--check" ]] && write_page=0
 
 FLASH_LIMIT=$((32 * 1024))
 RAM_LIMIT=$((8 * 1024))
@@ -111,6 +113,8 @@ else
     time_line="$(num "$instructions") instructions, $(num "$per_iter") per iteration (QEMU \`-icount shift=0\`); at least $(awk -v i="$instructions" 'BEGIN { printf "%.2f", i / 1e8 }') s at 100 MHz; ${wall} s wall-clock under QEMU"
 fi
 
+# The machine the run-time numbers were measured on.
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 || true)
 report=$(
     cat <<EOF
 Firmware: \`thumbv7em-none-eabihf\`, release (\`opt-level = "s"\`, LTO), P = 16, D = 2, f32,
@@ -130,15 +134,15 @@ Firmware flash by symbol (LTO inlines most of nrpt-core into the firmware's main
 |---|---|
 $(for crate in "${!by_crate[@]}"; do printf '%s\t%s\n' "${by_crate[$crate]}" "$crate"; done | sort -rn | while IFS=$'\t' read -r bytes crate; do printf '| %s | %s |\n' "$crate" "$(num "$bytes")"; done)
 
-Regenerate with \`embedded/size-report.sh\` ($(rustc --version | cut -d' ' -f1-2)).
+Measured $(date -u +%F) by \`embedded/size-report.sh\` ($(rustc --version | cut -d' ' -f1-2), $(nproc) cores of ${cpu:-an unrecorded processor}).
 EOF
 )
 printf '%s\n' "$report"
 
-if [[ $write_readme == 1 ]]; then
-    readme="$root/README.md"
-    if ! grep -q '<!-- size-report:begin -->' "$readme" || ! grep -q '<!-- size-report:end -->' "$readme"; then
-        log "size-report: README.md lacks the size-report markers"
+if [[ $write_page == 1 ]]; then
+    page="$root/docs/src/guide/embedded.md"
+    if ! grep -q '<!-- size-report:begin -->' "$page" || ! grep -q '<!-- size-report:end -->' "$page"; then
+        log "size-report: docs/src/guide/embedded.md lacks the size-report markers"
         exit 1
     fi
     tmp=$(mktemp)
@@ -147,10 +151,10 @@ if [[ $write_readme == 1 ]]; then
         /<!-- size-report:begin -->/ { print; while ((getline line < body) > 0) print line; skip = 1; next }
         /<!-- size-report:end -->/ { skip = 0 }
         !skip { print }
-    ' "$readme" >"$tmp"
-    cat "$tmp" >"$readme"
+    ' "$page" >"$tmp"
+    cat "$tmp" >"$page"
     rm -f "$tmp" "$tmp.body"
-    log "size-report: README.md updated"
+    log "size-report: docs/src/guide/embedded.md updated"
 fi
 
 # --- limits ------------------------------------------------------------------------------

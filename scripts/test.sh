@@ -45,6 +45,9 @@ export NRPT_REQUIRE_NVRTC=1
 step "tests"
 cargo test --workspace
 
+step "documentation: API docs with -D warnings, the book (mdBook), its links and numbers"
+scripts/docs.sh
+
 step "vectorized engines in release builds: the same bits as nrpt-core (AVX-512, AVX2, portable)"
 cargo test --release -p nrpt-host --lib
 # The parity matrix and determinism checks of the cross-crate tests (tests/), compiled as

@@ -191,7 +191,7 @@ pub fn kernels_stem(arch: &str, mode: MathMode) -> String {
     format!("nrpt_kernels.{arch}.{mode}")
 }
 
-/// The kernels of `kernels/` for `arch` and `mode` from `dir`, checked ([`load`]).
+/// The kernels of `kernels/` for `arch` and `mode` from `dir`, checked ([`ptx_cache::load`](crate::ptx_cache::load)).
 pub fn load_kernels(
     dir: &std::path::Path,
     arch: &str,

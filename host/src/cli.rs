@@ -1,4 +1,7 @@
 //! Command-line arguments of `nrpt`, written for someone who has not read the paper.
+// The doc comments here are `--help` text for a terminal, where `[64]` is a default value
+// and `E[T]` an expectation, not links.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use std::path::PathBuf;
 

@@ -59,3 +59,17 @@ pub mod progress;
 pub mod scale;
 pub mod stats;
 pub mod targets;
+
+/// The Rust snippets of the README and of the book, compiled and run as this crate's
+/// doc tests (`cargo test -p nrpt-host --doc`), so that an example that stops compiling
+/// fails CI. A snippet that is an excerpt rather than a program is marked `ignore` in
+/// its page, with the reason beside it.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../docs/src/guide/library.md")]
+    struct Library;
+    #[doc = include_str!("../../docs/src/contributing/adding-a-target.md")]
+    struct AddingATarget;
+}

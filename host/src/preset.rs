@@ -1,6 +1,7 @@
 //! The variants of the paper's rules as configuration: a preset (`paper`, the default,
 //! or `authors-code`) and one key per rule that overrides it. See `nrpt_core::rules`
-//! for what each rule means and the README's table of deviations.
+//! for what each rule means and the table of deviations in the README and the book's
+//! `docs/src/reference/rules.md`.
 
 use nrpt_core::rules::{
     BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, PairEnergies, Rules, StepEnergy,

@@ -469,3 +469,131 @@ fn scale_runs_the_full_sampler_too() {
         assert_eq!(p["capped"], true, "the full sampler runs a fixed length");
     }
 }
+
+// The book's reference pages that are generated from the code, so that they cannot drift:
+// every command's `--help` and every configuration key. `NRPT_BLESS=1 cargo test -p
+// nrpt-host --test cli reference` rewrites them after a change to the flags or keys.
+
+/// `docs/src/reference/NAME` of the repository.
+fn book_page(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/src/reference")
+        .join(name)
+}
+
+/// Compares `page` with the text generated from the code, or rewrites it under
+/// `NRPT_BLESS=1`.
+fn check_generated(name: &str, generated: &str) {
+    let path = book_page(name);
+    if std::env::var_os("NRPT_BLESS").is_some_and(|v| !v.is_empty() && v != "0") {
+        std::fs::write(&path, generated).expect("the book's reference page is written");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed != generated {
+        let line = committed
+            .lines()
+            .zip(generated.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()));
+        panic!(
+            "docs/src/reference/{name} differs from what the code generates (first at line \
+             {}); run `NRPT_BLESS=1 cargo test -p nrpt-host --test cli reference` and \
+             commit the page",
+            line + 1
+        );
+    }
+}
+
+/// Every command path of `nrpt` (`[]`, `["run"]`, `["scale", "merge"]`, …), `help` left
+/// out, in the order `nrpt --help` lists them.
+fn command_paths(cmd: &clap::Command, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(path.clone());
+    let mut subs: Vec<_> = cmd
+        .get_subcommands()
+        .filter(|s| s.get_name() != "help")
+        .collect();
+    subs.sort_by_key(|s| s.get_display_order());
+    for sub in subs {
+        path.push(sub.get_name().to_string());
+        command_paths(sub, path, out);
+        path.pop();
+    }
+}
+
+#[test]
+fn reference_of_the_commands_is_their_help() {
+    let mut paths = Vec::new();
+    let mut cmd = nrpt::cli::command();
+    cmd.build(); // numbers the subcommands in the order `nrpt --help` lists them
+    command_paths(&cmd, &mut Vec::new(), &mut paths);
+    let mut page = String::from(
+        "# Commands and flags\n\n\
+         <!-- Generated from the command's own `--help` by host/tests/cli.rs; do not edit.\n     \
+         Regenerate: NRPT_BLESS=1 cargo test -p nrpt-host --test cli reference -->\n\n\
+         What `nrpt <command> --help` prints, for every command. The \
+         [command-line overview](command-line.md) says what the commands are for and what \
+         every command has in common.\n\n",
+    );
+    for path in &paths {
+        let name = std::iter::once("nrpt").chain(path.iter().map(String::as_str));
+        let name = name.collect::<Vec<_>>().join(" ");
+        page.push_str(&format!("- [`{name}`](#{})\n", name.replace(' ', "-")));
+    }
+    for path in &paths {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        // Plain text whatever the environment asks of colours.
+        let out = common::command()
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .env_remove("CLICOLOR_FORCE")
+            .output()
+            .expect("the nrpt binary runs");
+        assert!(out.status.success(), "nrpt {} failed", args.join(" "));
+        let help = String::from_utf8(out.stdout).expect("help is UTF-8");
+        let name = std::iter::once("nrpt").chain(path.iter().map(String::as_str));
+        let name = name.collect::<Vec<_>>().join(" ");
+        page.push_str(&format!(
+            "\n## `{name}`\n\n```text\n{}\n```\n",
+            help.trim_end()
+        ));
+    }
+    check_generated("commands.md", &page);
+}
+
+#[test]
+fn reference_of_the_configuration_keys_is_their_declaration() {
+    let mut page = String::from(
+        "# Configuration keys\n\n\
+         <!-- Generated from host/src/config/keys.rs by host/tests/cli.rs; do not edit.\n     \
+         Regenerate: NRPT_BLESS=1 cargo test -p nrpt-host --test cli reference -->\n\n\
+         Every key of `nrpt run`'s TOML file, in the order of its declaration, with its flag \
+         and its help (the same text as `nrpt run --help`; a value in brackets is the \
+         default of the 2D target, and each target may take its own). How the file and the \
+         flags combine is in [the configuration chapter](configuration.md).\n\n\
+         | key | flag | what |\n|---|---|---|\n",
+    );
+    for key in nrpt::config::KEYS {
+        let help = key.help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = help.replace('|', "\\|");
+        page.push_str(&format!("| `{}` | `{}` | {help} |\n", key.name, key.flag()));
+    }
+    check_generated("configuration-keys.md", &page);
+}
+
+#[test]
+fn reference_example_configuration_is_a_valid_configuration() {
+    let page = std::fs::read_to_string(book_page("configuration.md")).expect("the page reads");
+    let blocks: Vec<&str> = page
+        .split("```toml\n")
+        .skip(1)
+        .map(|rest| rest.split("\n```").next().expect("the block closes"))
+        .collect();
+    assert!(!blocks.is_empty(), "configuration.md has no TOML example");
+    for block in blocks {
+        if let Err(e) = toml::from_str::<nrpt::config::RunConfig>(block) {
+            panic!("a TOML example of configuration.md is not a configuration: {e}");
+        }
+    }
+}

@@ -5,7 +5,7 @@ mod common;
 use common::{json_of, nrpt, number};
 
 /// A few short HMC trajectories on a small network: the files and fields documented in
-/// docs/outputs.md, then `nrpt deep` scoring against that folder.
+/// docs/src/reference/outputs.md, then `nrpt deep` scoring against that folder.
 #[test]
 fn a_reference_is_written_and_scores_a_comparison() {
     let dir = tempfile::tempdir().unwrap();

@@ -489,7 +489,7 @@ fn check_answer(args: &[String], config: Option<&Path>, dir: &Path) -> i32 {
         // --strict with warnings: the outputs written, status 1, the reason given.
         Some(1) if args.iter().any(|a| a == "--strict") && err.contains("--strict:") => 1,
         // --backend cuda on a machine without a CUDA driver: a failure the machine
-        // decides (status 1, docs/outputs.md), not bad input; the reason given.
+        // decides (status 1, docs/src/reference/outputs.md), not bad input; the reason given.
         Some(1) if args.iter().any(|a| a == "cuda") && err.contains("cuda backend:") => 1,
         other => {
             panic!("{args:?}\n{shown}\nexit {other:?} (a panic is 101, a signal None):\n{err}")

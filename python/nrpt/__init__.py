@@ -639,7 +639,8 @@ def reproduce(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
 
 def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     """``nrpt deep``: the deep-learning comparison at toy scale (the paper's Table 2
-    and Figure 7) under the README's protocol, ``results.json`` as a dict: ``methods``,
+    and Figure 7) under the protocol of the book's chapter on deep posteriors,
+    ``results.json`` as a dict: ``methods``,
     ``eta_sweep`` and ``swap_sweep`` (rows with accuracy, NLL, ECE and, against the
     reference posterior, agreement and total variation, each with ``_sd`` and ``_ci``;
     round trips), ``reference``, ``curves`` (arrays against epochs),

@@ -1,12 +1,12 @@
 //! `nrpt._nrpt`: the native half of the Python package `nrpt`.
 //!
-//! - [`controller`]: nrpt-core's swap [`Controller`](nrpt_core::Controller) over owned
+//! - `controller`: nrpt-core's swap [`Controller`](nrpt_core::Controller) over owned
 //!   buffers, told P energies per iteration by a Python training loop;
-//! - [`toy`]: the driver's own exploration step of the toy targets over NumPy states
+//! - `toy`: the driver's own exploration step of the toy targets over NumPy states
 //!   (so a loop written in Python reproduces `nrpt run` bit for bit), and a recorder of
 //!   a core [`Tempering`](nrpt_core::Tempering) run for the tests;
-//! - [`solver`]: the optimal window and Lemma 1;
-//! - [`engines`]: `nrpt run`, `reproduce`, `deep` and `scale` with their results as
+//! - `solver`: the optimal window and Lemma 1;
+//! - `engines`: `nrpt run`, `reproduce`, `deep` and `scale` with their results as
 //!   dictionaries of NumPy arrays instead of files, the GIL released while they run.
 //!
 //! Every configuration goes through the command line's own parser and validation

@@ -126,7 +126,7 @@ impl<T: Bits> Bits for Vec<T> {
     }
 }
 
-/// Where slice `b` first differs from `a`, as "name[i]: a against b".
+/// Where slice `b` first differs from `a`, as `name[i]: a against b`.
 pub fn slice_difference<T: Bits>(name: &str, a: &[T], b: &[T]) -> Option<String> {
     if a.len() != b.len() {
         return Some(format!("{name}: {} values against {}", a.len(), b.len()));

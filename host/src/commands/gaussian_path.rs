@@ -59,7 +59,7 @@ pub struct ExactSummary<C = ClosedForm> {
     /// The closed forms of the path.
     pub closed_form: C,
     /// Settings without effect on this target, and what the run's diagnostics found
-    /// ([`exact::diagnostics`]), each saying what to do.
+    /// ([`exact::diagnostics()`](crate::exact::diagnostics())), each saying what to do.
     pub warnings: Vec<String>,
 }
 

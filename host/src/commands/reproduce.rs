@@ -47,7 +47,7 @@ pub struct MethodResult {
     pub round_trips_per_1000: Option<f64>,
     /// Round trips per 1000 iterations as the authors' code counts them.
     pub round_trips_per_1000_authors: Option<f64>,
-    /// Lemma 1's prediction P / E[T] · 1000 for this W and S.
+    /// Lemma 1's prediction `P / E[T] · 1000` for this W and S.
     pub model_round_trips_per_1000: Option<f64>,
     /// TV distance on the 50×50 grid of [−2.5, 2.5]² (pooled samples).
     pub tv_distance: f64,

@@ -78,9 +78,9 @@ pub struct WindowAdvice {
     pub chains: usize,
     /// The best integer window for (P, S̄).
     pub optimal_window: u32,
-    /// Lemma 1's E[T] with that window, in iterations.
+    /// Lemma 1's `E[T]` with that window, in iterations.
     pub expected_round_trip_optimal: f64,
-    /// Lemma 1's E[T] with the window that ran.
+    /// Lemma 1's `E[T]` with the window that ran.
     pub expected_round_trip_used: f64,
 }
 

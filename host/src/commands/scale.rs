@@ -26,7 +26,7 @@ pub struct Results {
     pub shard: Option<Shard>,
     /// Points, in sweep order.
     pub points: Vec<Point>,
-    /// Log-log slopes of E[T] against P per window rule and swap rate.
+    /// Log-log slopes of `E[T]` against P per window rule and swap rate.
     pub fits: Vec<Fit>,
 }
 

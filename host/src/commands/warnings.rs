@@ -6,7 +6,7 @@ use crate::config::RunConfig;
 /// Non-finite energies above this share of the chain-steps give a warning.
 pub const NONFINITE_WARNING_SHARE: f64 = 0.01;
 
-/// The warnings of a run (see [`Summary::warnings`]).
+/// The warnings of a run (see [`Summary::warnings`](crate::commands::run::Summary::warnings)).
 pub fn warnings(
     config: &RunConfig,
     chain_steps: u64,

@@ -28,7 +28,7 @@ pub struct WindowReport {
     pub expected_round_trip_opt: f64,
     /// Expected round-trip time with the paper's window.
     pub expected_round_trip_paper: f64,
-    /// Model round trips per 1000 iterations of one ensemble with W = 1 (P / E[T]).
+    /// Model round trips per 1000 iterations of one ensemble with W = 1 (`P / E[T]`).
     pub round_trips_per_1000_w1: f64,
     /// Model round trips per 1000 iterations with the integer optimal window.
     pub round_trips_per_1000_opt: f64,

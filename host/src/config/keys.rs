@@ -6,6 +6,10 @@
 //! [`RunConfig`], its `Default`, the flags [`RunFlags`] with [`RunFlags::apply`], and
 //! [`KEYS`].
 
+// The keys' doc comments are `--help` text for a terminal, where `[64]` is a default value,
+// not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

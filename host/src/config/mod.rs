@@ -1,5 +1,5 @@
 //! A run's configuration, from a TOML file and command-line flags for the same
-//! fields (every key declared once in [`keys`]). Errors name the field (and its flag)
+//! fields (every key declared once in `keys`). Errors name the field (and its flag)
 //! and the allowed range. Turning a configuration into a job, which needs the
 //! registry of targets, is `crate::targets`'s part (`targets/setup.rs`).
 

@@ -2,7 +2,7 @@
 //! gradient budgets with the same number of samples, seed by seed, scored on the test
 //! set against the labels and against a reference posterior.
 //!
-//! # The protocol (the README's "Deep comparison protocol" states it for users)
+//! # The protocol (stated for users in the book: `docs/src/guide/deep.md`)
 //!
 //! 1. **Learning rates by a stated rule** ([`EtaRule`]): the paper's rates (per
 //!    example, 0.005 to 0.02) are given at its N/B ≈ 195 (CIFAR-100, 50,000 examples

@@ -16,7 +16,7 @@
 //!   variation against a reference posterior, intervals, curves against the number of
 //!   samples;
 //! - [`posterior`]: the classifier's posterior as an annealing path (prior to
-//!   posterior, full batch, `f64`) for nrpt-core's exact samplers; [`reference`]: the
+//!   posterior, full batch, `f64`) for nrpt-core's exact samplers; [`mod@reference`]: the
 //!   reference posterior by full-batch HMC, its files and the bundled ones;
 //! - [`experiment`]: the whole comparison of `nrpt deep`, and its protocol.
 

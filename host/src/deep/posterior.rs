@@ -17,7 +17,7 @@
 //!
 //! The forward pass is one matrix product per layer over all N examples, the backward
 //! pass two (Aᵀδ for the weights, δWᵀ for the inputs), through
-//! [`crate::engine::matmul::product`] in `f64`; the tests check both against nrpt-core's
+//! `engine::matmul::product` in `f64`; the tests check both against nrpt-core's
 //! one-example-at-a-time reference ([`nrpt_core::model::mlp`]).
 
 use std::convert::Infallible;

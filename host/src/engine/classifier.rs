@@ -5,7 +5,7 @@
 //! layout of θ, how mini-batches are drawn) and computes it one example at a time.
 //! [`Batched`] computes the same thing a mini-batch at a time: the forward pass is one
 //! matrix product per layer over the batch's examples, the backward pass two (the
-//! weight gradient Aᵀδ and the input gradient δWᵀ), through [`super::matmul`]'s small
+//! weight gradient Aᵀδ and the input gradient δWᵀ), through `engine::matmul`'s small
 //! products, and the softmax is vectorized over each row of scores (with
 //! [`nrpt_core::fastmath::exp`] and `ln`). It draws the same mini-batches from the same
 //! words as nrpt-core's `Classifier`, so the two agree to rounding (sums run in another

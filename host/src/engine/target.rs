@@ -5,7 +5,7 @@
 //! [`EnergyOracle`]: a stochastic gradient and a stochastic energy), optionally a faster
 //! exploration in SIMD lanes and a description for the GPU kernels. Every type that
 //! implements [`Target`] is also an [`AnyTarget`], the object-safe form a
-//! [`Job`](super::Job) holds (`Arc<dyn AnyTarget>`), so the same engines run it:
+//! [`Job`] holds (`Arc<dyn AnyTarget>`), so the same engines run it:
 //! ensembles in parallel on the CPU, recording, checkpoints, progress. The exploration
 //! and exchange stay generic over the oracle's type inside [`AnyTarget::run_cpu`], so a
 //! user's oracle is called without dynamic dispatch.

@@ -24,7 +24,7 @@
 //! # The Gaussian-swap correction
 //!
 //! Suppose the swap log-ratio log A = Δβ(ℓ(Y) − ℓ(X)) of a pair (X at the colder level,
-//! Y at the hotter, Δβ the gap) is Gaussian. Along the path, d/dβ E_β[ℓ] = Var_β(ℓ), so
+//! Y at the hotter, Δβ the gap) is Gaussian. Along the path, `d/dβ E_β[ℓ] = Var_β(ℓ)`, so
 //! with ℓ of variance σ² at both levels, log A ~ N(−μ, 2μ) with μ = Δβ²σ². Then
 //!
 //! ```text

@@ -26,7 +26,7 @@
 //!    the result.
 //!
 //! The explorers are the run's choice ([`ExactSettings::explorer`]: MALA by default, or
-//! HMC), the same in the pilot and the main run. [`diagnostics`] turns the pooled
+//! HMC), the same in the pilot and the main run. [`diagnostics()`] turns the pooled
 //! estimates into warnings that say what to change.
 //!
 //! [`exact`]: nrpt_core::exact
@@ -74,7 +74,7 @@ pub const MAX_PILOT_CHAINS: usize = 256;
 /// rejections approach 1: 13.1 for Λ = 19.0 at D = 400 with 16 chains), and P would be
 /// extrapolated beyond any grid measured. At or below 0.5 the final P is at most about the
 /// pilot's, and Σ r̂ is at most 7.6 % low if the swap log-ratios are Gaussian (the
-/// per-pair barrier at r = 0.5 is √(2/π) Φ⁻¹(0.75) = 0.538; see [`diagnostics`]).
+/// per-pair barrier at r = 0.5 is √(2/π) Φ⁻¹(0.75) = 0.538; see [`mod@diagnostics`]).
 pub fn pilot_too_coarse(mean_rejection: f64) -> bool {
     mean_rejection.is_nan() || mean_rejection > PILOT_MAX_MEAN_REJECTION
 }
@@ -854,7 +854,7 @@ impl ExactOutcome {
 }
 
 /// Lemma 1's round trips per iteration (all replicas) for per-pair rejections r_l and
-/// window W: P / E[T] with E[T] = 2WP(1 + Σ r_l^W/(1 − r_l^W)); `None` for SEO or a
+/// window W: P / `E[T]` with `E[T]` = 2WP(1 + Σ r_l^W/(1 − r_l^W)); `None` for SEO or a
 /// rejection of 1.
 pub fn lemma1_rate(rejections: &[f64], window: u32) -> Option<f64> {
     if window == 0 || rejections.is_empty() {

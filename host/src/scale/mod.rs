@@ -46,7 +46,7 @@ pub struct Point {
     pub swap_rate: f64,
     /// Measured round trips per 1000 iterations of one ensemble.
     pub round_trips_per_1000: f64,
-    /// Measured expected round-trip time E[T] = P / (round trips per iteration);
+    /// Measured expected round-trip time `E[T]` = P / (round trips per iteration);
     /// infinite (`null` in JSON) when no round trip was measured.
     #[serde(deserialize_with = "null_as_infinity")]
     pub expected_round_trip: f64,
@@ -74,13 +74,13 @@ pub struct Point {
     /// `gaussian-path`: the measured communication barrier Λ̂ (mean over ensembles).
     #[serde(default)]
     pub lambda: Option<f64>,
-    /// `gaussian-path`: P (2 + 2Λ̂), the E[T] of DEO as P grows (Syed et al.'s limit
+    /// `gaussian-path`: P (2 + 2Λ̂), the `E[T]` of DEO as P grows (Syed et al.'s limit
     /// 1/(2 + 2Λ) round trips per iteration).
     #[serde(default)]
     pub limit_expected_round_trip: Option<f64>,
 }
 
-/// A least-squares line through (ln P, ln E[T]) of one window rule.
+/// A least-squares line through (ln P, ln `E[T]`) of one window rule.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
     /// Window rule.
@@ -88,7 +88,7 @@ pub struct Fit {
     /// Swap rate (NaN, `null`, for the gaussian path, whose rates follow from P).
     #[serde(deserialize_with = "null_as_nan")]
     pub swap_rate: f64,
-    /// Slope of ln E[T] against ln P.
+    /// Slope of ln `E[T]` against ln P.
     #[serde(deserialize_with = "null_as_nan")]
     pub slope: f64,
     /// Intercept.
@@ -127,11 +127,11 @@ pub struct Settings {
     pub profile: Option<Vec<f64>>,
     /// Ensembles per point (0: chosen from P, see [`ensembles_for`]).
     pub ensembles: usize,
-    /// Stop a point when the standard error of E[T] is below this share.
+    /// Stop a point when the standard error of `E[T]` is below this share.
     pub target_se: f64,
     /// Most iterations per point (measuring), a cap reported when hit.
     pub max_iterations: u64,
-    /// Warm-up: `None` for automatic (twice Lemma 1's E[T] for the Bernoulli model, a
+    /// Warm-up: `None` for automatic (twice Lemma 1's `E[T]` for the Bernoulli model, a
     /// fifth of the cap for the sampler models).
     pub warmup: Option<u64>,
     /// Base seed.
@@ -317,7 +317,7 @@ pub fn pair_rates(s: &Settings, chains: usize, rate: f64) -> Vec<f64> {
     }
 }
 
-/// Lemma 1 with per-pair rejection rates: E[T] = 2WP (1 + Σ_l r_l^W / (1 − r_l^W)).
+/// Lemma 1 with per-pair rejection rates: `E[T]` = 2WP (1 + Σ_l r_l^W / (1 − r_l^W)).
 pub fn model_expected_round_trip(rates: &[f64], window: u32) -> f64 {
     let p = (rates.len() + 1) as f64;
     let w = f64::from(window);
@@ -525,7 +525,7 @@ fn bernoulli_point<const N: usize>(
 }
 
 /// Runs one point of the full sampler on `backend` (fixed length: warm-up, then the
-/// cap; E[T] from the round trips after the warm-up, its error from the ensembles).
+/// cap; `E[T]` from the round trips after the warm-up, its error from the ensembles).
 fn run_sampler_point(
     s: &Settings,
     index: usize,
@@ -603,7 +603,7 @@ fn run_sampler_point(
 }
 
 /// One point of the exact sampler on the Gaussian path: [`crate::exact::run`] with
-/// `max_iterations` as its budget; E[T] from the round trips of the measurement round
+/// `max_iterations` as its budget; `E[T]` from the round trips of the measurement round
 /// (grid and step sizes frozen), its error from the spread over ensembles, Lemma 1 from
 /// the measured pair rejections and the window.
 fn run_gaussian_point(
@@ -714,7 +714,7 @@ pub fn group_rate(p: &Point) -> u64 {
     }
 }
 
-/// Least-squares slopes of ln E[T] against ln P, one per (window rule, swap rate) with
+/// Least-squares slopes of ln `E[T]` against ln P, one per (window rule, swap rate) with
 /// at least two chain counts (finite estimates only).
 pub fn fits(points: &[Point]) -> Vec<Fit> {
     // (A fit of the gaussian path pools its P, whose swap rates differ: S is NaN.)

@@ -1,5 +1,5 @@
 //! The index process of Lemma 1 for many ensembles at once: swap indicators drawn as
-//! independent Bernoulli variables, [`N`] ensembles per group in SIMD lanes.
+//! independent Bernoulli variables, `N` ensembles per group in SIMD lanes.
 //!
 //! It draws the same words and takes the same decisions as nrpt-core's
 //! [`IndexProcess`](nrpt_core::bernoulli::IndexProcess) (the tests compare them run
@@ -50,7 +50,7 @@ impl From<IndexStats> for LaneTrips {
     }
 }
 
-/// [`N`] ensembles of the index process.
+/// `N` ensembles of the index process.
 pub struct Group<const N: usize> {
     p: usize,
     window: u32,

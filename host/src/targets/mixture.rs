@@ -1,5 +1,6 @@
 //! A D-dimensional Gaussian mixture behind noise (`--target mixture`): the worked example
-//! of `docs/adding-a-target.md`, everything a built-in target needs in one file.
+//! of `docs/src/contributing/adding-a-target.md`, everything a built-in target needs in
+//! one file.
 //!
 //! `π(x) = Σ_k w_k N(x; μ_k, I)` with `K = --target-arg components` (default 2)
 //! components of equal weight, centred on the first axis at

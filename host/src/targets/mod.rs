@@ -3,7 +3,7 @@
 //! its help, its own defaults, the configuration keys it reads and how it is built.
 //!
 //! Adding a built-in target is one file (the target and its `Builtin`) and one line
-//! in the [`builtins!`] list below; `docs/adding-a-target.md` walks through
+//! in the `builtins!` list below; `docs/src/contributing/adding-a-target.md` walks through
 //! [`mixture`] as the example. A user's own target needs none of this: it implements
 //! [`Target`](crate::engine::Target) in the user's crate and goes into a
 //! [`Job`](crate::engine::Job) directly (see `host/examples/own_target.rs`).

@@ -162,7 +162,7 @@ pub fn product<T: Element>(
     }
 }
 
-/// Which code computes [`small_product`]: chosen once from the processor, and the same
+/// Which code computes `small_product`: chosen once from the processor, and the same
 /// for every chain of a run (each gives its own last bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kernel(Choice);
