@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%d s] %s\n' "$SECONDS" "$*"; }
 
 step "toolchain: targets and components"
 rustup target add thumbv7em-none-eabihf wasm32-unknown-unknown
@@ -90,3 +90,4 @@ CARGO_TARGET_DIR="$target" "${install[@]}" ./python
 MYPY_CACHE_DIR="$target/mypy-cache" "$py" -m mypy.stubtest nrpt
 NRPT_BIN="$target/debug/nrpt" NRPT_REQUIRE_CLI=1 "$py" -m pytest -q python/tests
 echo "python package: $((SECONDS - python_started)) s"
+echo "test suite: $SECONDS s"
