@@ -6,15 +6,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use nrpt_core::exact::{
-    ChainRule, ExactExplorer, GaussianPath, HmcOptions, MalaOptions, PairRecord, recommended_chains,
-};
+use nrpt_core::exact::{ExactExplorer, GaussianPath, HmcOptions, MalaOptions, PairRecord};
 use serde::Serialize;
 
 use crate::config::{ConfigError, ExplorerKind, RunConfig};
 use crate::console::StdoutError;
 use crate::exact::{
     self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
+    Recommended,
 };
 use crate::figures::{self, LineChart, Series, Style};
 use crate::output::{Csv, OutDir, OutPolicy, write_json};
@@ -77,15 +76,6 @@ pub struct ExplorerSummary {
     /// Smallest and largest step size of the levels with β > 0 (over ensembles), as
     /// adapted and then frozen for the measured round.
     pub step_size_range: (f64, f64),
-}
-
-/// Chains recommended for the measured barrier.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Recommended {
-    /// P − 1 ≈ 2Λ̂.
-    pub cost_optimal: Option<usize>,
-    /// Within 5 % of 1/(2 + 2Λ̂).
-    pub near_limit_5_percent: Option<usize>,
 }
 
 /// The explorer of a configuration: `explorer`, `explorer_steps` and, for HMC,
@@ -204,9 +194,12 @@ pub(crate) fn summary_of<C>(
     closed_form: C,
 ) -> ExactSummary<C> {
     let pooled = out.pooled();
-    let recommend = |rule: ChainRule| recommended_chains(pooled.lambda, rule).ok();
     let mut warnings = super::warnings::warnings(config, 1, 0, 1);
-    warnings.extend(exact::diagnostics(out, &pooled, &s.explorer));
+    warnings.extend(exact::diagnostics(
+        out,
+        &pooled,
+        exact::Advice::Command(&s.explorer),
+    ));
     ExactSummary {
         config: config.clone(),
         dim: s.dim,
@@ -220,10 +213,7 @@ pub(crate) fn summary_of<C>(
         },
         pilot: out.pilot().copied(),
         pilots: out.pilots.clone(),
-        recommended_chains: Recommended {
-            cost_optimal: recommend(ChainRule::CostOptimal),
-            near_limit_5_percent: recommend(ChainRule::NEAR_LIMIT_5_PERCENT),
-        },
+        recommended_chains: Recommended::for_barrier(pooled.lambda),
         window: out.window,
         window_swap_rate: out.window_swap_rate,
         iterations_run: out.iterations_run,
