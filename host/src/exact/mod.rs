@@ -45,6 +45,7 @@ use crate::engine::{Flow, OnProgress};
 use crate::stats::mean_sd;
 
 pub mod diagnostics;
+pub mod tables;
 pub mod told;
 pub use diagnostics::{Advice, diagnostics, gaussian_corrected_barrier, window_warning};
 pub use told::{ControllerSettings, ControllerSummary, ExactController, SavedError};
