@@ -194,12 +194,16 @@ impl ExactController {
         settings: ControllerSettings,
         initial_betas: Option<&[f64]>,
     ) -> Result<Self, nrpt_core::Error> {
+        const _: () = assert!(
+            crate::config::MAX_CHAINS == 65_536,
+            "update the message below"
+        );
         let p = settings.chains;
         if p > crate::config::MAX_CHAINS {
             return Err(nrpt_core::Error::InvalidValue {
                 name: "chains",
                 value: p as f64,
-                allowed: "at most nrpt's limit on chains (MAX_CHAINS)",
+                allowed: "at most 65536 (nrpt's limit on chains)",
             });
         }
         let n = ExactBuffers::told_lengths(p)?;
