@@ -20,6 +20,9 @@ use nrpt_core::exact::{
 };
 use nrpt_core::window::Scheme;
 
+mod common;
+use common::ExactOwned as Owned;
+
 // ---------------------------------------------------------------------------------------
 // Independent special functions and quadrature.
 
@@ -166,71 +169,7 @@ fn exact_rejection(path: &GaussianPath, d: usize, beta_c: f64, beta_h: f64) -> f
 }
 
 // ---------------------------------------------------------------------------------------
-// Buffers.
-
-struct Owned {
-    states: Vec<f64>,
-    ells: Vec<f64>,
-    betas: Vec<f64>,
-    levels: Vec<LevelRecord>,
-    at: Vec<u32>,
-    of: Vec<u32>,
-    trips: Vec<u8>,
-    gates: Vec<bool>,
-    flags: Vec<u8>,
-    pairs: Vec<PairRecord>,
-    knots: Vec<f64>,
-    values: Vec<f64>,
-    scratch: Vec<f64>,
-}
-
-impl Owned {
-    /// Buffers for MALA (scratch 4·D).
-    fn new(p: usize, d: usize) -> Self {
-        Self::with_scratch(p, d, 4)
-    }
-
-    /// Buffers for HMC (scratch 5·D).
-    fn hmc(p: usize, d: usize) -> Self {
-        Self::with_scratch(p, d, nrpt_core::exact::HMC_SCRATCH_VECTORS)
-    }
-
-    fn with_scratch(p: usize, d: usize, vectors: usize) -> Self {
-        Owned {
-            states: vec![0.0; p * d],
-            ells: vec![0.0; p],
-            betas: vec![0.0; p],
-            levels: vec![LevelRecord::default(); p],
-            at: vec![0; p],
-            of: vec![0; p],
-            trips: vec![0; p],
-            gates: vec![false; p.saturating_sub(1)],
-            flags: vec![0; p.saturating_sub(1)],
-            pairs: vec![PairRecord::default(); p.saturating_sub(1)],
-            knots: vec![0.0; p],
-            values: vec![0.0; p],
-            scratch: vec![0.0; vectors * d],
-        }
-    }
-
-    fn buffers(&mut self) -> ExactBuffers<'_> {
-        ExactBuffers {
-            states: &mut self.states,
-            log_likelihoods: &mut self.ells,
-            betas: &mut self.betas,
-            levels: &mut self.levels,
-            replica_at: &mut self.at,
-            level_of: &mut self.of,
-            trips: &mut self.trips,
-            gates: &mut self.gates,
-            flags: &mut self.flags,
-            pairs: &mut self.pairs,
-            barrier_betas: &mut self.knots,
-            barrier_values: &mut self.values,
-            scratch: &mut self.scratch,
-        }
-    }
-}
+// Runs (buffers: `common::ExactOwned`).
 
 /// Runs `rounds` rounds and returns the last report.
 fn run_rounds(pt: &mut ExactTempering<'_, GaussianPath>, rounds: u32) -> RoundReport {

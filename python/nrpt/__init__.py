@@ -20,6 +20,11 @@ rate S.
   them with ``KeyboardInterrupt``.
 - :class:`ToyExplorer`: the exploration step of the built-in toy targets over NumPy
   states, so a Python loop around a :class:`Controller` reproduces ``nrpt run``.
+- :class:`ExactController`: exact tempering around your own model and sampler
+  (ask/tell): it gives the inverse temperature of each replica, you move each replica
+  with any exact sampler of ``prior · likelihood**beta`` and tell it the
+  log-likelihoods; it swaps (DEO), adapts the grid, and estimates the communication
+  barrier and log Z, with the command's warnings (``docs/exact-tempering-your-model.md``).
 
 Every keyword argument of a configuration is a flag of the command line (``swap_rate``
 is ``--swap-rate``), parsed and checked by the command's own code: the defaults and
@@ -37,6 +42,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _nrpt
+from ._exact import ExactController, ExactStep, LogZ
 from ._flags import argv as _argv
 from ._nrpt import (
     expected_round_trip,
@@ -52,6 +58,9 @@ __version__: str = _nrpt.__version__
 __all__ = [
     "Controller",
     "Decision",
+    "ExactController",
+    "ExactStep",
+    "LogZ",
     "ToyExplorer",
     "deep",
     "expected_round_trip",

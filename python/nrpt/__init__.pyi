@@ -7,9 +7,16 @@ from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
+from ._exact import ExactController as ExactController
+from ._exact import ExactStep as ExactStep
+from ._exact import LogZ as LogZ
+
 __all__ = [
     "Controller",
     "Decision",
+    "ExactController",
+    "ExactStep",
+    "LogZ",
     "ToyExplorer",
     "deep",
     "expected_round_trip",

@@ -5,6 +5,8 @@
 //! - `toy`: the driver's own exploration step of the toy targets over NumPy states
 //!   (so a loop written in Python reproduces `nrpt run` bit for bit), and a recorder of
 //!   a core [`Tempering`](nrpt_core::Tempering) run for the tests;
+//! - `exact`: exact tempering told the log-likelihoods by a Python sampler (the host's
+//!   `ExactController`), and a recorder of a core exact run for the tests;
 //! - `solver`: the optimal window and Lemma 1;
 //! - `engines`: `nrpt run`, `reproduce`, `deep` and `scale` with their results as
 //!   dictionaries of NumPy arrays instead of files, the GIL released while they run.
@@ -21,6 +23,7 @@ mod controller;
 mod convert;
 mod engines;
 mod errors;
+mod exact;
 mod interrupt;
 mod solver;
 mod toy;
@@ -31,6 +34,7 @@ fn _nrpt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<controller::NativeController>()?;
     m.add_class::<toy::NativeToyExplorer>()?;
+    m.add_class::<exact::NativeExactController>()?;
     m.add_function(wrap_pyfunction!(solver::optimal_window, m)?)?;
     m.add_function(wrap_pyfunction!(solver::w_star, m)?)?;
     m.add_function(wrap_pyfunction!(solver::paper_window, m)?)?;
@@ -44,5 +48,6 @@ fn _nrpt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engines::scale, m)?)?;
     m.add_function(wrap_pyfunction!(config::flags, m)?)?;
     m.add_function(wrap_pyfunction!(toy::record_tempering, m)?)?;
+    m.add_function(wrap_pyfunction!(exact::record_exact, m)?)?;
     Ok(())
 }

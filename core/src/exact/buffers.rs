@@ -84,10 +84,34 @@ impl ExactBuffers<'_> {
         })
     }
 
+    /// The lengths for `chains = P ≥ 2` of a run told its log-likelihoods
+    /// ([`ExactTempering::told`](super::ExactTempering::told)): no states and no scratch
+    /// (`states` and `scratch` empty), the rest as [`ExactBuffers::lengths`].
+    pub fn told_lengths(chains: usize) -> Result<Lengths, Error> {
+        check_chains(chains)?;
+        Ok(Lengths {
+            states: 0,
+            per_level: chains,
+            per_pair: chains - 1,
+            scratch: 0,
+        })
+    }
+
     /// Checks every length against P (from `betas`), `dim` and `explorer`; returns P.
     pub fn check(&self, dim: usize, explorer: &ExactExplorer) -> Result<usize, Error> {
-        let p = self.betas.len();
-        let n = Self::lengths(p, dim, explorer)?;
+        let n = Self::lengths(self.betas.len(), dim, explorer)?;
+        self.check_lengths(n)
+    }
+
+    /// Checks every length against P (from `betas`) for a run told its log-likelihoods
+    /// ([`ExactBuffers::told_lengths`]); returns P.
+    pub fn check_told(&self) -> Result<usize, Error> {
+        let n = Self::told_lengths(self.betas.len())?;
+        self.check_lengths(n)
+    }
+
+    fn check_lengths(&self, n: Lengths) -> Result<usize, Error> {
+        let p = n.per_level;
         check_len("states", self.states.len(), n.states)?;
         check_len("scratch", self.scratch.len(), n.scratch)?;
         for (name, len) in [
@@ -111,6 +135,7 @@ impl ExactBuffers<'_> {
 /// The explorer (MALA or HMC) of one level: its step size (kept over the run) and its
 /// acceptance in the current round.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LevelRecord {
     pub(crate) step: f64,
     pub(crate) updates: u64,
@@ -157,6 +182,7 @@ impl LevelRecord {
 /// One pair (l, l + 1) in the current round: its swap tests and the stepping-stone
 /// sums.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PairRecord {
     pub(crate) tests: u64,
     pub(crate) rejection_sum: f64,

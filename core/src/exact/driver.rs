@@ -1,6 +1,6 @@
 //! The exact tempering run: explore, swap, record, and close rounds.
 
-use crate::error::Error;
+use crate::error::{Error, check_len};
 use crate::index::{IndexStats, authors_pass, init_identity, observe_arrival};
 use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, streams};
 use crate::swap::{SwapBuffers, flags, sweep_unchecked};
@@ -8,12 +8,12 @@ use crate::swap::{SwapBuffers, flags, sweep_unchecked};
 use super::barrier::Barrier;
 use super::buffers::{ExactBuffers, LevelRecord, PairRecord};
 use super::chains::rate_of;
-use super::evidence::{BatchMeans, Estimate, batch_of};
+use super::evidence::{BATCHES, BatchMeans, Estimate, batch_of};
 use super::explorer::adapt_step;
 use super::hmc::hmc_unchecked;
 use super::mala::{mala_unchecked, reference_draw};
 use super::options::{ExactExplorer, ExactOptions, StartStates};
-use super::path::AnnealingPath;
+use super::path::{AnnealingPath, NoPath};
 use super::report::{ExactReport, RoundReport};
 use super::schedule::{InitialGrid, check_grid, uniform_grid};
 use super::swap::TemperedSwaps;
@@ -28,25 +28,72 @@ pub struct ExactTempering<'a, P: AnnealingPath> {
     options: ExactOptions,
     b: ExactBuffers<'a>,
     dim: usize,
-    iteration: u64,
-    round: u32,
-    round_iteration: u64,
-    started: bool,
-    /// A round has just ended: its records are cleared before the next iteration.
-    closed: bool,
-    stats: IndexStats,
-    round_base: IndexStats,
-    forward_batches: BatchMeans,
-    reverse_batches: BatchMeans,
-    /// Σ over the current batch's iterations of s_k = Σ_l (1 − α_{l,k}), and those
-    /// iterations: the batch means of Λ̂.
-    barrier_batch_sum: f64,
-    barrier_batch_iterations: u64,
-    barrier_batches: BatchMeans,
-    adapt_grid: bool,
-    adapt_steps: bool,
-    last_round: Option<RoundReport>,
+    /// Everything else that carries over from one iteration to the next.
+    at: ExactProgress,
     failure: Option<P::Error>,
+}
+
+/// Where an exact tempering run stands besides its buffers: with the buffers (as the run
+/// left them), all [`ExactTempering::resume`] needs to continue it with the same bits as
+/// if it had never stopped. Plain data, `Copy` (and `serde` with the crate's `serde`
+/// feature), so a caller can save it beside the buffers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ExactProgress {
+    /// Iterations done in the whole run.
+    pub iteration: u64,
+    /// The current round (rounds completed so far).
+    pub round: u32,
+    /// Iterations done in the current round.
+    pub round_iteration: u64,
+    /// The initial states and their ℓ are in place (drawn by the first
+    /// [`ExactTempering::step`], or told by the first [`ExactTempering::tell`]).
+    pub started: bool,
+    /// A round has just ended: its records are cleared before the next iteration.
+    pub closed: bool,
+    /// Round trips, restarts and non-finite counts over the whole run.
+    pub stats: IndexStats,
+    /// `stats` when the current round started.
+    pub round_base: IndexStats,
+    /// The current round's batch estimates of the forward stepping stone.
+    pub forward_batches: BatchMeans,
+    /// The current round's batch estimates of the reverse stepping stone.
+    pub reverse_batches: BatchMeans,
+    /// Σ over the current batch's iterations of s_k = Σ_l (1 − α_{l,k}).
+    pub barrier_batch_sum: f64,
+    /// Iterations in that sum.
+    pub barrier_batch_iterations: u64,
+    /// The current round's batch means of s_k (for the standard error of Λ̂).
+    pub barrier_batches: BatchMeans,
+    /// The grid is re-placed at equal barrier after each round.
+    pub adapt_grid: bool,
+    /// The explorers' step sizes adapt.
+    pub adapt_steps: bool,
+    /// The report of the last completed round.
+    pub last_round: Option<RoundReport>,
+}
+
+impl ExactProgress {
+    /// A run that has not started.
+    fn fresh(options: &ExactOptions) -> Self {
+        ExactProgress {
+            iteration: 0,
+            round: 0,
+            round_iteration: 0,
+            started: false,
+            closed: false,
+            stats: IndexStats::default(),
+            round_base: IndexStats::default(),
+            forward_batches: BatchMeans::default(),
+            reverse_batches: BatchMeans::default(),
+            barrier_batch_sum: 0.0,
+            barrier_batch_iterations: 0,
+            barrier_batches: BatchMeans::default(),
+            adapt_grid: options.schedule.adapt_grid,
+            adapt_steps: options.explorer.adapt(),
+            last_round: None,
+        }
+    }
 }
 
 impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
@@ -59,15 +106,45 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
     /// The first invalid option ([`ExactOptions::validate`]), path setting, buffer length
     /// ([`ExactBuffers::check`]) or, with [`InitialGrid::Keep`], grid point
     /// ([`check_grid`]).
-    pub fn new(
+    pub fn new(options: ExactOptions, path: P, buffers: ExactBuffers<'a>) -> Result<Self, Error> {
+        let options = options.validate()?;
+        path.validate()?;
+        let dim = path.dim();
+        buffers.check(dim, &options.explorer)?;
+        Self::start_fresh(options, path, dim, buffers)
+    }
+
+    /// Continues a run: `buffers` hold its state as the run left them (as
+    /// [`ExactTempering::into_buffers`] gives them back, or copies of them) and `progress`
+    /// its [`ExactTempering::progress`]; `options` and `path` must be the ones it ran with.
+    /// The run then goes on with the same bits as if it had never stopped. A run stopped
+    /// by its path's error resumes without it, from its half-explored replicas.
+    ///
+    /// # Errors
+    ///
+    /// As [`ExactTempering::new`], and a state that cannot be a run's: a grid or barrier knots out of order, `replica_at` not a permutation
+    /// whose inverse is `level_of`, a step size that is not finite and positive, a round
+    /// already past its length.
+    pub fn resume(
         options: ExactOptions,
         path: P,
-        mut buffers: ExactBuffers<'a>,
+        buffers: ExactBuffers<'a>,
+        progress: ExactProgress,
     ) -> Result<Self, Error> {
         let options = options.validate()?;
         path.validate()?;
         let dim = path.dim();
         buffers.check(dim, &options.explorer)?;
+        Self::continue_with(options, path, dim, buffers, progress)
+    }
+
+    /// A fresh run over checked options and buffers.
+    fn start_fresh(
+        options: ExactOptions,
+        path: P,
+        dim: usize,
+        mut buffers: ExactBuffers<'a>,
+    ) -> Result<Self, Error> {
         match options.schedule.initial_grid {
             InitialGrid::Uniform => uniform_grid(buffers.betas)?,
             InitialGrid::Keep => {
@@ -92,21 +169,26 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             options,
             b: buffers,
             dim,
-            iteration: 0,
-            round: 0,
-            round_iteration: 0,
-            started: false,
-            closed: false,
-            stats: IndexStats::default(),
-            round_base: IndexStats::default(),
-            forward_batches: BatchMeans::default(),
-            reverse_batches: BatchMeans::default(),
-            barrier_batch_sum: 0.0,
-            barrier_batch_iterations: 0,
-            barrier_batches: BatchMeans::default(),
-            adapt_grid: options.schedule.adapt_grid,
-            adapt_steps: options.explorer.adapt(),
-            last_round: None,
+            at: ExactProgress::fresh(&options),
+            failure: None,
+        })
+    }
+
+    /// A run continued over checked options and buffers, once its state is checked.
+    fn continue_with(
+        options: ExactOptions,
+        path: P,
+        dim: usize,
+        mut buffers: ExactBuffers<'a>,
+        progress: ExactProgress,
+    ) -> Result<Self, Error> {
+        check_state(&options, &mut buffers, &progress)?;
+        Ok(ExactTempering {
+            path,
+            options,
+            b: buffers,
+            dim,
+            at: progress,
             failure: None,
         })
     }
@@ -130,6 +212,37 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         out
     }
 
+    /// One iteration whose exploration the caller did: `log_likelihoods[r]` is ℓ of
+    /// replica r's state after the caller moved it at β = `betas()[level_of()[r]]`
+    /// (**by replica**, as [`ExactTempering::log_likelihoods`] holds them), with any
+    /// sampler that leaves π_β invariant (at β = 0, an exact draw from π₀ or such a
+    /// sampler). Then exactly what [`ExactTempering::step`] runs after its own
+    /// exploration: the stepping-stone terms, the windowed sweep of Metropolis swaps, the
+    /// swap and round-trip records, the end of a batch or of a round (Λ̂, log Z, the grid
+    /// re-placed). A run told the ℓ that another run's `step` computed makes that run's
+    /// swaps, grids and estimates bit for bit; its [`RoundReport::explorer_acceptance`]
+    /// is NaN (no explorer ran here) and the states in the buffer are not touched.
+    ///
+    /// A non-finite ℓ is taken as it is: its pairs get α = 0, never swap and are counted
+    /// ([`ExactReport::nonfinite_pairs`]); a NaN or +∞ makes the round's stepping stone
+    /// NaN or +∞ (−∞, a likelihood of zero, is a weight of zero). A path error of an
+    /// earlier [`ExactTempering::step`] does not stop `tell` (every ℓ is replaced).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LengthMismatch`] unless there is one ℓ per replica; nothing changes then.
+    pub fn tell(&mut self, log_likelihoods: &[f64]) -> Result<ExactReport, Error> {
+        check_len(
+            "log_likelihoods",
+            log_likelihoods.len(),
+            self.b.log_likelihoods.len(),
+        )?;
+        self.open_iteration();
+        self.b.log_likelihoods.copy_from_slice(log_likelihoods);
+        self.at.started = true;
+        Ok(self.close_iteration())
+    }
+
     /// Runs the iterations left in the current round and returns its report.
     pub fn run_round(&mut self) -> Result<RoundReport, P::Error> {
         loop {
@@ -140,28 +253,39 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
     }
 
     fn iterate(&mut self) -> Result<ExactReport, P::Error> {
-        if !self.started {
+        if !self.at.started {
             self.start()?;
         }
-        if self.closed {
+        self.open_iteration();
+        self.explore()?;
+        Ok(self.close_iteration())
+    }
+
+    /// Before an iteration's ℓ: the records of a round that has just ended are cleared.
+    fn open_iteration(&mut self) {
+        if self.at.closed {
             self.b.pairs.fill(PairRecord::default());
             self.b.levels.iter_mut().for_each(LevelRecord::clear_round);
-            self.closed = false;
+            self.at.closed = false;
         }
-        self.explore()?;
+    }
+
+    /// Everything after the iteration's ℓ (explored or told): the stepping stones, the
+    /// exchange, the counters, the end of a batch and of a round.
+    fn close_iteration(&mut self) -> ExactReport {
         self.record_stepping_stones();
         let report = self.exchange();
-        self.iteration += 1;
-        self.round_iteration += 1;
+        self.at.iteration += 1;
+        self.at.round_iteration += 1;
         let n = self.round_length();
-        if batch_of(self.round_iteration - 1, n).1 {
+        if batch_of(self.at.round_iteration - 1, n).1 {
             self.close_batch();
         }
-        let round_end = (self.round_iteration >= n).then(|| self.close_round());
-        Ok(ExactReport {
+        let round_end = (self.at.round_iteration >= n).then(|| self.close_round());
+        ExactReport {
             round_end,
             ..report
-        })
+        }
     }
 
     /// Initial states (unless kept) and their ℓ.
@@ -176,14 +300,14 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             }
             self.b.log_likelihoods[r] = self.path.log_likelihood(x)?;
         }
-        self.started = true;
+        self.at.started = true;
         Ok(())
     }
 
     /// Every level moves its replica: MALA or HMC at β > 0, an exact draw at β = 0.
     fn explore(&mut self) -> Result<(), P::Error> {
         let o = self.options;
-        let (d, k) = (self.dim, self.iteration);
+        let (d, k) = (self.dim, self.at.iteration);
         let b = &mut self.b;
         for (level, (&beta, rec)) in b.betas.iter().zip(b.levels.iter_mut()).enumerate() {
             let r = b.replica_at[level] as usize;
@@ -229,7 +353,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
                 rec.acceptance_sum += acceptance_sum;
                 rec.proposals += u64::from(proposals);
                 rec.accepted += u64::from(accepted);
-                if self.adapt_steps {
+                if self.at.adapt_steps {
                     let mean = acceptance_sum / f64::from(proposals);
                     rec.step = adapt_step(
                         rec.step,
@@ -264,10 +388,10 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
     /// The windowed sweep and the swap and round-trip book-keeping.
     fn exchange(&mut self) -> ExactReport {
         let o = self.options;
-        let k = self.iteration;
+        let k = self.at.iteration;
         let b = &mut self.b;
         let pairs = &mut *b.pairs;
-        let batch_sum = &mut self.barrier_batch_sum;
+        let batch_sum = &mut self.at.barrier_batch_sum;
         let mut test =
             TemperedSwaps::new(b.betas, b.log_likelihoods, o.swap_test, |pair, alpha| {
                 let rec = &mut pairs[pair];
@@ -275,7 +399,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
                 rec.rejection_sum += 1.0 - alpha;
                 *batch_sum += 1.0 - alpha;
             });
-        self.barrier_batch_iterations += 1;
+        self.at.barrier_batch_iterations += 1;
         let mut rng = PhiloxStream::new(o.seed, o.ensemble, k, ENSEMBLE_WIDE, streams::EXACT_SWAP);
         let swap = SwapBuffers {
             replica_at: b.replica_at,
@@ -285,7 +409,7 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         };
         let Ok(summary) = sweep_unchecked(k, o.scheme, swap, &mut rng, &mut test);
 
-        let before = self.stats.round_trips;
+        let before = self.at.stats.round_trips;
         let top = b.betas.len() - 1;
         for (pair, (&f, rec)) in b.flags.iter().zip(b.pairs.iter_mut()).enumerate() {
             rec.attempts += u64::from(f & flags::ATTEMPT != 0);
@@ -294,16 +418,18 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
                 rec.swaps += 1;
                 for level in [pair, pair + 1] {
                     let r = b.replica_at[level] as usize;
-                    self.stats
+                    self.at
+                        .stats
                         .record(observe_arrival(&mut b.trips[r], level, top));
                 }
             }
         }
-        self.stats.nonfinite_energies += u64::from(summary.nonfinite);
-        self.stats.authors_round_trips += u64::from(authors_pass(b.trips, b.replica_at, b.flags));
+        self.at.stats.nonfinite_energies += u64::from(summary.nonfinite);
+        self.at.stats.authors_round_trips +=
+            u64::from(authors_pass(b.trips, b.replica_at, b.flags));
         ExactReport {
             swaps: summary.swaps,
-            round_trips: (self.stats.round_trips - before) as u32,
+            round_trips: (self.at.stats.round_trips - before) as u32,
             nonfinite_pairs: summary.nonfinite,
             round_end: None,
         }
@@ -317,12 +443,13 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             rev -= rec.reverse_batch.log_mean();
             rec.clear_batch();
         }
-        self.forward_batches.push(fwd);
-        self.reverse_batches.push(rev);
-        self.barrier_batches
-            .push(self.barrier_batch_sum / self.barrier_batch_iterations.max(1) as f64);
-        self.barrier_batch_sum = 0.0;
-        self.barrier_batch_iterations = 0;
+        self.at.forward_batches.push(fwd);
+        self.at.reverse_batches.push(rev);
+        self.at
+            .barrier_batches
+            .push(self.at.barrier_batch_sum / self.at.barrier_batch_iterations.max(1) as f64);
+        self.at.barrier_batch_sum = 0.0;
+        self.at.barrier_batch_iterations = 0;
     }
 
     /// The round's report; the barrier snapshot; the next grid; the next round.
@@ -349,26 +476,26 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             (a + l.acceptance_sum, n + l.proposals)
         });
         let mut report = RoundReport {
-            round: self.round,
-            iterations: self.round_iteration,
+            round: self.at.round,
+            iterations: self.at.round_iteration,
             global_barrier: acc,
-            global_barrier_standard_error: self.barrier_batches.standard_error(),
+            global_barrier_standard_error: self.at.barrier_batches.standard_error(),
             log_normalizer: Estimate {
                 value: forward,
-                standard_error: self.forward_batches.standard_error(),
+                standard_error: self.at.forward_batches.standard_error(),
             },
             log_normalizer_reverse: Estimate {
                 value: reverse,
-                standard_error: self.reverse_batches.standard_error(),
+                standard_error: self.at.reverse_batches.standard_error(),
             },
-            round_trips: self.stats.round_trips - self.round_base.round_trips,
-            restarts: self.stats.restarts - self.round_base.restarts,
+            round_trips: self.at.stats.round_trips - self.at.round_base.round_trips,
+            restarts: self.at.stats.restarts - self.at.round_base.restarts,
             predicted_round_trip_rate: rate_of(rates()),
             rejection_range,
             explorer_acceptance: acc_sum / proposals as f64,
             grid_adapted: false,
         };
-        if self.adapt_grid && acc > 0.0 {
+        if self.at.adapt_grid && acc > 0.0 {
             let placed = Barrier::new(b.barrier_betas, b.barrier_values)
                 .and_then(|barrier| barrier.equal_barrier_grid(b.betas));
             match placed {
@@ -377,46 +504,46 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
                 Err(_) => b.betas.copy_from_slice(b.barrier_betas),
             }
         }
-        self.forward_batches.clear();
-        self.reverse_batches.clear();
-        self.barrier_batches.clear();
-        self.round += 1;
-        self.round_iteration = 0;
-        self.round_base = self.stats;
-        self.closed = true;
-        self.last_round = Some(report);
+        self.at.forward_batches.clear();
+        self.at.reverse_batches.clear();
+        self.at.barrier_batches.clear();
+        self.at.round += 1;
+        self.at.round_iteration = 0;
+        self.at.round_base = self.at.stats;
+        self.at.closed = true;
+        self.at.last_round = Some(report);
         report
     }
 
     /// Iterations of the current round ([`ScheduleOptions::round_length`](super::ScheduleOptions::round_length)).
     pub fn round_length(&self) -> u64 {
-        self.options.schedule.round_length(self.round)
+        self.options.schedule.round_length(self.at.round)
     }
 
     /// The current round (from 0): rounds completed so far.
     pub fn round(&self) -> u32 {
-        self.round
+        self.at.round
     }
 
     /// Iterations done in the whole run.
     pub fn iteration(&self) -> u64 {
-        self.iteration
+        self.at.iteration
     }
 
     /// Iterations done in the current round.
     pub fn round_iteration(&self) -> u64 {
-        self.round_iteration
+        self.at.round_iteration
     }
 
     /// Turns the grid's re-placement after each round on or off (off: the grid stays
     /// fixed from now on, as for a final measurement round).
     pub fn set_adapt_grid(&mut self, on: bool) {
-        self.adapt_grid = on;
+        self.at.adapt_grid = on;
     }
 
     /// Turns the step-size adaptation on or off from the next iteration on.
     pub fn set_adapt_steps(&mut self, on: bool) {
-        self.adapt_steps = on;
+        self.at.adapt_steps = on;
     }
 
     /// The barrier of the last completed round (Λ̂ = 0 everywhere before the first).
@@ -427,12 +554,12 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
 
     /// The report of the last completed round.
     pub fn last_round(&self) -> Option<&RoundReport> {
-        self.last_round.as_ref()
+        self.at.last_round.as_ref()
     }
 
     /// Round trips, restarts and non-finite counts over the whole run.
     pub fn stats(&self) -> IndexStats {
-        self.stats
+        self.at.stats
     }
 
     /// The current grid, by level.
@@ -489,6 +616,12 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         &self.options
     }
 
+    /// Where the run stands besides its buffers: with them, what
+    /// [`ExactTempering::resume`] continues.
+    pub fn progress(&self) -> ExactProgress {
+        self.at
+    }
+
     /// The error that stopped the run, if the path failed.
     pub fn failure(&self) -> Option<&P::Error> {
         self.failure.as_ref()
@@ -498,4 +631,106 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
     pub fn into_buffers(self) -> ExactBuffers<'a> {
         self.b
     }
+}
+
+impl<'a> ExactTempering<'a, NoPath> {
+    /// A run whose caller explores and calls [`ExactTempering::tell`] every iteration
+    /// (nrpt keeps no states: `states` and `scratch` are empty,
+    /// [`ExactBuffers::told_lengths`]). The options' explorer and start states play no
+    /// part; everything else is as [`ExactTempering::new`].
+    ///
+    /// # Errors
+    ///
+    /// As [`ExactTempering::new`], with the lengths of [`ExactBuffers::told_lengths`].
+    pub fn told(options: ExactOptions, buffers: ExactBuffers<'a>) -> Result<Self, Error> {
+        let options = options.validate()?;
+        buffers.check_told()?;
+        Self::start_fresh(options, NoPath, 0, buffers)
+    }
+
+    /// Continues a run made by [`ExactTempering::told`], as [`ExactTempering::resume`].
+    ///
+    /// # Errors
+    ///
+    /// As [`ExactTempering::resume`], with the lengths of [`ExactBuffers::told_lengths`].
+    pub fn resume_told(
+        options: ExactOptions,
+        buffers: ExactBuffers<'a>,
+        progress: ExactProgress,
+    ) -> Result<Self, Error> {
+        let options = options.validate()?;
+        buffers.check_told()?;
+        Self::continue_with(options, NoPath, 0, buffers, progress)
+    }
+}
+
+/// Checks that buffers of checked lengths and `progress` can be a state of a run with
+/// `options`: the grid ([`check_grid`]) and the barrier's knots ([`Barrier::new`]) valid,
+/// `replica_at` a permutation whose inverse is `level_of`, every step size finite and
+/// positive, the current round not past its length, no more batches than
+/// [`BATCHES`](super::BATCHES), nothing done before the start.
+fn check_state(
+    options: &ExactOptions,
+    b: &mut ExactBuffers<'_>,
+    progress: &ExactProgress,
+) -> Result<(), Error> {
+    check_grid(b.betas)?;
+    Barrier::new(b.barrier_betas, b.barrier_values)?;
+    SwapBuffers {
+        replica_at: b.replica_at,
+        level_of: b.level_of,
+        gates: b.gates,
+        flags: b.flags,
+    }
+    .check()?;
+    if let Some(l) = b
+        .levels
+        .iter()
+        .find(|l| !(l.step.is_finite() && l.step > 0.0))
+    {
+        return Err(Error::InvalidValue {
+            name: "levels.step",
+            value: l.step,
+            allowed: "finite and > 0 at every level",
+        });
+    }
+    let bad = |name, value: f64, allowed| {
+        Err(Error::InvalidValue {
+            name,
+            value,
+            allowed,
+        })
+    };
+    let length = options.schedule.round_length(progress.round);
+    if progress.round_iteration >= length {
+        return bad(
+            "progress.round_iteration",
+            progress.round_iteration as f64,
+            "below the length of the current round",
+        );
+    }
+    if progress.round_iteration > progress.iteration {
+        return bad(
+            "progress.round_iteration",
+            progress.round_iteration as f64,
+            "at most the iterations of the run",
+        );
+    }
+    if !progress.started && progress.iteration > 0 {
+        return bad("progress.started", 0.0, "true once an iteration has run");
+    }
+    for batches in [
+        &progress.forward_batches,
+        &progress.reverse_batches,
+        &progress.barrier_batches,
+    ] {
+        if batches.len() > BATCHES {
+            return bad(
+                "progress.batches",
+                batches.len() as f64,
+                "at most BATCHES batch estimates",
+            );
+        }
+    }
+    Ok(())
 }

@@ -48,6 +48,7 @@ pub const BATCHES: usize = 32;
 /// log of the mean of exp(v) over the values pushed, kept as a running maximum and a
 /// sum of exp(v − max): exact scaling, no overflow.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LogMeanExp {
     max: f64,
     sum: f64,
@@ -103,6 +104,7 @@ impl LogMeanExp {
 
 /// An estimate with its standard error.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Estimate {
     /// The estimate.
     pub value: f64,
@@ -112,6 +114,7 @@ pub struct Estimate {
 
 /// The batch estimates of one round (at most [`BATCHES`]) and their standard error.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BatchMeans {
     values: [f64; BATCHES],
     len: usize,
@@ -137,7 +140,19 @@ impl BatchMeans {
 
     /// The batch estimates so far.
     pub fn values(&self) -> &[f64] {
-        &self.values[..self.len]
+        // `len` ≤ BATCHES unless a deserialized value says otherwise.
+        &self.values[..self.len.min(BATCHES)]
+    }
+
+    /// Batch estimates recorded (as saved: [`ExactTempering::resume`](super::ExactTempering::resume)
+    /// refuses more than [`BATCHES`]).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No batch estimate yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// sd/√B of the batch estimates (sample sd with B − 1); NaN for B < 2.

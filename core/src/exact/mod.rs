@@ -40,7 +40,9 @@
 //! - [`chains`]: the predicted round-trip rate 1/(2 + 2Σ r/(1 − r)), its limit
 //!   1/(2 + 2Λ), and two rules for the number of chains ([`recommended_chains`]).
 //! - The run: [`ExactTempering`] with its [`ExactOptions`], over [`ExactBuffers`] the
-//!   caller owns; [`RoundReport`] summarizes each round, [`ExactReport`] each iteration.
+//!   caller owns; [`RoundReport`] summarizes each round, [`ExactReport`] each iteration;
+//!   [`ExactProgress`] is where it stands (to save and resume); [`NoPath`] the path of a
+//!   run whose caller explores ([`ExactTempering::tell`]).
 //!
 //! # One iteration k
 //!
@@ -111,6 +113,23 @@
 //! [`ExactTempering::set_adapt_grid`] and [`ExactTempering::set_adapt_steps`] with
 //! `false` before it.
 //!
+//! # Your own explorer: tell
+//!
+//! A caller with its own exact sampler (NUTS on π₀ e^{βℓ}, a Gibbs sampler, exact
+//! draws) builds the run with [`ExactTempering::told`] over buffers without states
+//! ([`ExactBuffers::told_lengths`]: the path is [`NoPath`]), moves each replica r at
+//! β = `betas()[level_of()[r]]` and calls [`ExactTempering::tell`] with the P values of
+//! ℓ by replica. `tell` runs the code `step` runs after its exploration (one function,
+//! not a copy), so a run told the ℓ that a `step` run computed makes its swaps, grids
+//! and estimates bit for bit (`core/tests/exact_told.rs`).
+//!
+//! # Saving and resuming
+//!
+//! [`ExactTempering::progress`] is everything but the buffers, plain data
+//! ([`ExactProgress`]); [`ExactTempering::resume`] (or [`ExactTempering::resume_told`])
+//! over the saved buffers and progress continues the run with the same bits, after
+//! checking that they can be a run's state.
+//!
 //! # Randomness
 //!
 //! Philox streams keyed by (seed, ensemble): replica r explores at iteration k from
@@ -151,7 +170,7 @@ pub use buffers::{ExactBuffers, Lengths, LevelRecord, PairRecord};
 pub use chains::{
     ChainRule, equal_rejection_rate, limit_rate, recommended_chains, round_trip_rate,
 };
-pub use driver::ExactTempering;
+pub use driver::{ExactProgress, ExactTempering};
 pub use evidence::{BATCHES, BatchMeans, Estimate, LogMeanExp, batch_of};
 pub use explorer::{
     ExploreError, MAX_STEP, MIN_STEP, TemperedPoint, adapt_step, tempered_gradient,
@@ -160,7 +179,7 @@ pub use gaussian::{GaussianPath, barrier_constant};
 pub use hmc::{HMC_SCRATCH_VECTORS, HmcOptions, HmcOutcome, hmc_explore};
 pub use mala::{MALA_SCRATCH_VECTORS, MalaOptions, MalaOutcome, mala_explore, reference_draw};
 pub use options::{ExactExplorer, ExactOptions, StartStates};
-pub use path::{AnnealingPath, log_tempered};
+pub use path::{AnnealingPath, NoPath, NoPathError, log_tempered};
 pub use report::{ExactReport, RoundReport};
 pub use schedule::{InitialGrid, ScheduleOptions, check_grid, uniform_grid};
 pub use swap::{SwapTest, TemperedSwaps, swap_acceptance, swap_log_ratio};

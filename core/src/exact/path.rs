@@ -64,6 +64,58 @@ pub trait AnnealingPath {
     ) -> Result<(), Self::Error>;
 }
 
+/// The path of a run whose caller explores and tells nrpt the log-likelihoods
+/// ([`ExactTempering::told`](super::ExactTempering::told) and
+/// [`ExactTempering::tell`](super::ExactTempering::tell)): nrpt keeps no states (D = 0)
+/// and never evaluates anything. Its functions answer [`NoPathError`], so a
+/// [`ExactTempering::step`](super::ExactTempering::step) on such a run stops with that
+/// error instead of sampling.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoPath;
+
+/// The error of [`NoPath`]'s functions: a run told its log-likelihoods has no path to
+/// explore with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoPathError;
+
+impl core::fmt::Display for NoPathError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(
+            "this run is told its log-likelihoods and has no path to explore: call tell, not step",
+        )
+    }
+}
+
+impl core::error::Error for NoPathError {}
+
+impl AnnealingPath for NoPath {
+    type Error = NoPathError;
+
+    fn dim(&self) -> usize {
+        0
+    }
+
+    fn log_reference(&mut self, _: &[f64], _: &mut [f64]) -> Result<f64, NoPathError> {
+        Err(NoPathError)
+    }
+
+    fn log_likelihood_gradient(&mut self, _: &[f64], _: &mut [f64]) -> Result<f64, NoPathError> {
+        Err(NoPathError)
+    }
+
+    fn log_likelihood(&mut self, _: &[f64]) -> Result<f64, NoPathError> {
+        Err(NoPathError)
+    }
+
+    fn sample_reference<R: Rng + ?Sized>(
+        &mut self,
+        _: &mut [f64],
+        _: &mut R,
+    ) -> Result<(), NoPathError> {
+        Err(NoPathError)
+    }
+}
+
 /// `log π_β = log π₀ + β ℓ` from its two parts (what the explorers target at level β, up to the
 /// constant log Z(β)).
 #[inline]

@@ -17,6 +17,7 @@ pub struct ExactReport {
 
 /// The summary of one round, from that round's iterations only.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RoundReport {
     /// The round's index (from 0).
     pub round: u32,

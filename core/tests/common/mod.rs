@@ -1,9 +1,10 @@
-//! What the core's test files share: owned buffers to lend to the driver and to the
-//! controller.
+//! What the core's test files share: owned buffers to lend to the driver, to the
+//! controller and to exact tempering.
 #![allow(dead_code)] // each test file uses its own part
 
 use nrpt_core::Float;
 use nrpt_core::driver::{Buffers, ControllerBuffers};
+use nrpt_core::exact::{ExactBuffers, LevelRecord, PairRecord};
 use nrpt_core::index::{PairStats, TripState};
 
 /// Owned buffers of a driver run of P replicas in D dimensions.
@@ -116,6 +117,77 @@ impl<F: Float> OwnedController<F> {
             gates: &mut self.gates,
             flags: &mut self.flags,
             pair_stats: &mut self.pair_stats,
+        }
+    }
+}
+
+/// Owned buffers of an exact tempering run of P replicas in D dimensions.
+#[derive(Clone, Debug)]
+pub struct ExactOwned {
+    pub states: Vec<f64>,
+    pub ells: Vec<f64>,
+    pub betas: Vec<f64>,
+    pub levels: Vec<LevelRecord>,
+    pub at: Vec<u32>,
+    pub of: Vec<u32>,
+    pub trips: Vec<u8>,
+    pub gates: Vec<bool>,
+    pub flags: Vec<u8>,
+    pub pairs: Vec<PairRecord>,
+    pub knots: Vec<f64>,
+    pub values: Vec<f64>,
+    pub scratch: Vec<f64>,
+}
+
+impl ExactOwned {
+    /// Buffers for MALA (scratch 4·D).
+    pub fn new(p: usize, d: usize) -> Self {
+        Self::with_scratch(p, d, 4)
+    }
+
+    /// Buffers for HMC (scratch 5·D).
+    pub fn hmc(p: usize, d: usize) -> Self {
+        Self::with_scratch(p, d, nrpt_core::exact::HMC_SCRATCH_VECTORS)
+    }
+
+    /// Buffers of a run told its log-likelihoods (no states, no scratch).
+    pub fn told(p: usize) -> Self {
+        Self::with_scratch(p, 0, 0)
+    }
+
+    pub fn with_scratch(p: usize, d: usize, vectors: usize) -> Self {
+        ExactOwned {
+            states: vec![0.0; p * d],
+            ells: vec![0.0; p],
+            betas: vec![0.0; p],
+            levels: vec![LevelRecord::default(); p],
+            at: vec![0; p],
+            of: vec![0; p],
+            trips: vec![0; p],
+            gates: vec![false; p.saturating_sub(1)],
+            flags: vec![0; p.saturating_sub(1)],
+            pairs: vec![PairRecord::default(); p.saturating_sub(1)],
+            knots: vec![0.0; p],
+            values: vec![0.0; p],
+            scratch: vec![0.0; vectors * d],
+        }
+    }
+
+    pub fn buffers(&mut self) -> ExactBuffers<'_> {
+        ExactBuffers {
+            states: &mut self.states,
+            log_likelihoods: &mut self.ells,
+            betas: &mut self.betas,
+            levels: &mut self.levels,
+            replica_at: &mut self.at,
+            level_of: &mut self.of,
+            trips: &mut self.trips,
+            gates: &mut self.gates,
+            flags: &mut self.flags,
+            pairs: &mut self.pairs,
+            barrier_betas: &mut self.knots,
+            barrier_values: &mut self.values,
+            scratch: &mut self.scratch,
         }
     }
 }

@@ -6,18 +6,17 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use nrpt_core::exact::{
-    ChainRule, ExactExplorer, GaussianPath, HmcOptions, MalaOptions, PairRecord, recommended_chains,
-};
+use nrpt_core::exact::{ExactExplorer, GaussianPath, HmcOptions, MalaOptions};
 use serde::Serialize;
 
 use crate::config::{ConfigError, ExplorerKind, RunConfig};
 use crate::console::StdoutError;
 use crate::exact::{
     self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
+    Recommended,
 };
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, OutDir, OutPolicy, write_json};
+use crate::output::{OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
 
 /// `summary.json` of a gaussian-path run; with `C` = `Option<ClosedForm>` (`null`), the
@@ -77,15 +76,6 @@ pub struct ExplorerSummary {
     /// Smallest and largest step size of the levels with β > 0 (over ensembles), as
     /// adapted and then frozen for the measured round.
     pub step_size_range: (f64, f64),
-}
-
-/// Chains recommended for the measured barrier.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Recommended {
-    /// P − 1 ≈ 2Λ̂.
-    pub cost_optimal: Option<usize>,
-    /// Within 5 % of 1/(2 + 2Λ̂).
-    pub near_limit_5_percent: Option<usize>,
 }
 
 /// The explorer of a configuration: `explorer`, `explorer_steps` and, for HMC,
@@ -155,9 +145,6 @@ pub fn settings(c: &RunConfig) -> Result<ExactSettings, ConfigError> {
     })
 }
 
-/// Points where λ(β) is drawn and written.
-const PROFILE_POINTS: usize = 101;
-
 /// A finished gaussian-path run: its settings, outcome and summary, and its seconds.
 pub struct Computed {
     /// The settings of the configuration.
@@ -204,9 +191,12 @@ pub(crate) fn summary_of<C>(
     closed_form: C,
 ) -> ExactSummary<C> {
     let pooled = out.pooled();
-    let recommend = |rule: ChainRule| recommended_chains(pooled.lambda, rule).ok();
     let mut warnings = super::warnings::warnings(config, 1, 0, 1);
-    warnings.extend(exact::diagnostics(out, &pooled, &s.explorer));
+    warnings.extend(exact::diagnostics(
+        out,
+        &pooled,
+        exact::Advice::Command(&s.explorer),
+    ));
     ExactSummary {
         config: config.clone(),
         dim: s.dim,
@@ -220,10 +210,7 @@ pub(crate) fn summary_of<C>(
         },
         pilot: out.pilot().copied(),
         pilots: out.pilots.clone(),
-        recommended_chains: Recommended {
-            cost_optimal: recommend(ChainRule::CostOptimal),
-            near_limit_5_percent: recommend(ChainRule::NEAR_LIMIT_5_PERCENT),
-        },
+        recommended_chains: Recommended::for_barrier(pooled.lambda),
         window: out.window,
         window_swap_rate: out.window_swap_rate,
         iterations_run: out.iterations_run,
@@ -409,29 +396,13 @@ fn write_outputs(
 ) -> Result<()> {
     write_json(&dir.join("summary.json"), summary)?;
     let path = GaussianPath::standard(s.dim)?;
-    let betas: Vec<f64> = (0..PROFILE_POINTS)
-        .map(|i| i as f64 / (PROFILE_POINTS - 1) as f64)
-        .collect();
-    let profile = out.profile(&betas);
-    let mut csv = Csv::new(&[
-        "beta",
-        "lambda_estimated",
-        "lambda_closed_form",
-        "cumulative_estimated",
-        "cumulative_closed_form",
-    ]);
-    for &(b, local, cumulative) in &profile {
-        csv.row([
-            format!("{b:.4}"),
-            format!("{local:.6e}"),
-            format!("{:.6e}", path.local_barrier(b)),
-            format!("{cumulative:.6e}"),
-            format!("{:.6e}", path.cumulative_barrier(b)),
-        ]);
-    }
-    csv.write(&dir.join("lambda.csv"))?;
+    let closed = |b: f64| (path.local_barrier(b), path.cumulative_barrier(b));
+    let profile = exact::tables::write(dir, out, Some(&closed))?;
     let estimated: Vec<(f64, f64)> = profile.iter().map(|&(b, l, _)| (b, l)).collect();
-    let closed: Vec<(f64, f64)> = betas.iter().map(|&b| (b, path.local_barrier(b))).collect();
+    let closed: Vec<(f64, f64)> = profile
+        .iter()
+        .map(|&(b, _, _)| (b, path.local_barrier(b)))
+        .collect();
     let title = format!(
         "Local communication barrier λ(β), Gaussian path, D = {} (Λ̂ = {:.3}, Λ = {:.3})",
         s.dim, summary.pooled.lambda, summary.closed_form.lambda
@@ -460,94 +431,6 @@ fn write_outputs(
             vlines: &[],
         },
     )?;
-    // The grid and the per-level and per-pair records, mean over ensembles.
-    let e = out.ensembles.len() as f64;
-    let chains = out.chains;
-    let mean = |f: &dyn Fn(&exact::EnsembleOutcome) -> f64| -> f64 {
-        out.ensembles.iter().map(f).sum::<f64>() / e
-    };
-    let mut csv = Csv::new(&[
-        "level",
-        "beta",
-        "explorer_step",
-        "explorer_acceptance",
-        "pair_rejection_rate",
-        "pair_swap_rate",
-    ]);
-    for l in 0..chains {
-        let pair = |f: fn(&PairRecord) -> f64| {
-            if l + 1 < chains {
-                format!("{:.6}", mean(&|en| f(&en.pairs[l])))
-            } else {
-                String::new()
-            }
-        };
-        csv.row([
-            l.to_string(),
-            format!("{:.6}", mean(&|en| en.betas[l])),
-            format!("{:.6e}", mean(&|en| en.levels[l].step_size())),
-            format!("{:.4}", mean(&|en| en.levels[l].acceptance_rate())),
-            pair(PairRecord::rejection_rate),
-            pair(|p| {
-                if p.attempts() == 0 {
-                    f64::NAN
-                } else {
-                    p.accepted() as f64 / p.attempts() as f64
-                }
-            }),
-        ]);
-    }
-    csv.write(&dir.join("grid.csv"))?;
-    let rounds = out.ensembles.first().map_or(0, |en| en.rounds.len());
-    let mut csv = Csv::new(&[
-        "round",
-        "iterations",
-        "lambda",
-        "log_z",
-        "log_z_se",
-        "log_z_forward",
-        "log_z_reverse",
-        "round_trips_per_1000",
-        "explorer_acceptance",
-        "grid_adapted",
-    ]);
-    for r in 0..rounds {
-        let m = |f: &dyn Fn(&nrpt_core::exact::RoundReport) -> f64| mean(&|en| f(&en.rounds[r]));
-        let first = &out.ensembles[0].rounds[r];
-        let se = |f: fn(&nrpt_core::exact::RoundReport) -> f64| {
-            out.ensembles
-                .iter()
-                .map(|en| f(&en.rounds[r]).powi(2))
-                .sum::<f64>()
-                .sqrt()
-                / e
-        };
-        let forward = (
-            m(&|x| x.log_normalizer.value),
-            se(|x| x.log_normalizer.standard_error),
-        );
-        let reverse = (
-            m(&|x| x.log_normalizer_reverse.value),
-            se(|x| x.log_normalizer_reverse.standard_error),
-        );
-        let (log_z, log_z_se) = exact::log_z_mean(forward, reverse);
-        csv.row([
-            r.to_string(),
-            first.iterations.to_string(),
-            format!("{:.6}", m(&|x| x.global_barrier)),
-            format!("{log_z:.6}"),
-            format!("{log_z_se:.6}"),
-            format!("{:.6}", forward.0),
-            format!("{:.6}", reverse.0),
-            format!(
-                "{:.3}",
-                m(&|x| 1000.0 * x.round_trips as f64 / x.iterations as f64)
-            ),
-            format!("{:.4}", m(&|x| x.explorer_acceptance)),
-            first.grid_adapted.to_string(),
-        ]);
-    }
-    csv.write(&dir.join("rounds.csv"))?;
     Ok(())
 }
 

@@ -75,12 +75,82 @@ pub fn gaussian_corrected_barrier(rejections: &[f64]) -> Option<f64> {
     Some(sum)
 }
 
-/// The warnings of a finished run (empty for a healthy one), each saying what to do;
-/// `explorer` is the run's.
-pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, explorer: &ExactExplorer) -> Vec<String> {
+/// Whom the warnings advise, and so which settings they name: the command's flags and
+/// its explorers, or the keyword arguments of a controller whose caller explores.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Advice<'a> {
+    /// `nrpt run` (`--chains auto`, `--iterations`, `--window 1`, …) with this explorer.
+    Command(&'a ExactExplorer),
+    /// A controller told the log-likelihoods ([`super::told::ExactController`], Python's
+    /// `nrpt.ExactController`): `chains=`, `window=`, more iterations, and the caller's
+    /// own sampler.
+    Controller,
+}
+
+impl Advice<'_> {
+    /// "use …" for more chains, `n` the number the run's Λ̂ suggests.
+    fn more_chains(self, n: Option<usize>) -> String {
+        match (self, n) {
+            (Advice::Command(_), Some(n)) => format!("use --chains auto or --chains {n}"),
+            (Advice::Command(_), None) => "use --chains auto".into(),
+            (Advice::Controller, Some(n)) => format!("use chains={n}"),
+            (Advice::Controller, None) => "use more chains".into(),
+        }
+    }
+
+    /// The run's length, as the reader sets it.
+    fn iterations(self) -> &'static str {
+        match self {
+            Advice::Command(_) => "--iterations",
+            Advice::Controller => "iterations",
+        }
+    }
+
+    /// More chains or a longer run, as the reader asks for them.
+    fn chains_or_iterations(self) -> &'static str {
+        match self {
+            Advice::Command(_) => "use more chains (--chains auto) or more --iterations",
+            Advice::Controller => "use more chains or more iterations",
+        }
+    }
+
+    /// The round the estimates come from.
+    fn round(self) -> &'static str {
+        match self {
+            Advice::Command(_) => "the measured round",
+            Advice::Controller => "the last round",
+        }
+    }
+
+    /// The vanilla window, as the reader sets it.
+    fn window_one(self) -> &'static str {
+        match self {
+            Advice::Command(_) => "--window 1",
+            Advice::Controller => "window=1",
+        }
+    }
+}
+
+/// The warning of a window W > 1 with exact (Metropolis) swaps, which biases the levels.
+pub fn window_warning(window: u32, advice: Advice<'_>) -> Option<String> {
+    (window > 1).then(|| {
+        format!(
+            "window {window}: with exact (Metropolis) swaps, a pair rejected in a window tries \
+             again at its next iteration, so its swaps are accepted with probability \
+             1 − (1 − α)^k instead of α: the levels' distributions, log Z and Λ̂ are \
+             biased (round trips still follow Lemma 1); use {} to estimate them",
+            advice.window_one()
+        )
+    })
+}
+
+/// The warnings of a finished run (empty for a healthy one), each saying what to do in
+/// the terms of `advice` (the run's explorer, for the command).
+pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, advice: Advice<'_>) -> Vec<String> {
     let mut w = Vec::new();
     let ensembles = out.ensembles.len();
     if ensembles == 0 {
+        w.extend(window_warning(out.window, advice));
         return w;
     }
     let pairs = out.chains.saturating_sub(1);
@@ -105,7 +175,7 @@ pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, explorer: &ExactExplorer
         })
         .collect();
     if !high.is_empty() || !stuck.is_empty() {
-        w.push(too_few_chains(out, pooled, &high, &stuck));
+        w.push(too_few_chains(out, pooled, &high, &stuck, advice));
     }
     let measured = out
         .ensembles
@@ -119,10 +189,11 @@ pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, explorer: &ExactExplorer
         .count();
     if tripless > 0 {
         w.push(format!(
-            "no round trip in the measured round ({measured} iterations) of {tripless} of \
-             {ensembles} ensemble(s): no replica went from the reference (β = 0) to the \
-             target (β = 1) and back, so nothing shows that the levels mix; run more \
-             --iterations{}",
+            "no round trip in {} ({measured} iterations) of {tripless} of {ensembles} \
+             ensemble(s): no replica went from the reference (β = 0) to the target (β = 1) \
+             and back, so nothing shows that the levels mix; run more {}{}",
+            advice.round(),
+            advice.iterations(),
             if high.is_empty() && stuck.is_empty() {
                 ""
             } else {
@@ -137,12 +208,13 @@ pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, explorer: &ExactExplorer
             "the forward and reverse stepping stones disagree: log Z = {:.4} ± {:.4} vs \
              {:.4} ± {:.4}, {:.1} combined standard errors apart (more than {STEPPING_STONE_SE}): \
              neighbouring levels overlap too little or are not at equilibrium, and both \
-             errors understate the truth; use more chains (--chains auto) or more --iterations",
+             errors understate the truth; {}",
             pooled.log_z_forward,
             pooled.log_z_forward_se,
             pooled.log_z_reverse,
             pooled.log_z_reverse_se,
-            gap / combined
+            gap / combined,
+            advice.chains_or_iterations()
         ));
     }
     let predicted = match out.window {
@@ -154,33 +226,36 @@ pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, explorer: &ExactExplorer
         && let Some(predicted) = predicted
         && pooled.round_trips_per_1000 < ROUND_TRIP_SHARE * predicted
     {
-        let more = match explorer {
-            ExactExplorer::Mala(_) => "more --explorer-steps, or --explorer hmc",
-            ExactExplorer::Hmc(_) => "more --explorer-steps or --leapfrog-steps",
+        let lemma = if out.window > 1 {
+            format!(" (Lemma 1, W = {})", out.window)
+        } else {
+            String::new()
+        };
+        let why = match advice {
+            Advice::Command(explorer) => {
+                let more = match explorer {
+                    ExactExplorer::Mala(_) => "more --explorer-steps, or --explorer hmc",
+                    ExactExplorer::Hmc(_) => "more --explorer-steps or --leapfrog-steps",
+                };
+                format!(
+                    "the {} explorers (acceptance {:.2}) do not carry the replicas far enough \
+                     between swaps; use {more}",
+                    explorer.name(),
+                    pooled.explorer_acceptance
+                )
+            }
+            Advice::Controller => "the sampler does not carry the replicas far enough between \
+                 tells (the prediction assumes each replica forgets its state between swaps); \
+                 take more sampler steps per iteration"
+                .into(),
         };
         w.push(format!(
             "round trips: {:.1} per 1000 iterations measured, less than half of the {predicted:.1} \
-             that the rejections predict{}: the {} explorers (acceptance {:.2}) do not carry \
-             the replicas far enough between swaps; use {more}",
+             that the rejections predict{lemma}: {why}",
             pooled.round_trips_per_1000,
-            if out.window > 1 {
-                format!(" (Lemma 1, W = {})", out.window)
-            } else {
-                String::new()
-            },
-            explorer.name(),
-            pooled.explorer_acceptance
         ));
     }
-    if out.window > 1 {
-        w.push(format!(
-            "window {}: with exact (Metropolis) swaps, a pair rejected in a window tries \
-             again at its next iteration, so its swaps are accepted with probability \
-             1 − (1 − α)^k instead of α: the levels' distributions, log Z and Λ̂ are \
-             biased (round trips still follow Lemma 1); use --window 1 to estimate them",
-            out.window
-        ));
-    }
+    w.extend(window_warning(out.window, advice));
     w
 }
 
@@ -190,6 +265,7 @@ fn too_few_chains(
     pooled: &Pooled,
     high: &[(usize, f64)],
     stuck: &[usize],
+    advice: Advice<'_>,
 ) -> String {
     let pairs = out.chains - 1;
     let name = |l: usize| format!("{}–{}", l, l + 1);
@@ -205,35 +281,35 @@ fn too_few_chains(
     if !stuck.is_empty() {
         let list: Vec<String> = stuck.iter().map(|&l| name(l)).collect();
         what.push(format!(
-            "pair(s) {} never swapped in the measured round of at least one ensemble",
-            list.join(", ")
+            "pair(s) {} never swapped in {} of at least one ensemble",
+            list.join(", "),
+            advice.round()
         ));
     }
     let by_lambda = recommended_chains(pooled.lambda, AUTO_RULE).ok();
     let by_corrected = pooled
         .barrier_gaussian_corrected
         .and_then(|c| recommended_chains(c, AUTO_RULE).ok());
-    let mut advice = format!(
+    let mut verdict = format!(
         "{} chains are too few: Λ̂, log Z and the round trips are unreliable. Λ̂ = {:.3}",
         out.chains, pooled.lambda
     );
     if let Some(n) = by_lambda {
-        advice.push_str(&format!(" suggests {n} chains (P − 1 ≈ 2Λ̂)"));
+        verdict.push_str(&format!(" suggests {n} chains (P − 1 ≈ 2Λ̂)"));
     }
     if let (Some(c), Some(n)) = (pooled.barrier_gaussian_corrected, by_corrected)
         && by_lambda.is_none_or(|m| n > m)
     {
-        advice.push_str(&format!(
+        verdict.push_str(&format!(
             "; Σ r̂ underestimates Λ when pairs reject this often, and its Gaussian-swap \
              correction {c:.3} suggests {n}"
         ));
     }
     let most = by_lambda.max(by_corrected).filter(|&n| n > out.chains);
     format!(
-        "{}: {advice}; use --chains auto{}",
+        "{}: {verdict}; {}",
         what.join("; "),
-        most.map(|n| format!(" or --chains {n}"))
-            .unwrap_or_default()
+        advice.more_chains(most)
     )
 }
 

@@ -45,7 +45,10 @@ use crate::engine::{Flow, OnProgress};
 use crate::stats::mean_sd;
 
 pub mod diagnostics;
-pub use diagnostics::{diagnostics, gaussian_corrected_barrier};
+pub mod tables;
+pub mod told;
+pub use diagnostics::{Advice, diagnostics, gaussian_corrected_barrier, window_warning};
+pub use told::{ControllerSettings, ControllerSummary, ExactController, SavedError};
 
 /// Chains of the first pilot run of `--chains auto`.
 pub const PILOT_CHAINS: usize = 16;
@@ -850,6 +853,29 @@ impl ExactOutcome {
                 (b, local, cumulative)
             })
             .collect()
+    }
+}
+
+/// Chains the two rules of [`nrpt_core::exact::chains`] recommend for a measured barrier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recommended {
+    /// P − 1 ≈ 2Λ̂: the most round trips per chain-iteration ([`ChainRule::CostOptimal`],
+    /// the rule of `--chains auto`).
+    pub cost_optimal: Option<usize>,
+    /// The fewest chains within 5 % of the limit rate 1/(2 + 2Λ̂), for chains run in
+    /// parallel ([`ChainRule::NEAR_LIMIT_5_PERCENT`]).
+    pub near_limit_5_percent: Option<usize>,
+}
+
+impl Recommended {
+    /// Both rules for the barrier `lambda` (`None` where a rule cannot answer: Λ̂ NaN,
+    /// negative or too large).
+    pub fn for_barrier(lambda: f64) -> Self {
+        let by = |rule| recommended_chains(lambda, rule).ok();
+        Recommended {
+            cost_optimal: by(ChainRule::CostOptimal),
+            near_limit_5_percent: by(ChainRule::NEAR_LIMIT_5_PERCENT),
+        }
     }
 }
 
