@@ -27,7 +27,7 @@ impl Record {
     }
 }
 
-/// What a [`Recorder`] reads of one ensemble after an iteration, whichever engine runs
+/// What a recorder (one per ensemble) reads of one ensemble after an iteration, whichever engine runs
 /// it (nrpt-core's driver, the SIMD lanes, a download from the GPU). Each is read only
 /// when the job records it at that iteration.
 pub trait Observed {

@@ -16,7 +16,7 @@
 //! resumes the core run over them: an O(P) check, nothing beside a sampler's step), so
 //! it is plain data: [`ExactController::encode`] saves it with every bit and
 //! [`ExactController::decode`] continues it exactly. Its summary ([`Pooled`] of its last
-//! round) and warnings ([`diagnostics`] with [`Advice::Controller`]) are the command's,
+//! round) and warnings ([`diagnostics()`] with [`Advice::Controller`]) are the command's,
 //! computed by the same functions from the controller seen as a run of one ensemble
 //! ([`ExactController::outcome`]).
 //!
@@ -407,7 +407,7 @@ impl ExactController {
 
     /// The controller as a run of one ensemble whose measured round is its last
     /// completed one (no ensemble before the first): what the command's [`Pooled`] and
-    /// [`diagnostics`] read. The path has no closed forms (NaN).
+    /// [`diagnostics()`] read. The path has no closed forms (NaN).
     pub fn outcome(&self) -> ExactOutcome {
         let ensembles = self
             .progress
