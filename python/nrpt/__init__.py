@@ -624,7 +624,9 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     ensemble's counts, buffer, per-pair counts and final states by level), ``seconds``, ``memory_estimate_bytes`` (what
     the run was estimated to need, checked before it started) and ``peak_memory_bytes``
     (this process's peak resident memory so far; ``None`` where the system does not
-    say). The gaussian-path target returns its own summary with a ``lambda_profile``.
+    say). The gaussian-path target returns its own summary with the tables
+    ``lambda_profile``, ``grid`` and ``rounds`` (the columns of ``lambda.csv``,
+    ``grid.csv`` and ``rounds.csv``).
     """
     argv = _argv(
         "run",

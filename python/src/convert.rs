@@ -109,6 +109,7 @@ pub fn add_outputs<'py>(
                 Values::U64(v) => reshape(py, v, &shape)?,
                 Values::F64(v, _) => reshape(py, v, &shape)?,
                 Values::F32(v, _) => reshape(py, v, &shape)?,
+                Values::Bool(v) => reshape(py, v, &shape)?,
             };
             table.set_item(c.name, column)?;
         }

@@ -16,7 +16,7 @@ use nrpt::engine::{Backend, Job, RunOutput};
 use nrpt_core::exact::GaussianPath;
 
 use crate::config::parse;
-use crate::convert::{add_outputs, array1, lists_to_arrays, to_dict};
+use crate::convert::{add_outputs, lists_to_arrays, to_dict};
 use crate::errors::{command_error, value_error};
 use crate::interrupt::interruptible;
 
@@ -141,32 +141,12 @@ fn exact_result<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = to_dict(py, &c.summary)?;
     d.set_item("seconds", c.seconds)?;
-    // lambda.csv: λ̂(β) and its closed form on 101 points.
+    // What lambda.csv, grid.csv and rounds.csv hold, from the description the command
+    // writes them from.
     let path = GaussianPath::standard(config.dim).map_err(value_error)?;
-    let betas: Vec<f64> = (0..=100).map(|i| f64::from(i) / 100.0).collect();
-    let profile = c.outcome.profile(&betas);
-    let lambda = PyDict::new(py);
-    lambda.set_item("beta", array1(py, betas.clone()))?;
-    lambda.set_item(
-        "estimated",
-        array1(py, profile.iter().map(|p| p.1).collect()),
-    )?;
-    lambda.set_item(
-        "cumulative_estimated",
-        array1(py, profile.iter().map(|p| p.2).collect()),
-    )?;
-    lambda.set_item(
-        "closed_form",
-        array1(py, betas.iter().map(|&b| path.local_barrier(b)).collect()),
-    )?;
-    lambda.set_item(
-        "cumulative_closed_form",
-        array1(
-            py,
-            betas.iter().map(|&b| path.cumulative_barrier(b)).collect(),
-        ),
-    )?;
-    d.set_item("lambda_profile", lambda)?;
+    let closed = |b: f64| (path.local_barrier(b), path.cumulative_barrier(b));
+    let (set, _) = nrpt::exact::tables::outputs(&c.outcome, Some(&closed));
+    add_outputs(py, &d, set)?;
     Ok(d)
 }
 

@@ -106,8 +106,17 @@ def test_run_of_the_gaussian_path_equals_the_command(cli, tmp_path):
     report.pop("config")
     assert_same(r, report)
     prof = r["lambda_profile"]
-    assert prof["beta"].shape == prof["estimated"].shape == (101,)
+    assert prof["beta"].shape == prof["lambda_estimated"].shape == (101,)
     assert prof["cumulative_closed_form"][-1] == pytest.approx(r["closed_form"]["lambda"])
+    # The tables of lambda.csv, grid.csv and rounds.csv, column for column.
+    out = tmp_path / "out"
+    for name, file in [("lambda_profile", "lambda.csv"), ("grid", "grid.csv"), ("rounds", "rounds.csv")]:
+        lines = (out / file).read_text().splitlines()
+        header = lines[0].split(",")
+        assert list(r[name]) == header, name
+        assert all(len(r[name][c]) == len(lines) - 1 for c in header), name
+    assert r["rounds"]["grid_adapted"].dtype == bool and not r["rounds"]["grid_adapted"][-1]
+    assert r["grid"]["level"].tolist() == list(range(6))
 
 
 def test_reproduce_equals_the_command(cli, tmp_path):

@@ -18,13 +18,17 @@ pub enum Cell {
     Fixed(usize),
     /// In scientific notation with this many decimals (`{:.Ne}`).
     Sci(usize),
+    /// As [`Cell::Fixed`], and an empty cell for NaN (a value that does not exist, such
+    /// as the pair above the top level).
+    FixedOrBlank(usize),
 }
 
 impl Cell {
     fn f64(self, v: f64) -> String {
         match self {
             Cell::Plain => v.to_string(),
-            Cell::Fixed(n) => format!("{v:.n$}"),
+            Cell::FixedOrBlank(_) if v.is_nan() => String::new(),
+            Cell::Fixed(n) | Cell::FixedOrBlank(n) => format!("{v:.n$}"),
             Cell::Sci(n) => format!("{v:.n$e}"),
         }
     }
@@ -32,8 +36,8 @@ impl Cell {
     fn f32(self, v: f32) -> String {
         match self {
             Cell::Plain => v.to_string(),
-            Cell::Fixed(n) => format!("{v:.n$}"),
-            Cell::Sci(n) => format!("{v:.n$e}"),
+            // f32 → f64 is exact, and a fixed number of digits rounds the exact value.
+            _ => self.f64(f64::from(v)),
         }
     }
 }
@@ -48,6 +52,8 @@ pub enum Values {
     F64(Vec<f64>, Cell),
     /// `f32` values (states), and how CSV writes them.
     F32(Vec<f32>, Cell),
+    /// Yes or no (CSV `true`/`false`; Python booleans).
+    Bool(Vec<bool>),
 }
 
 impl Values {
@@ -56,6 +62,7 @@ impl Values {
             Values::U64(v) => v.len(),
             Values::F64(v, _) => v.len(),
             Values::F32(v, _) => v.len(),
+            Values::Bool(v) => v.len(),
         }
     }
 
@@ -64,6 +71,7 @@ impl Values {
             Values::U64(v) => v[i].to_string(),
             Values::F64(v, c) => c.f64(v[i]),
             Values::F32(v, c) => c.f32(v[i]),
+            Values::Bool(v) => v[i].to_string(),
         }
     }
 }
