@@ -48,7 +48,11 @@ def temper(
 ) -> Dict[str, Any]:
     """Runs one ensemble of the 2D toy in ask/tell form; returns the controller's
     counts, the kept target-level samples and the final states."""
-    ctl = nrpt.Controller(chains, window=window, seed=seed, ensemble=ensemble, dtype="float32")
+    # rules="paper": the command's rules and defaults (buffer 4.0 in the toy's
+    # energy units, the Jacobi ladder), so the decisions are `nrpt run`'s bit for bit.
+    ctl = nrpt.Controller(
+        chains, window=window, seed=seed, ensemble=ensemble, dtype="float32", rules="paper"
+    )
     toy = nrpt.ToyExplorer(chains, seed=seed, ensemble=ensemble, dtype="float32")
     states = toy.initial_states()  # (P, 2): model r is states[r]; models never move
     samples = []

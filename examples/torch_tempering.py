@@ -83,9 +83,9 @@ def temper(args: argparse.Namespace, window, data) -> Dict[str, float]:
         eta_min=args.eta_min,
         eta_max=args.eta_max,
         explorer="msgd",  # T = 1 at the target level (SGHMC), 0 above (momentum SGD)
-        buffer=0.1,  # per example, like the energies
-        buffer_scale=10.0,
-        gamma_b=1000.0,
+        # Energies are per-example means (energy="mean", the default) over n examples:
+        # the buffer starts and moves in those units (buffer="auto"), no tuning.
+        n_data=n,
         seed=args.seed,
     )
     probs = torch.zeros(len(x_test), 3)

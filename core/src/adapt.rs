@@ -298,6 +298,44 @@ fn adapt_ladder_by_factor(ladder: &mut [f64], update: LadderUpdate, factor: impl
     }
 }
 
+/// [`adapt_ladder_indicators`] where some pairs were not observed (`observed(l)` is
+/// `None`: a controller told a non-finite energy on one side of pair l). An unobserved
+/// pair carries no rate error (its s_l counts as S, a growth factor of exactly 1), and
+/// an inner level both of whose pairs are unobserved keeps its rate unchanged (bit for
+/// bit); where every pair is observed it is [`adapt_ladder_indicators`], bit for bit.
+pub fn adapt_ladder_observed(
+    ladder: &mut [f64],
+    update: LadderUpdate,
+    target: f64,
+    gamma: f64,
+    observed: impl Fn(usize) -> Option<bool>,
+) {
+    let p = ladder.len();
+    if p < 3 {
+        return;
+    }
+    let (up, down) = growth_factors(target, gamma);
+    let factor = |l: usize| match observed(l) {
+        Some(true) => up,
+        Some(false) => down,
+        None => 1.0,
+    };
+    let guard = jacobi_guard(ladder[0], ladder[p - 1]);
+    // The previous iteration's η_{l−1} (the Jacobi update reads the old ladder).
+    let mut below = ladder[0];
+    for l in 1..p - 1 {
+        let here = ladder[l];
+        if observed(l - 1).is_some() || observed(l).is_some() {
+            let grow = (factor(l - 1), factor(l));
+            ladder[l] = match update {
+                LadderUpdate::Jacobi => jacobi_level(below, here, ladder[l + 1], grow, guard),
+                LadderUpdate::InPlace => in_place_level(ladder[l - 1], here, ladder[l + 1], grow),
+            };
+        }
+        below = here;
+    }
+}
+
 /// The bounds `[2⁻²⁰ η₀, 2²⁰ η_{P−1}]` of the Jacobi update ([`JACOBI_GUARD`]) for a
 /// ladder with ends `first` and `last`.
 #[inline(always)]
@@ -574,6 +612,37 @@ mod tests {
                 adapt_ladder_indicators(&mut b, update, 0.4, gamma, |l| s[(l + k as usize) % 8]);
             }
             assert_eq!(a, b);
+        }
+    }
+
+    /// Every pair observed: the same bits as the indicator form; no pair observed: the
+    /// ladder does not move; one pair unobserved: only its levels' halves stand still.
+    #[test]
+    fn unobserved_pairs_carry_no_rate_error() {
+        let s = [true, false, false, true, true, false, true, false];
+        for update in [LadderUpdate::Jacobi, LadderUpdate::InPlace] {
+            let mut a = [0.0; 9];
+            geometric_ladder(0.003, 0.6, &mut a).unwrap();
+            let mut b = a;
+            for k in 0..200 {
+                let gamma = StepSchedule::default().gamma(k);
+                let at = |l: usize| s[(l + k as usize) % 8];
+                adapt_ladder_indicators(&mut a, update, 0.4, gamma, at);
+                adapt_ladder_observed(&mut b, update, 0.4, gamma, |l| Some(at(l)));
+            }
+            assert_eq!(a, b, "{update:?}");
+            let before = a;
+            for k in 0..50 {
+                let gamma = StepSchedule::default().gamma(k);
+                adapt_ladder_observed(&mut a, update, 0.4, gamma, |_| None);
+            }
+            assert_eq!(a, before, "{update:?}");
+            // Pairs 2 and 3 unobserved: level 3 (between them) keeps its rate.
+            adapt_ladder_observed(&mut a, update, 0.4, 0.5, |l| {
+                (l != 2 && l != 3).then_some(s[l])
+            });
+            assert_eq!(a[3], before[3], "{update:?}");
+            assert_ne!(a[1], before[1], "{update:?}");
         }
     }
 

@@ -5,7 +5,7 @@
 //! own states with [`explore_replica`] reproduces the whole run.
 
 use nrpt_core::driver::{
-    Controller, InitialStates, ReplicaError, ReplicaStep, Temperatures, Tempering,
+    Controller, InitialStates, NonfinitePairs, ReplicaError, ReplicaStep, Temperatures, Tempering,
     TemperingOptions, explore_replica, initial_state,
 };
 use nrpt_core::error::Error;
@@ -279,6 +279,61 @@ fn non_finite_energies_are_counted_and_never_swap() {
         assert!(stats.nonfinite_energies > 1_000, "{stats:?}");
         assert!(stats.round_trips > 0, "{stats:?}");
     }
+}
+
+/// With [`NonfinitePairs::Exclude`], iterations of non-finite energies leave the
+/// ladder and the buffer where they were; finite iterations make the default's
+/// decisions bit for bit; the non-finite pairs are still counted.
+#[test]
+fn excluded_non_finite_pairs_do_not_move_the_adaptation() {
+    const P: usize = 6;
+    let options = toy(4, 7);
+    let (mut a, mut b) = (Ctl::<f64>::new(P), Ctl::<f64>::new(P));
+    let mut plain = Controller::new(options, a.lend()).unwrap();
+    let mut excl = Controller::new(options, b.lend()).unwrap();
+    excl.set_nonfinite_pairs(NonfinitePairs::Exclude);
+    assert_eq!(plain.nonfinite_pairs(), NonfinitePairs::Adapt);
+    let energies = |k: u64| -> [f64; P] {
+        core::array::from_fn(|r| ((k * 7 + 3 * r as u64) % 11) as f64 * 0.3)
+    };
+    for k in 0..60 {
+        let e = energies(k);
+        plain.tell(&e).unwrap();
+        excl.tell(&e).unwrap();
+    }
+    assert_eq!(
+        bits64(plain.buffers().ladder()),
+        bits64(excl.buffers().ladder())
+    );
+    assert_eq!(plain.buffer().to_bits(), excl.buffer().to_bits());
+    // Fifty all-NaN tells: the ladder and the buffer stay; counted by pair.
+    let (ladder, buffer) = (excl.buffers().ladder().to_vec(), excl.buffer());
+    for _ in 0..50 {
+        let r = excl.tell(&[f64::NAN; P]).unwrap();
+        assert_eq!(r.nonfinite_pairs, (P - 1) as u32);
+        assert_eq!(r.swaps, 0);
+    }
+    assert_eq!(bits64(excl.buffers().ladder()), bits64(&ladder));
+    assert_eq!(excl.buffer().to_bits(), buffer.to_bits());
+    assert!(
+        excl.buffers()
+            .pair_stats()
+            .iter()
+            .all(|s| s.nonfinite == 50)
+    );
+    assert_eq!(excl.stats().nonfinite_energies, 50 * P as u64);
+    // The default lets them push the buffer down.
+    let before = plain.buffer();
+    for _ in 0..50 {
+        plain.tell(&[f64::NAN; P]).unwrap();
+    }
+    assert!(plain.buffer() < before, "{} -> {}", before, plain.buffer());
+    // One diverged replica: the pairs beside it are left out, the others adapt.
+    let mut e = energies(3);
+    e[0] = f64::INFINITY;
+    let ladder = excl.buffers().ladder().to_vec();
+    excl.tell(&e).unwrap();
+    assert_ne!(bits64(excl.buffers().ladder()), bits64(&ladder));
 }
 
 #[test]

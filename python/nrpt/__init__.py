@@ -37,7 +37,7 @@ import json
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -123,6 +123,41 @@ _CONTROLLER_KEYS = (
 )
 
 _NONFINITE = ("raise", "warn", "skip")
+_RULES = ("practitioner", "paper")
+_ENERGY = ("mean", "sum")
+
+
+def _dtype_name(dtype: Any) -> str:
+    """``"float32"`` or ``"float64"`` from a NumPy dtype, a type or a string."""
+    if isinstance(dtype, str) and dtype in ("f32", "f64"):
+        return "float" + dtype[1:]
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(
+            f"dtype must be float32 or float64 (a NumPy dtype, a type or a string), got {dtype!r}"
+        ) from None
+    if name not in ("float32", "float64"):
+        raise ValueError(f"dtype must be \"float32\" or \"float64\", got {name!r}")
+    return name
+
+
+def _auto_buffer(by_level: np.ndarray, swap_rate: float) -> "tuple[float, float]":
+    """The ``buffer="auto"`` calibration from one iteration's energies by level: the
+    scale G, the median of the finite gaps ``|e[l+1] - e[l]|`` (the buffer then moves
+    by gamma * G per unit of swap-rate error), and C0, the ``1 - S`` quantile of
+    ``e[l] - e[l+1]`` (the buffer at which a fraction S of those pairs would have
+    passed ``e[l+1] + C < e[l]``), at least 0."""
+    d = by_level[:-1] - by_level[1:]
+    d = d[np.isfinite(d)]
+    scale = float(np.median(np.abs(d))) if d.size else 0.0
+    if not (np.isfinite(scale) and scale > 0.0):
+        finite = np.abs(by_level[np.isfinite(by_level)])
+        scale = float(np.median(finite)) * 1e-3 if finite.size else 0.0
+        if not (np.isfinite(scale) and scale > 0.0):
+            scale = 1.0
+    c0 = max(0.0, float(np.quantile(d, 1.0 - swap_rate))) if d.size else 0.0
+    return c0, scale
 
 
 @dataclass(frozen=True, repr=False)
@@ -160,11 +195,13 @@ class Decision:
     buffer: float
     """The correction buffer C after this iteration's adaptation."""
     round_trips: int
-    """Standard round trips (0 -> P - 1 -> 0) completed at this iteration."""
+    """Standard round trips (0 -> P - 1 -> 0) completed **at this iteration** (usually
+    0; ``stats()["round_trips"]`` is the total so far)."""
     swaps: int
     """Swaps executed at this iteration."""
     indicator_count: int
-    """Pairs whose indicator was 1."""
+    """Pairs whose indicator was 1 at this iteration (what the adaptation steers to
+    a share S of the pairs; a pair may pass its indicator without swapping)."""
     nonfinite_pairs: int
     """Pairs with a non-finite energy."""
 
@@ -182,14 +219,46 @@ class Controller:
     Keep P models (replicas) that never move; the controller permutes them over the
     levels of a learning-rate ladder. Each iteration: step every model r with
     ``learning_rates[r]`` (:meth:`ask`), compute its stochastic energy (a mini-batch
-    loss, summed or averaged, in the units of ``buffer``), and :meth:`tell` the P
-    energies **by replica**. The controller then runs exactly what nrpt's Rust driver
-    runs after its exploration step: the swap indicators, the windowed even-odd swaps
-    (DEO_W), the stochastic approximation of the ladder and of the buffer C towards
-    the target swap rate S, and the round-trip counts in both countings. For the same
-    energies and seed its decisions are the Rust core's, bit for bit.
+    loss), and :meth:`tell` the P energies **by replica**. The controller then runs
+    what nrpt's Rust driver runs after its exploration step: the swap indicators,
+    the windowed even-odd swaps (DEO_W), the stochastic approximation of the ladder
+    and of the buffer C towards the target swap rate S, and the round-trip counts in
+    both countings. With ``rules="paper"`` its decisions for the same energies and
+    seed are the Rust core's (``nrpt run``), bit for bit.
 
-    Parameters are the keys of ``nrpt run`` (``None``: the command's default):
+    **Units.** Tell the energy your training loop computes: with ``energy="mean"``
+    (default) the per-example mean loss of a mini-batch, with ``energy="sum"`` the
+    loss summed over the data set (N times the mean). The buffer C is in the same
+    units. By default (``buffer="auto"``) nothing needs choosing: at the first
+    :meth:`tell` the controller sets C0 from the energy gaps between adjacent levels
+    (the ``1 - S`` quantile of ``e[l] - e[l+1]``, at least 0) and measures their
+    scale G (the median of ``|e[l+1] - e[l]|``), and the buffer then moves by
+    ``gamma_k * G`` per unit of swap-rate error (``buffer_scale = 1/G``), so one set
+    of defaults fits a per-example loss of any model. ``n_data`` (N) is needed for
+    :meth:`noise_scales` with mean energies and for ``rule="metropolis"`` (which
+    multiplies mean energies by N: its acceptance needs the whole-data energy).
+
+    **Temperatures and noise.** ``explorer`` only sets the temperature T of each
+    level (the controller does not step your models): ``"sgd"`` (the default) and ``"msgd"``
+    give the same temperatures, T = 1 at level 0 and T = 0 above (the paper's SGD explorers: the
+    hot levels explore through large learning rates and gradient noise alone);
+    ``"sgld"`` gives every level ``T_l = eta_l / eta_0``. To sample the posterior at
+    level 0 rather than optimise, add Gaussian noise of standard deviation
+    ``sqrt(2 (1 - mu) eta T / N)`` to each parameter after the step of learning rate
+    eta and momentum mu on a mean loss over N examples (``sqrt(2 (1 - mu) eta T)`` on
+    a summed loss): :meth:`noise_scales` gives it by replica. A plain SGD loop that
+    adds no noise is an optimiser ensemble with swaps; the controller works the same.
+
+    **Rules.** ``rules="practitioner"`` (default) differs from the paper in three
+    named ways, each in the deviations table of the book (``reference/rules.md``):
+    the in-place ladder update (``ladder_update="in-place"``: the ladder stays
+    ordered and within its ends, where the paper's Jacobi update can cross
+    neighbours and step below ``eta_min``), the buffer in the energy's units
+    (``buffer="auto"`` above), and non-finite pairs left out of the adaptation
+    (below). ``rules="paper"`` runs the command's defaults (the paper's rules,
+    ``buffer=4.0``, ``buffer_scale=1``); any key given explicitly wins over either.
+
+    Parameters are the keys of ``nrpt run`` (``None``: the default of ``rules``):
 
     chains
         P, the number of models (>= 2).
@@ -198,48 +267,68 @@ class Controller:
         window by Lemma 1 for P and S; default), ``"paper"`` (the paper's formula) or
         ``"seo"`` (the reversible baseline).
     swap_rate
-        Target swap rate S of every adjacent pair (default 0.4).
+        Target rate S of the swap *indicator* of every adjacent pair (default 0.4):
+        the share of iterations at which ``e[l+1] + C < e[l]`` holds, eligible or not.
+        Executed swaps are rarer (a pair may swap only in its half of the window):
+        ``stats()`` reports both, ``indicator_rate`` and ``swap_rate``.
     eta_min, eta_max
         Learning rates of the target level and of the hottest level (defaults 0.003
-        and 0.6); the inner rates start geometric and adapt.
+        and 0.6); the inner rates start geometric and adapt. :meth:`set_ladder_ends`
+        moves them later (warm-up, decay).
     rule
         ``"buffered"`` (default: swap when ``e[l+1] + C < e[l]``) or ``"metropolis"``
         (exact energies at known temperatures; needs ``explorer="sgld"``).
     explorer
-        Which temperatures the levels have: ``"sgd"`` (default; T = 1 at level 0, 0
-        above), ``"sgld"`` (T proportional to the learning rate) or ``"msgd"``.
+        ``"sgd"`` (default), ``"msgd"`` or ``"sgld"``: the temperatures of the
+        levels (see above); in a controller ``"sgd"`` and ``"msgd"`` are the same.
     buffer
-        Initial correction buffer C (default 4.0), in the units of your energies.
+        Initial correction buffer C in the energy's units, or ``"auto"`` (the
+        practitioner default; the paper's default is 4.0).
     adapt_ladder, adapt_buffer
         Adapt the inner learning rates and the buffer (default ``True``).
     gamma_a, gamma_alpha, gamma_b
         Step sizes ``a / (k**alpha + b)`` of the adaptation (defaults 50, 0.8, 500).
     buffer_scale
-        The buffer moves by gamma / buffer_scale per unit of swap-rate error (1.0).
+        The buffer moves by gamma / buffer_scale per unit of swap-rate error
+        (practitioner default: 1/G from the first energies; the paper's: 1.0).
     seed, ensemble
         Philox key of the random draws (the Metropolis rule and SEO draw); ensemble e
         of ``nrpt run`` uses (seed, e).
     preset, sweep_order, ladder_update, buffer_projection, momentum_on_swap, ladder_decimals
-        The rules (default: the paper's; ``preset="authors-code"`` with
-        ``pair_energies="per-level"`` for the authors' code's other rules). Fresh
-        energies per pair test cannot be told as P energies and are refused.
+        The rules, one by one (a ``preset`` sets them all, and the practitioner's
+        ladder update then does not apply). Fresh energies per pair test cannot be
+        told as P energies and are refused.
+    rules
+        ``"practitioner"`` (default) or ``"paper"`` (above).
+    energy, n_data
+        ``"mean"`` (the practitioner default) or ``"sum"`` (the paper's: the
+        target's whole energy, as ``nrpt run`` computes it): the units of the
+        energies told; N, the number of training examples.
     dtype
-        ``"float64"`` (default) or ``"float32"``: the type of the energies and of the
-        swap rule's comparison. The command line's engines compute in float32: use it
-        to reproduce them bit for bit.
+        ``np.float64`` (default) or ``np.float32`` (a NumPy dtype, a type or a
+        string): the type of the energies and of the swap rule's comparison. The
+        command line's engines compute in float32: use it to reproduce them bit for
+        bit.
     nonfinite
         What a NaN or infinite energy does: ``"raise"`` (default) a ``ValueError``
-        before anything changes; ``"warn"`` a ``RuntimeWarning``, then the command
-        line's policy: that model's pairs do not swap, and the energy is counted in
-        ``stats()["nonfinite_energies"]``; ``"skip"`` the same without a warning.
+        before anything changes; ``"warn"`` a ``RuntimeWarning``, then that model's
+        pairs do not swap and are counted (``stats()["pair_nonfinite"]``,
+        ``stats()["nonfinite_energies"]``); ``"skip"`` the same without a warning.
+        With ``rules="practitioner"`` those pairs are also left out of the
+        adaptation (no rate error for them: a diverged model moves neither the
+        buffer nor the ladder); with ``rules="paper"`` they count as indicator 0, as
+        in the command line.
+    callback
+        Called with every :class:`Decision` after its :meth:`tell` (progress bars,
+        logging); not saved by :meth:`state_dict`.
 
     Example::
 
-        ctl = nrpt.Controller(4, window=8, eta_min=1e-3, eta_max=1e-1, buffer=0.5)
+        ctl = nrpt.Controller(4, window=8, eta_min=1e-3, eta_max=1e-1, n_data=len(x))
         for k in range(steps):
             lrs = ctl.ask()                      # by replica
-            losses = [train_step(m, lr) for m, lr in zip(models, lrs)]
-            d = ctl.tell(losses)
+            losses = [train_step(m, lr) for m, lr in zip(models, lrs)]  # batch means
+            d = ctl.tell(losses, iteration=k)
             for r in np.flatnonzero(d.momentum_reset):
                 reset_momentum(models[r])
         samples_from = models[ctl.replica_at[0]]  # the model at the target level
@@ -255,7 +344,6 @@ class Controller:
         eta_max: Optional[float] = None,
         rule: Optional[str] = None,
         explorer: Optional[str] = None,
-        buffer: Optional[float] = None,
         adapt_ladder: Optional[bool] = None,
         adapt_buffer: Optional[bool] = None,
         gamma_a: Optional[float] = None,
@@ -270,9 +358,14 @@ class Controller:
         buffer_projection: Optional[str] = None,
         momentum_on_swap: Optional[str] = None,
         ladder_decimals: Optional[int] = None,
+        buffer: Union[float, str, None] = None,
         ensemble: int = 0,
-        dtype: str = "float64",
+        dtype: Any = "float64",
         nonfinite: str = "raise",
+        rules: str = "practitioner",
+        energy: Optional[str] = None,
+        n_data: Optional[int] = None,
+        callback: Optional[Callable[["Decision"], Any]] = None,
     ) -> None:
         options = dict(
             chains=chains,
@@ -301,10 +394,43 @@ class Controller:
         if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)):
             raise TypeError(f"chains must be an int, got {chains!r}")
         _check_nonfinite(nonfinite)
+        _check_choice("rules", rules, _RULES)
+        if energy is None:
+            energy = "mean" if rules == "practitioner" else "sum"
+        _check_choice("energy", energy, _ENERGY)
+        if n_data is not None:
+            if isinstance(n_data, bool) or not isinstance(n_data, (int, np.integer)):
+                raise TypeError(f"n_data must be an int, got {n_data!r}")
+            if n_data < 1:
+                raise ValueError(f"n_data must be at least 1, got {n_data}")
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable, got {callback!r}")
+        practitioner = rules == "practitioner"
+        if isinstance(buffer, str) and buffer != "auto":
+            raise ValueError(f"buffer must be a number or \"auto\", got {buffer!r}")
+        auto_buffer = buffer == "auto" or (buffer is None and practitioner)
+        auto_scale = practitioner and buffer_scale is None
+        if auto_buffer:
+            options["buffer"] = 0.0
+        if practitioner and preset is None and ladder_update is None:
+            options["ladder_update"] = "in-place"
         argv = _argv("run", "Controller", options, allowed=_CONTROLLER_KEYS)
-        self._native = _nrpt.NativeController(argv, int(ensemble), dtype)
+        self._native = _nrpt.NativeController(argv, int(ensemble), _dtype_name(dtype))
+        self._native.exclude_nonfinite = practitioner
         self._nonfinite = nonfinite
         self._dtype = np.dtype(self._native.dtype)
+        self._rules = rules
+        self._energy = energy
+        self._n_data = None if n_data is None else int(n_data)
+        self._calibrate = {"buffer": auto_buffer, "scale": auto_scale}
+        self._callback = callback
+        rule_name = self._native.describe()["config"]["rule"]
+        self._metropolis = rule_name == "metropolis"
+        if self._metropolis and energy == "mean" and self._n_data is None:
+            raise ValueError(
+                "rule=\"metropolis\" with energy=\"mean\" needs n_data (the Metropolis "
+                "acceptance compares whole-data energies: N times the mean)"
+            )
 
     # -- ask/tell -------------------------------------------------------------------
 
@@ -312,23 +438,26 @@ class Controller:
         """The learning rate of each model (by replica) for its next step."""
         return self._native.learning_rates
 
-    def tell(self, energies: Any) -> Decision:
+    def tell(self, energies: Any, iteration: Optional[int] = None) -> Decision:
         """One iteration's swaps, adaptation and counts, given the stochastic energy of
         every model at its new state, **by replica** (a sequence, a NumPy array or
-        anything with ``__array__``, of length P). A wrong length, a value that is not
-        a number or (with ``nonfinite="raise"``) a NaN raise ``ValueError`` and change
-        nothing."""
-        try:
-            e = np.ascontiguousarray(energies, dtype=self._dtype)
-        except (TypeError, ValueError) as err:
-            raise ValueError(
-                f"energies must be {self.chains} numbers, one per replica: {err}"
-            ) from None
-        if e.ndim != 1 or e.shape[0] != self.chains:
-            raise ValueError(
-                f"energies must hold one number per replica: expected shape "
-                f"({self.chains},), got {e.shape}"
-            )
+        anything with ``__array__``, of P real numbers, in the units of ``energy``).
+
+        ``iteration``, when given, must equal :attr:`iteration` (the iteration this
+        tell completes, 0-based): a loop that tells twice or skips a tell raises
+        ``ValueError`` instead of silently moving on. Energies that are not real
+        numbers (``None``, bool, complex, strings, objects) raise ``TypeError``; a
+        wrong length, or (with ``nonfinite="raise"``) a NaN, ``ValueError``. Either
+        changes nothing."""
+        if iteration is not None:
+            if isinstance(iteration, bool) or not isinstance(iteration, (int, np.integer)):
+                raise TypeError(f"iteration must be an int, got {iteration!r}")
+            if int(iteration) != self.iteration:
+                raise ValueError(
+                    f"tell(iteration={int(iteration)}) but the controller is at iteration "
+                    f"{self.iteration}: each iteration is told exactly once"
+                )
+        e = self._energies(energies)
         if self._nonfinite != "skip":
             bad = np.flatnonzero(~np.isfinite(e))
             if bad.size:
@@ -338,7 +467,7 @@ class Controller:
                     raise ValueError(
                         f"energies must be finite, got {which}{more} (nonfinite=\"raise\"; "
                         f"with \"warn\" or \"skip\" those replicas do not swap and are "
-                        f"counted, as in the command line)"
+                        f"counted)"
                     )
                 warnings.warn(
                     f"non-finite energies at iteration {self.iteration}: {which}{more}; "
@@ -346,7 +475,81 @@ class Controller:
                     RuntimeWarning,
                     stacklevel=2,
                 )
-        return Decision(**self._native.tell(e))
+        if self._metropolis and self._energy == "mean":
+            e = np.ascontiguousarray(e * self._n_data, dtype=self._dtype)
+        if self._calibrate["buffer"] or self._calibrate["scale"]:
+            self._calibrate_buffer(e)
+        decision = Decision(**self._native.tell(e))
+        if self._callback is not None:
+            self._callback(decision)
+        return decision
+
+    def _energies(self, energies: Any) -> np.ndarray:
+        """The energies as a contiguous 1-D array of the dtype, checked."""
+        if energies is None:
+            raise TypeError(f"energies must be {self.chains} real numbers, got None")
+        try:
+            raw = np.asarray(energies)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"energies must be {self.chains} real numbers: {err}") from None
+        if raw.dtype.kind not in "fiu":
+            what = {"b": "bool", "c": "complex", "O": "object", "U": "str", "S": "bytes"}
+            kind = what.get(raw.dtype.kind, raw.dtype.name)
+            raise TypeError(
+                f"energies must be {self.chains} real numbers, one per replica, got an "
+                f"array of {kind} ({raw.dtype})"
+            )
+        if raw.ndim != 1 or raw.shape[0] != self.chains:
+            raise ValueError(
+                f"energies must hold one number per replica: expected shape "
+                f"({self.chains},), got {raw.shape}"
+            )
+        return np.ascontiguousarray(raw, dtype=self._dtype)
+
+    def _calibrate_buffer(self, e: np.ndarray) -> None:
+        """``buffer="auto"`` and the buffer's scale from the first tell's energies."""
+        by_level = np.asarray(e, dtype=np.float64)[self.replica_at]
+        if not np.isfinite(by_level).sum() >= 2:
+            return  # try again at the next tell
+        swap_rate = float(self.config["config"]["swap_rate"])
+        c0, scale = _auto_buffer(by_level, swap_rate)
+        config = self.config["config"]
+        buffer = c0 if self._calibrate["buffer"] else self.buffer
+        buffer_scale = 1.0 / scale if self._calibrate["scale"] else float(config["buffer_scale"])
+        self._native.calibrate_buffer(buffer, buffer_scale)
+        self._calibrate = {"buffer": False, "scale": False}
+
+    def noise_scales(self, momentum: float = 0.0) -> np.ndarray:
+        """By replica: the standard deviation of the Gaussian noise to add to each
+        parameter after a step, for the model to sample ``exp(-E/T)`` at its level's
+        temperature: ``sqrt(2 (1 - momentum) * eta * T / N)`` for mean energies
+        (``N = n_data``), ``sqrt(2 (1 - momentum) * eta * T)`` for summed ones. Zero
+        where T = 0 (the SGD explorers above level 0)."""
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must lie in [0, 1), got {momentum}")
+        if self._energy == "mean":
+            if self._n_data is None:
+                raise ValueError("noise_scales needs n_data with energy=\"mean\"")
+            n = float(self._n_data)
+        else:
+            n = 1.0
+        return np.sqrt(2.0 * (1.0 - momentum) * self.learning_rates * self.temperatures / n)
+
+    def set_ladder_ends(self, eta_min: float, eta_max: float) -> None:
+        """Moves the ladder's ends to ``eta_min`` and ``eta_max`` (a warm-up or decay
+        schedule calls it between iterations): each inner rate keeps its place on the
+        log scale between the ends, temperatures that follow the ladder follow, and
+        the adaptation goes on from there. ``0 < eta_min < eta_max``, else
+        ``ValueError``."""
+        self._native.set_ladder_ends(float(eta_min), float(eta_max))
+
+    def scale_ladder(self, factor: float) -> None:
+        """Multiplies every learning rate by ``factor`` (> 0): a learning-rate
+        schedule's hook (``set_ladder_ends`` with both ends scaled)."""
+        if not (np.isfinite(factor) and factor > 0):
+            raise ValueError(f"factor must be finite and > 0, got {factor}")
+        ladder = self.ladder
+        self.set_ladder_ends(ladder[0] * factor, ladder[-1] * factor)
 
     # -- where it stands ------------------------------------------------------------
 
@@ -386,6 +589,21 @@ class Controller:
         return self._nonfinite
 
     @property
+    def rules(self) -> str:
+        """``"practitioner"`` or ``"paper"``."""
+        return self._rules
+
+    @property
+    def energy(self) -> str:
+        """The units of the energies told: ``"mean"`` or ``"sum"``."""
+        return self._energy
+
+    @property
+    def n_data(self) -> Optional[int]:
+        """N, the number of training examples (``None`` if not given)."""
+        return self._n_data
+
+    @property
     def ladder(self) -> np.ndarray:
         """By level: the learning rates."""
         return self._native.ladder
@@ -421,12 +639,18 @@ class Controller:
         ``authors_round_trips`` (the paper's code's counting), ``restarts``,
         ``nonfinite_energies``, the same per 1000 iterations, and by pair the counts
         ``pair_indicators``, ``pair_attempts``, ``pair_swaps``, ``pair_nonfinite`` and
-        the rates ``pair_indicator_rate`` and ``pair_swap_rate``."""
+        the rates ``pair_indicator_rate`` (what ``swap_rate`` S targets) and
+        ``pair_swap_rate`` (executed swaps per iteration, lower: a pair may swap only
+        in its half of the window); ``indicator_rate`` and ``swap_rate``, their means
+        over the pairs. Plain Python values (lists, ints, floats): ``json.dumps``
+        takes it as it is."""
         s = self._native.stats()
         n = max(s["iterations"], 1)
         s["round_trips_per_1000"] = 1000.0 * s["round_trips"] / n
         s["authors_round_trips_per_1000"] = 1000.0 * s["authors_round_trips"] / n
-        return s
+        s["indicator_rate"] = float(np.mean(s["pair_indicator_rate"]))
+        s["swap_rate"] = float(np.mean(s["pair_swap_rate"]))
+        return {k: (v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v) for k, v in s.items()}
 
     @property
     def config(self) -> Dict[str, Any]:
@@ -442,6 +666,12 @@ class Controller:
         gates and the counts. :meth:`from_state_dict` continues it exactly."""
         state = json.loads(self._native.state_json())
         state["nonfinite"] = self._nonfinite
+        state["python"] = {
+            "rules": self._rules,
+            "energy": self._energy,
+            "n_data": self._n_data,
+            "calibrate": dict(self._calibrate),
+        }
         return state
 
     @classmethod
@@ -451,10 +681,27 @@ class Controller:
         state = dict(state)
         nonfinite = state.pop("nonfinite", "raise")
         _check_nonfinite(nonfinite)
+        extra = dict(state.pop("python", None) or {"rules": "paper"})
+        rules = extra.get("rules", "paper")
+        _check_choice("rules", rules, _RULES)
+        energy = extra.get("energy", "mean")
+        _check_choice("energy", energy, _ENERGY)
+        calibrate = extra.get("calibrate") or {}
         self = cls.__new__(cls)
         self._native = _nrpt.NativeController.from_state_json(json.dumps(state))
+        self._native.exclude_nonfinite = rules == "practitioner"
         self._nonfinite = nonfinite
         self._dtype = np.dtype(self._native.dtype)
+        self._rules = rules
+        self._energy = energy
+        n_data = extra.get("n_data")
+        self._n_data = None if n_data is None else int(n_data)
+        self._calibrate = {
+            "buffer": bool(calibrate.get("buffer", False)),
+            "scale": bool(calibrate.get("scale", False)),
+        }
+        self._callback = None
+        self._metropolis = self._native.describe()["config"]["rule"] == "metropolis"
         return self
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
@@ -483,8 +730,14 @@ class Controller:
 
 
 def _check_nonfinite(policy: Any) -> None:
-    if policy not in _NONFINITE:
-        raise ValueError(f"nonfinite must be one of {_NONFINITE}, got {policy!r}")
+    _check_choice("nonfinite", policy, _NONFINITE)
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {tuple(choices)}, got {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
 # ---------------------------------------------------------------------------------
@@ -529,7 +782,7 @@ class ToyExplorer:
             seed=seed,
         )
         argv = _argv("run", "ToyExplorer", options, allowed=_TOY_KEYS)
-        self._native = _nrpt.NativeToyExplorer(argv, int(ensemble), dtype)
+        self._native = _nrpt.NativeToyExplorer(argv, int(ensemble), _dtype_name(dtype))
         self._dtype = np.dtype(self._native.dtype)
 
     @property

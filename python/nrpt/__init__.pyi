@@ -2,7 +2,7 @@
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ __version__: str
 
 _Path = Union[str, os.PathLike[str]]
 _Window = Union[int, Literal["opt", "optimal", "paper", "seo"], str]
-_Dtype = Literal["float32", "float64"]
+_Dtype = Union[Literal["float32", "float64", "f32", "f64"], type, np.dtype[Any]]
 _Nonfinite = Literal["raise", "warn", "skip"]
 _Rule = Literal["buffered", "metropolis"]
 _Explorer = Literal["sgd", "sgld", "msgd"]
@@ -104,7 +104,6 @@ class Controller:
         eta_max: Optional[float] = None,
         rule: Optional[_Rule] = None,
         explorer: Optional[_Explorer] = None,
-        buffer: Optional[float] = None,
         adapt_ladder: Optional[bool] = None,
         adapt_buffer: Optional[bool] = None,
         gamma_a: Optional[float] = None,
@@ -119,14 +118,31 @@ class Controller:
         buffer_projection: Optional[Literal["non-negative", "unprojected"]] = None,
         momentum_on_swap: Optional[Literal["reset", "carry"]] = None,
         ladder_decimals: Optional[int] = None,
+        buffer: Union[float, Literal["auto"], None] = None,
         ensemble: int = 0,
         dtype: _Dtype = "float64",
         nonfinite: _Nonfinite = "raise",
+        rules: Literal["practitioner", "paper"] = "practitioner",
+        energy: Optional[Literal["mean", "sum"]] = None,
+        n_data: Optional[int] = None,
+        callback: Optional[Callable[[Decision], Any]] = None,
     ) -> None: ...
     def ask(self) -> npt.NDArray[np.float64]:
         """The learning rate of each model (by replica) for its next step."""
-    def tell(self, energies: npt.ArrayLike) -> Decision:
+    def tell(self, energies: npt.ArrayLike, iteration: Optional[int] = None) -> Decision:
         """Swaps, adaptation and counts for the P energies, by replica."""
+    def noise_scales(self, momentum: float = 0.0) -> npt.NDArray[np.float64]:
+        """By replica: sqrt(2 (1 - momentum) eta T / N) (N = 1 for summed energies)."""
+    def set_ladder_ends(self, eta_min: float, eta_max: float) -> None:
+        """Moves the ladder's ends, the inner rates in proportion on the log scale."""
+    def scale_ladder(self, factor: float) -> None:
+        """Multiplies every learning rate by factor."""
+    @property
+    def rules(self) -> str: ...
+    @property
+    def energy(self) -> str: ...
+    @property
+    def n_data(self) -> Optional[int]: ...
     @property
     def chains(self) -> int: ...
     @property

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use nrpt::config::{ConfigError, RunConfig};
 use nrpt::engine::Record;
-use nrpt_core::driver::{Controller, ControllerBuffers, Progress, TemperingOptions};
+use nrpt_core::driver::{
+    Controller, ControllerBuffers, NonfinitePairs, Progress, TemperingOptions,
+};
 use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::rng::UnitDraw;
 use nrpt_core::rules::PairEnergies;
@@ -125,10 +127,12 @@ impl<F: UnitDraw> Owned<F> {
     fn with<T>(
         &mut self,
         options: TemperingOptions,
+        nonfinite: NonfinitePairs,
         f: impl FnOnce(&mut Controller<'_, F>) -> T,
     ) -> Result<T, nrpt_core::Error> {
         let progress = self.progress;
         let mut c = controller!(self, options, Some(progress))?;
+        c.set_nonfinite_pairs(nonfinite);
         let out = f(&mut c);
         let progress = c.progress();
         self.progress = progress;
@@ -184,6 +188,9 @@ pub struct NativeController {
     ensemble: u32,
     dtype: Dtype,
     options: TemperingOptions,
+    /// What the adaptation makes of non-finite pairs (not saved by `state_json`: the
+    /// Python wrapper keeps it beside).
+    nonfinite: NonfinitePairs,
     state: State,
 }
 
@@ -210,6 +217,7 @@ impl NativeController {
             ensemble,
             dtype,
             options,
+            nonfinite: NonfinitePairs::Adapt,
             state,
         })
     }
@@ -279,6 +287,7 @@ fn tell_with<'py, F: UnitDraw + numpy::Element>(
     py: Python<'py>,
     o: &mut Owned<F>,
     options: TemperingOptions,
+    nonfinite: NonfinitePairs,
     energies: &Bound<'py, PyAny>,
     dtype: Dtype,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -289,7 +298,7 @@ fn tell_with<'py, F: UnitDraw + numpy::Element>(
         ))
     })?;
     let e = array.as_slice().map_err(value_error)?;
-    o.with(options, |c| {
+    o.with(options, nonfinite, |c| {
         let report = c.tell(e).map_err(value_error)?;
         decision(py, c, report)
     })
@@ -313,11 +322,85 @@ impl NativeController {
         py: Python<'py>,
         energies: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let (options, dtype) = (self.options, self.dtype);
+        let (options, nonfinite, dtype) = (self.options, self.nonfinite, self.dtype);
         match &mut self.state {
-            State::F32(o) => tell_with(py, o, options, energies, dtype),
-            State::F64(o) => tell_with(py, o, options, energies, dtype),
+            State::F32(o) => tell_with(py, o, options, nonfinite, energies, dtype),
+            State::F64(o) => tell_with(py, o, options, nonfinite, energies, dtype),
         }
+    }
+
+    /// Whether pairs with a non-finite energy are left out of the adaptation
+    /// (`NonfinitePairs::Exclude`) rather than fed to it as indicator 0 (the
+    /// command line's policy).
+    #[getter]
+    fn exclude_nonfinite(&self) -> bool {
+        self.nonfinite == NonfinitePairs::Exclude
+    }
+
+    #[setter]
+    fn set_exclude_nonfinite(&mut self, exclude: bool) {
+        self.nonfinite = if exclude {
+            NonfinitePairs::Exclude
+        } else {
+            NonfinitePairs::Adapt
+        };
+    }
+
+    /// Sets the buffer C and the scale of its updates (`buffer` and `buffer_scale` of
+    /// the configuration, so a saved state keeps them): C must be finite and >= 0,
+    /// the scale finite and > 0.
+    fn calibrate_buffer(&mut self, buffer: f64, buffer_scale: f64) -> PyResult<()> {
+        if !(buffer.is_finite() && buffer >= 0.0) {
+            return Err(value_error(format!(
+                "buffer must be finite and >= 0, got {buffer}"
+            )));
+        }
+        if !(buffer_scale.is_finite() && buffer_scale > 0.0) {
+            return Err(value_error(format!(
+                "buffer_scale must be finite and > 0, got {buffer_scale}"
+            )));
+        }
+        let mut config = self.config.clone();
+        config.buffer = buffer;
+        config.buffer_scale = buffer_scale;
+        let options = options_of(&config, self.ensemble)?;
+        self.config = config;
+        self.options = options;
+        each!(&mut self.state, o => o.progress.buffer = buffer);
+        Ok(())
+    }
+
+    /// Moves the ends of the ladder to `eta_min` and `eta_max` (0 < eta_min < eta_max,
+    /// finite) and the inner rates with them, each keeping its place on the log scale
+    /// between the ends: `eta_min (eta_max/eta_min)^t` with
+    /// `t = ln(eta_l/eta_0) / ln(eta_{P-1}/eta_0)` of the old ladder. Temperatures that
+    /// follow the ladder follow.
+    fn set_ladder_ends(&mut self, eta_min: f64, eta_max: f64) -> PyResult<()> {
+        if !(eta_min.is_finite() && eta_max.is_finite() && 0.0 < eta_min && eta_min < eta_max) {
+            return Err(value_error(format!(
+                "the ladder's ends must be finite with 0 < eta_min < eta_max, got \
+                 eta_min={eta_min}, eta_max={eta_max}"
+            )));
+        }
+        let mut config = self.config.clone();
+        config.eta_min = eta_min;
+        config.eta_max = eta_max;
+        let options = options_of(&config, self.ensemble)?;
+        each!(&mut self.state, o => {
+            let p = o.ladder.len();
+            let (first, last) = (o.ladder[0], o.ladder[p - 1]);
+            let span = (last / first).ln();
+            let new_span = (eta_max / eta_min).ln();
+            for eta in o.ladder.iter_mut() {
+                *eta = eta_min * ((*eta / first).ln() / span * new_span).exp();
+            }
+            o.ladder[0] = eta_min;
+            o.ladder[p - 1] = eta_max;
+            options.temperatures.fill(&o.ladder, &mut o.temperatures);
+        });
+        self.config = config;
+        self.options = options;
+        Ok(())
     }
 
     /// Number of replicas P.
@@ -469,7 +552,7 @@ impl NativeController {
             o.pair_stats = saved.pair_stats;
             o.progress = saved.progress;
             // The resume checks every length and the consistency of the state.
-            o.with(options, |_| ()).map_err(|e| value_error(format!("a saved controller that does not fit its configuration: {e}")))?;
+            o.with(options, NonfinitePairs::Adapt, |_| ()).map_err(|e| value_error(format!("a saved controller that does not fit its configuration: {e}")))?;
         });
         Ok(c)
     }

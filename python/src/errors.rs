@@ -1,5 +1,6 @@
 //! Errors of the command line and of nrpt-core as Python exceptions, with the
-//! command's messages: bad input is a `ValueError`, anything else a `RuntimeError`.
+//! command's messages in Python's words ([`pythonic`]: keyword names, no flag
+//! syntax): bad input is a `ValueError`, anything else a `RuntimeError`.
 
 use pyo3::PyErr;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
@@ -8,9 +9,51 @@ use nrpt::config::ConfigError;
 use nrpt::data::DataError;
 use nrpt::engine::EngineError;
 
-/// A `ValueError` with `message`.
+/// A `ValueError` with `message` (in Python's words, [`pythonic`]).
 pub fn value_error(message: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(message.to_string())
+    PyValueError::new_err(pythonic(&message.to_string()))
+}
+
+/// A command-line message in Python's words: every flag (`--adapt-ladder`, with a
+/// value placeholder ` <ADAPT_LADDER>` or `=<X>` after it) becomes its keyword
+/// argument (`adapt_ladder`), and a key followed by its own flag in parentheses
+/// (`chains (--chains): …`) is written once (`chains: …`).
+pub fn pythonic(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find("--") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(after.len());
+        if !after.starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.push_str("--");
+            rest = after;
+            continue;
+        }
+        let name = after[..len].replace('-', "_");
+        let mut tail = &after[len..];
+        for open in [" <", "=<"] {
+            if let Some(t) = tail.strip_prefix(open) {
+                if let Some(end) = t.find('>') {
+                    tail = &t[end + 1..];
+                }
+                break;
+            }
+        }
+        // `chains (--chains)`: the key is already written.
+        let doubled = format!("{name} (");
+        if out.ends_with(&doubled) && tail.starts_with(')') {
+            out.truncate(out.len() - 2);
+            tail = &tail[1..];
+        } else {
+            out.push_str(&name);
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// An error of a command as the command line prints it (`error: {e:#}` without the
@@ -18,7 +61,7 @@ pub fn value_error(message: impl std::fmt::Display) -> PyErr {
 /// as `ValueError`, an interrupted run as `KeyboardInterrupt`, anything else (a
 /// backend that cannot run) as `RuntimeError`.
 pub fn command_error(e: anyhow::Error) -> PyErr {
-    let message = format!("{e:#}");
+    let message = pythonic(&format!("{e:#}"));
     let bad_input = e.downcast_ref::<ConfigError>().is_some()
         || e.downcast_ref::<DataError>().is_some()
         || e.downcast_ref::<nrpt_core::Error>().is_some()
@@ -45,5 +88,5 @@ pub fn parse_error(e: &clap::Error) -> PyErr {
     let text = e.render().to_string();
     let first = text.split("\n\n").next().unwrap_or(&text).trim();
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    PyValueError::new_err(first.to_string())
+    PyValueError::new_err(pythonic(first))
 }

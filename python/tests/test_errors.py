@@ -1,7 +1,10 @@
-"""Bad input raises ValueError with the command line's message (or TypeError for a
-keyword that does not exist), and changes nothing."""
+"""Bad input raises ValueError with the command line's message in Python's words
+(keyword names, no flag syntax), or TypeError for a keyword that does not exist or a
+value of the wrong type, and changes nothing."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -28,19 +31,26 @@ import nrpt
     ],
 )
 def test_the_command_s_messages(cli, tmp_path, command, kwargs, flags):
-    expected = cli.error(command, *flags, "-o", str(tmp_path / "o"))
+    expected = pythonic(cli.error(command, *flags, "-o", str(tmp_path / "o")))
     function = getattr(nrpt, command)
     with pytest.raises(ValueError) as e:
         function(**kwargs)
     assert str(e.value) == expected
+    assert "--" not in str(e.value)
+
+
+def pythonic(message):
+    """The command's message with keyword names for its flags."""
+    message = re.sub(r"--([a-z][a-z0-9-]*)(?: <[^>]*>|=<[^>]*>)?", lambda m: m[1].replace("-", "_"), message)
+    return re.sub(r"\b([a-z_0-9]+) \(\1\)", r"\1", message)
 
 
 def test_the_controller_s_configuration_errors(cli, tmp_path):
     expected = cli.error("run", "--chains", "1", "-o", str(tmp_path / "o"))
     with pytest.raises(ValueError) as e:
         nrpt.Controller(1)
-    assert str(e.value) == expected == "chains (--chains): must be between 2 and 65536, got 1"
-    with pytest.raises(ValueError, match=r"swap_rate \(--swap-rate\): must lie strictly"):
+    assert str(e.value) == pythonic(expected) == "chains: must be between 2 and 65536, got 1"
+    with pytest.raises(ValueError, match=r"^swap_rate: must lie strictly"):
         nrpt.Controller(16, swap_rate=0.0)
     with pytest.raises(ValueError, match="the window must be at least 1 iteration"):
         nrpt.Controller(16, window=0)
@@ -48,7 +58,7 @@ def test_the_controller_s_configuration_errors(cli, tmp_path):
 
 def test_rules_that_need_the_energy_function_are_refused():
     for kwargs in ({"preset": "authors-code"}, {"pair_energies": "fresh-per-test"}):
-        with pytest.raises(ValueError, match=r"pair_energies \(--pair-energies\): `fresh-per-test`"):
+        with pytest.raises(ValueError, match=r"pair_energies: `fresh-per-test`"):
             nrpt.Controller(16, **kwargs)
     # The authors' code's other rules are fine.
     nrpt.Controller(16, preset="authors-code", pair_energies="per-level")
@@ -82,9 +92,28 @@ def test_energies_of_the_wrong_length_change_nothing():
     for bad in ([1.0, 2.0, 3.0], np.zeros(5), np.zeros((2, 4)), 7.0, []):
         with pytest.raises(ValueError, match=r"one number per replica: expected shape \(4,\)"):
             ctl.tell(bad)
-    with pytest.raises(ValueError, match="energies must be 4 numbers"):
-        ctl.tell(["a", "b", "c", "d"])
+    for bad in (["a", "b", "c", "d"], None, [True, False, True, False], np.ones(4, complex),
+                np.array([1.0, None, 2.0, 3.0], dtype=object)):
+        with pytest.raises(TypeError, match="energies must be 4 real numbers"):
+            ctl.tell(bad)
     assert ctl.state_dict() == before
+
+
+def test_pythonic_words():
+    with pytest.raises(ValueError) as e:
+        nrpt.Controller(4, adapt_ladder="maybe")
+    assert "'adapt_ladder'" in str(e.value) and "--" not in str(e.value)
+    for dtype in (np.float32, np.dtype("float32"), "float32", "f32"):
+        assert nrpt.Controller(4, dtype=dtype).dtype == np.float32
+    assert nrpt.Controller(4, dtype=float).dtype == np.float64
+    with pytest.raises(ValueError, match="dtype must be"):
+        nrpt.Controller(4, dtype=np.int8)
+    with pytest.raises(TypeError, match="dtype must be"):
+        nrpt.Controller(4, dtype="no such type")
+    with pytest.raises(ValueError, match="rules must be one of"):
+        nrpt.Controller(4, rules="mine")
+    with pytest.raises(ValueError, match="energy must be one of"):
+        nrpt.Controller(4, energy="median")
 
 
 def test_nonfinite_energies():
@@ -96,7 +125,7 @@ def test_nonfinite_energies():
     # warn: the command line's policy, with a warning; skip: the same, silently.
     policies = {}
     for policy in ("warn", "skip"):
-        c = nrpt.Controller(4, window=1, nonfinite=policy)
+        c = nrpt.Controller(4, window=1, nonfinite=policy, rules="paper")
         energies = [[3.0, np.nan, 1.0, 0.0], [3.0, 2.0, 1.0, 0.0]] * 20
         if policy == "warn":
             with pytest.warns(RuntimeWarning, match="replica 1: nan"):
@@ -109,7 +138,7 @@ def test_nonfinite_energies():
         assert not first.swapped[:2].any()
         policies[policy] = c.stats()
     assert policies["warn"]["nonfinite_energies"] == 20
-    assert policies["warn"]["pair_nonfinite"].tolist() == [20, 20, 0]
+    assert policies["warn"]["pair_nonfinite"] == [20, 20, 0]
     for key, value in policies["warn"].items():
         np.testing.assert_array_equal(value, policies["skip"][key], err_msg=key)
 

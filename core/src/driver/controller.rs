@@ -5,14 +5,16 @@ use core::convert::Infallible;
 
 use rand_core::Rng;
 
-use super::options::{InitialStates, TemperingOptions};
+use super::options::{InitialStates, Temperatures, TemperingOptions};
 use super::storage::Storage;
 use super::{Engine, IterationReport, Progress};
+use crate::adapt::{adapt_buffer, adapt_ladder_observed};
 use crate::error::{Error, check_chains, check_len};
 use crate::explore::Explorer;
 use crate::index::{IndexStats, PairStats, TripState};
 use crate::rng::UnitDraw;
 use crate::rules::{MomentumOnSwap, PairEnergies};
+use crate::swap::SwapRule;
 use crate::swap::flags;
 use crate::target::EnergyOracle;
 
@@ -85,6 +87,23 @@ impl<F: UnitDraw> EnergyOracle<F> for Told {
     }
 }
 
+/// What the adaptation of a [`Controller`] makes of a pair with a non-finite energy
+/// (a diverged model, a NaN loss). Such a pair never swaps and is counted either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NonfinitePairs {
+    /// Its indicator is 0 and feeds the adaptation like any other (as in
+    /// [`Tempering`](super::Tempering) and every engine of the command line): a
+    /// diverged model pushes the buffer down and the ladder's gaps together.
+    #[default]
+    Adapt,
+    /// It is left out of the adaptation: it carries no rate error in the ladder
+    /// update ([`adapt_ladder_observed`]; a level between two such pairs keeps its
+    /// rate), and the buffer moves by the mean indicator of the finite pairs alone,
+    /// not at all when there is none. An iteration without a non-finite energy is the
+    /// same, bit for bit, as with [`NonfinitePairs::Adapt`].
+    Exclude,
+}
+
 /// The swap controller of one ensemble: [`Tempering`](super::Tempering) without the
 /// exploration, told the energies by a caller that explores by itself.
 ///
@@ -152,6 +171,8 @@ pub struct Controller<'a, F: UnitDraw> {
     storage: Storage<'a, F>,
     /// The options as given (the engine's have no explorer and keep no states).
     options: TemperingOptions,
+    /// What the adaptation makes of non-finite pairs.
+    nonfinite: NonfinitePairs,
 }
 
 impl<'a, F: UnitDraw> Controller<'a, F> {
@@ -172,6 +193,7 @@ impl<'a, F: UnitDraw> Controller<'a, F> {
             engine,
             storage,
             options,
+            nonfinite: NonfinitePairs::Adapt,
         })
     }
 
@@ -192,6 +214,7 @@ impl<'a, F: UnitDraw> Controller<'a, F> {
             engine,
             storage,
             options,
+            nonfinite: NonfinitePairs::Adapt,
         })
     }
 
@@ -229,11 +252,67 @@ impl<'a, F: UnitDraw> Controller<'a, F> {
             self.storage.energies[level as usize] = e;
         }
         let gamma = self.engine.step_size();
-        let s = &mut self.storage;
-        match self.engine.guarded(|e| e.exchange(s, gamma)) {
-            Ok(report) => Ok(report),
-            Err(never) => match never {},
+        let exclude = self.nonfinite == NonfinitePairs::Exclude
+            && self.storage.energies.iter().any(|e| !e.is_finite());
+        // Excluding: the exchange without its adaptation, then the adaptation here.
+        let adapt = self.engine.options.adapt;
+        if exclude {
+            self.engine.options.adapt.adapt_ladder = false;
+            self.engine.options.adapt.adapt_buffer = false;
         }
+        let s = &mut self.storage;
+        let report = match self.engine.guarded(|e| e.exchange(s, gamma)) {
+            Ok(report) => report,
+            Err(never) => match never {},
+        };
+        if exclude {
+            self.engine.options.adapt = adapt;
+            self.adapt_finite_pairs(gamma.get(), report);
+        }
+        Ok(report)
+    }
+
+    /// The adaptation of [`NonfinitePairs::Exclude`] after an exchange whose own
+    /// adaptation was off: the same step γ_k, the non-finite pairs left out.
+    fn adapt_finite_pairs(&mut self, gamma: f64, report: IterationReport) {
+        let o = &self.engine.options;
+        let target = o.adapt.target_swap_rate;
+        let s = &mut self.storage;
+        let flags_now: &[u8] = s.flags;
+        let observed = |l: usize| {
+            let f = flags_now[l];
+            (f & flags::NONFINITE == 0).then_some(f & flags::INDICATOR != 0)
+        };
+        if o.adapt.adapt_ladder {
+            adapt_ladder_observed(s.ladder, o.rules.ladder_update, target, gamma, observed);
+            if o.temperatures == Temperatures::FollowLadder {
+                o.temperatures.fill(s.ladder, s.temperatures);
+            }
+        }
+        let finite = flags_now.len() as u32 - report.nonfinite_pairs;
+        if o.adapt.adapt_buffer && o.rule == SwapRule::Buffered && finite > 0 {
+            let mean = f64::from(report.indicators) / f64::from(finite);
+            self.engine.buffer = adapt_buffer(
+                self.engine.buffer,
+                mean,
+                target,
+                gamma,
+                o.adapt.buffer_scale,
+                o.rules.buffer_projection,
+            );
+        }
+    }
+
+    /// Sets what the adaptation makes of pairs with a non-finite energy (default
+    /// [`NonfinitePairs::Adapt`], the command line's policy). It is not part of
+    /// [`Controller::progress`]: a caller that resumes sets it again.
+    pub fn set_nonfinite_pairs(&mut self, policy: NonfinitePairs) {
+        self.nonfinite = policy;
+    }
+
+    /// What the adaptation makes of non-finite pairs.
+    pub fn nonfinite_pairs(&self) -> NonfinitePairs {
+        self.nonfinite
     }
 
     /// Number of replicas P.

@@ -48,7 +48,7 @@ mod engine;
 mod options;
 mod storage;
 
-pub use controller::{Controller, ControllerBuffers};
+pub use controller::{Controller, ControllerBuffers, NonfinitePairs};
 pub use engine::{ReplicaError, ReplicaStep, explore_replica, initial_state};
 pub use options::{InitialStates, Temperatures, TemperingOptions};
 
