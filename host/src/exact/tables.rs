@@ -36,11 +36,17 @@ pub fn outputs(
     let sci = |v: Vec<f64>| Values::F64(v, Cell::Sci(6));
     let mut columns = vec![
         Column::new("beta", Values::F64(betas.clone(), Cell::Fixed(4))),
-        Column::new("lambda_estimated", sci(profile.iter().map(|p| p.1).collect())),
+        Column::new(
+            "lambda_estimated",
+            sci(profile.iter().map(|p| p.1).collect()),
+        ),
     ];
     let forms: Option<Vec<(f64, f64)>> = closed.map(|f| betas.iter().map(|&b| f(b)).collect());
     if let Some(f) = &forms {
-        columns.push(Column::new("lambda_closed_form", sci(f.iter().map(|c| c.0).collect())));
+        columns.push(Column::new(
+            "lambda_closed_form",
+            sci(f.iter().map(|c| c.0).collect()),
+        ));
     }
     columns.push(Column::new(
         "cumulative_estimated",
