@@ -838,13 +838,16 @@ def _emit(result: Dict[str, Any], strict: bool, what: str) -> Dict[str, Any]:
 
 
 def _columns(rows: Sequence[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
-    """Rows of dicts as a dict of arrays (one per key of the first row)."""
+    """Rows of dicts as a dict of arrays (one per key of the first row): booleans as a
+    bool array, numbers as numbers (NaN for a missing one), anything else as objects."""
     if not rows:
         return {}
     out: Dict[str, np.ndarray] = {}
     for key in rows[0]:
         values = [r.get(key) for r in rows]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        if all(isinstance(v, bool) for v in values):
+            out[key] = np.asarray(values, dtype=bool)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             out[key] = np.asarray(values)
         elif all(v is None or isinstance(v, (int, float)) for v in values):
             out[key] = np.asarray([np.nan if v is None else v for v in values], dtype=float)

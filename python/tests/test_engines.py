@@ -152,6 +152,8 @@ def test_scale_equals_the_command(cli, tmp_path):
     c = r["columns"]
     np.testing.assert_array_equal(c["chains"], [8, 8, 16, 16])
     assert np.all(np.abs(c["ratio"] - 1) < 0.3)
+    # Booleans stay booleans, counts stay integers.
+    assert c["capped"].dtype == bool and c["round_trips"].dtype.kind in "iu"
 
 
 def test_runs_release_the_gil():
