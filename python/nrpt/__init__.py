@@ -64,6 +64,7 @@ __all__ = [
     "ToyExplorer",
     "deep",
     "expected_round_trip",
+    "flat",
     "optimal_window",
     "paper_window",
     "reproduce",
@@ -74,6 +75,38 @@ __all__ = [
     "window",
     "x_star",
 ]
+
+
+def flat(table: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+    """A table of a result (``r["trace"]``, ``r["pairs"]``, ...) with every column 1-D,
+    named as in the command's CSV file: a column of a vector per row (a 2-D array
+    ``NAME``) becomes ``NAME_0``, ``NAME_1``, ...; a block per row ``NAME_i_j``, ...
+
+    So ``pandas.DataFrame(nrpt.flat(r["trace"]))`` is ``pandas.read_csv("trace.csv")``
+    with the full precision of the arrays.
+
+    Raises ``ValueError`` when the columns do not have one row count, and ``TypeError``
+    for something that is not a mapping of arrays.
+    """
+    if not isinstance(table, Mapping):
+        raise TypeError(f"flat() takes a table (a dict of columns), got {type(table).__name__}")
+    out: Dict[str, np.ndarray] = {}
+    rows = None
+    for name, values in table.items():
+        a = np.asarray(values)
+        if a.ndim == 0:
+            raise TypeError(f"flat(): column {name!r} is a single value, not a column")
+        if rows is None:
+            rows = a.shape[0]
+        elif a.shape[0] != rows:
+            raise ValueError(f"flat(): column {name!r} has {a.shape[0]} rows, the first column {rows}")
+        if a.ndim == 1:
+            out[str(name)] = a
+            continue
+        for index in np.ndindex(*a.shape[1:]):
+            label = "_".join(str(i) for i in index)
+            out[f"{name}_{label}"] = a[(slice(None),) + index]
+    return out
 
 
 def window(chains: int, swap_rate: float) -> Dict[str, Any]:

@@ -62,6 +62,7 @@ def expected_round_trip(chains: int, window: float, swap_rate: float) -> float:
 def round_trip_rate(chains: int, window: float, swap_rate: float) -> float:
     """Lemma 1's round trips per iteration of one ensemble, P / E[T]."""
 
+def flat(table: Mapping[str, Any]) -> Dict[str, np.ndarray]: ...
 def window(chains: int, swap_rate: float) -> Dict[str, Any]:
     """``nrpt window --json`` as a dict."""
 

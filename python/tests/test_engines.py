@@ -78,6 +78,18 @@ def test_run_equals_nrpt_run(cli, tmp_path):
                          if column in vectors else [float(row[column])])
                 got = values[i] if column in vectors else [values[i]]
                 assert cells == pytest.approx(list(got), rel=1e-5, abs=6e-5), (name, column, i)
+    # nrpt.flat: the same table with the CSV's columns, each 1-D (what pandas takes).
+    for name in ["trace", "ladder", "pairs"]:
+        with open(out / f"{name}.csv") as f:
+            header = next(csv.reader(f))
+        flat = nrpt.flat(r[name])
+        assert list(flat) == header, name
+        assert all(v.ndim == 1 and len(v) == len(r[name][next(iter(r[name]))]) for v in flat.values())
+    np.testing.assert_array_equal(nrpt.flat(r["trace"])["indicator_rate_6"], r["trace"]["indicator_rate"][:, 6])
+    with pytest.raises(ValueError, match="rows"):
+        nrpt.flat({"a": np.zeros(3), "b": np.zeros((2, 2))})
+    with pytest.raises(TypeError):
+        nrpt.flat([1, 2])
     assert r["trace"]["indicator_rate"].shape[1] == 7
     assert r["ladder"]["eta_mean"].shape[1] == 8
     assert r["final_ladders"].shape == (2, 8)
