@@ -20,6 +20,7 @@ __all__ = [
     "ToyExplorer",
     "deep",
     "expected_round_trip",
+    "flat",
     "optimal_window",
     "paper_window",
     "reproduce",
