@@ -235,23 +235,12 @@ fn summarize(
 /// Prints the warnings and the results.
 fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bool) -> Result<()> {
     let run = &summary.run;
-    for w in &run.warnings {
-        note!("warning: {w}");
-    }
-    if json {
-        #[derive(Serialize)]
-        struct Report<'a> {
-            #[serde(flatten)]
-            summary: &'a ClassifierExactSummary,
-            seconds: f64,
-        }
-        say!("{}", serde_json::to_string(&Report { summary, seconds })?)?;
-    } else {
+    super::warnings::report_summary(summary, &run.warnings, seconds, (strict, json), || {
         let p = &run.pooled;
         let q = &summary.predictive;
         say!(
             "exact tempering, classifier prior → posterior (D = {}, N = {}): {} ensembles × {} \
-             chains × {} iterations ({}) in {seconds:.2} s",
+         chains × {} iterations ({}) in {seconds:.2} s",
             run.dim,
             summary.train_examples,
             summary.ensembles,
@@ -287,14 +276,8 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
             q.accuracy,
             q.nll
         )?;
-    }
-    if strict && !run.warnings.is_empty() {
-        return Err(super::warnings::StrictError {
-            warnings: run.warnings.len(),
-        }
-        .into());
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -258,27 +258,9 @@ pub fn run(
 
 /// Prints the warnings and the results of a run whose outputs are written.
 fn report(summary: &ExactSummary, seconds: f64, strict: bool, json: bool) -> Result<()> {
-    for w in &summary.warnings {
-        note!("warning: {w}");
-    }
-    if json {
-        #[derive(Serialize)]
-        struct Report<'a> {
-            #[serde(flatten)]
-            summary: &'a ExactSummary,
-            seconds: f64,
-        }
-        say!("{}", serde_json::to_string(&Report { summary, seconds })?)?;
-    } else {
-        print_text(summary, seconds)?;
-    }
-    if strict && !summary.warnings.is_empty() {
-        return Err(super::warnings::StrictError {
-            warnings: summary.warnings.len(),
-        }
-        .into());
-    }
-    Ok(())
+    super::warnings::report_summary(summary, &summary.warnings, seconds, (strict, json), || {
+        Ok(print_text(summary, seconds)?)
+    })
 }
 
 fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {

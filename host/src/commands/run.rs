@@ -731,11 +731,5 @@ fn report(
         }
         say!("wrote {}", config.out.display())?;
     }
-    if strict && !summary.warnings.is_empty() {
-        return Err(StrictError {
-            warnings: summary.warnings.len(),
-        }
-        .into());
-    }
-    Ok(())
+    super::warnings::strict_verdict(strict, &summary.warnings)
 }

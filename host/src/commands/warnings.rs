@@ -1,6 +1,8 @@
 //! What a run warns about (non-finite energies, no kept samples, settings without
 //! effect), and `--strict`, which makes warnings an error once the outputs are written.
 
+use serde::Serialize;
+
 use crate::config::RunConfig;
 
 /// Non-finite energies above this share of the chain-steps give a warning.
@@ -55,4 +57,43 @@ pub fn warnings(
 pub struct StrictError {
     /// How many.
     pub warnings: usize,
+}
+
+/// `--strict`'s verdict once the outputs are written: a [`StrictError`] when there are
+/// warnings, else nothing.
+pub fn strict_verdict(strict: bool, warnings: &[String]) -> anyhow::Result<()> {
+    if strict && !warnings.is_empty() {
+        return Err(StrictError {
+            warnings: warnings.len(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Reports a finished run whose outputs are written: its warnings on standard error
+/// (kept by `--quiet`), then the summary as one JSON object with `seconds` (`json`) or
+/// as `text`, then `--strict`'s verdict ([`strict_verdict`]).
+pub fn report_summary<S: Serialize>(
+    summary: &S,
+    warnings: &[String],
+    seconds: f64,
+    (strict, json): (bool, bool),
+    text: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    for w in warnings {
+        note!("warning: {w}");
+    }
+    if json {
+        #[derive(Serialize)]
+        struct Report<'a, S> {
+            #[serde(flatten)]
+            summary: &'a S,
+            seconds: f64,
+        }
+        say!("{}", serde_json::to_string(&Report { summary, seconds })?)?;
+    } else {
+        text()?;
+    }
+    strict_verdict(strict, warnings)
 }
