@@ -33,8 +33,8 @@
 
 use nrpt_core::exact::{
     AnnealingPath, Barrier, ChainRule, ExactBuffers, ExactExplorer, ExactOptions, ExactTempering,
-    GaussianPath, InitialGrid, LevelRecord, PairRecord, RoundReport, ScheduleOptions, limit_rate,
-    recommended_chains,
+    GaussianPath, InitialGrid, Lengths, LevelRecord, PairRecord, RoundReport, ScheduleOptions,
+    limit_rate, recommended_chains,
 };
 use nrpt_core::window::Scheme;
 use rayon::prelude::*;
@@ -215,7 +215,9 @@ pub struct ExactOutcome {
     pub ensembles: Vec<EnsembleOutcome>,
 }
 
-/// The buffers of one ensemble, owned.
+/// The buffers of one ensemble, owned (by a run of a path, or by a told controller,
+/// whose states and scratch are empty).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Owned {
     states: Vec<f64>,
     ells: Vec<f64>,
@@ -235,7 +237,12 @@ struct Owned {
 impl Owned {
     fn new(chains: usize, dim: usize, explorer: &ExactExplorer) -> Result<Self, ConfigError> {
         let n = ExactBuffers::lengths(chains, dim, explorer).map_err(core_error)?;
-        Ok(Owned {
+        Ok(Owned::of(n))
+    }
+
+    /// Buffers of the lengths `n`.
+    fn of(n: Lengths) -> Self {
+        Owned {
             states: vec![0.0; n.states],
             ells: vec![0.0; n.per_level],
             betas: vec![0.0; n.per_level],
@@ -249,7 +256,7 @@ impl Owned {
             knots: vec![0.0; n.per_level],
             values: vec![0.0; n.per_level],
             scratch: vec![0.0; n.scratch],
-        })
+        }
     }
 
     fn view(&mut self) -> ExactBuffers<'_> {

@@ -48,11 +48,13 @@
 
 use nrpt_core::exact::{
     Barrier, ExactBuffers, ExactOptions, ExactProgress, ExactReport, ExactTempering, InitialGrid,
-    LevelRecord, NoPath, PairRecord, RoundReport, ScheduleOptions,
+    NoPath, PairRecord, RoundReport, ScheduleOptions,
 };
 use nrpt_core::index::IndexStats;
 use nrpt_core::window::Scheme;
 use serde::{Deserialize, Serialize};
+
+use super::Owned;
 
 use super::{Advice, ClosedForm, EnsembleOutcome, ExactOutcome, Pooled, Recommended, diagnostics};
 
@@ -118,45 +120,23 @@ impl ControllerSettings {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExactController {
     settings: ControllerSettings,
-    ells: Vec<f64>,
-    betas: Vec<f64>,
-    levels: Vec<LevelRecord>,
-    replica_at: Vec<u32>,
-    level_of: Vec<u32>,
-    trips: Vec<u8>,
-    gates: Vec<bool>,
-    flags: Vec<u8>,
-    pairs: Vec<PairRecord>,
-    knots: Vec<f64>,
-    values: Vec<f64>,
+    /// The buffers of the core run (no states: the caller keeps them).
+    b: Owned,
     progress: ExactProgress,
     /// The pair records of the last completed round (empty before the first).
     last_pairs: Vec<PairRecord>,
 }
 
 /// The core run over a controller's buffers: new, or resumed from its progress.
-macro_rules! core_run {
-    ($c:expr, $options:expr, $progress:expr) => {{
-        let buffers = ExactBuffers {
-            states: &mut [],
-            log_likelihoods: &mut $c.ells,
-            betas: &mut $c.betas,
-            levels: &mut $c.levels,
-            replica_at: &mut $c.replica_at,
-            level_of: &mut $c.level_of,
-            trips: &mut $c.trips,
-            gates: &mut $c.gates,
-            flags: &mut $c.flags,
-            pairs: &mut $c.pairs,
-            barrier_betas: &mut $c.knots,
-            barrier_values: &mut $c.values,
-            scratch: &mut [],
-        };
-        match $progress {
-            None => ExactTempering::told($options, buffers),
-            Some(p) => ExactTempering::resume_told($options, buffers, p),
-        }
-    }};
+fn core_run(
+    b: &mut Owned,
+    options: ExactOptions,
+    progress: Option<ExactProgress>,
+) -> Result<ExactTempering<'_, NoPath>, nrpt_core::Error> {
+    match progress {
+        None => ExactTempering::told(options, b.view()),
+        Some(p) => ExactTempering::resume_told(options, b.view(), p),
+    }
 }
 
 /// What [`ExactController::encode`] writes first.
@@ -209,17 +189,7 @@ impl ExactController {
         let n = ExactBuffers::told_lengths(p)?;
         let mut c = ExactController {
             settings,
-            ells: vec![f64::NAN; n.per_level],
-            betas: vec![0.0; n.per_level],
-            levels: vec![LevelRecord::default(); n.per_level],
-            replica_at: vec![0; n.per_level],
-            level_of: vec![0; n.per_level],
-            trips: vec![0; n.per_level],
-            gates: vec![false; n.per_pair],
-            flags: vec![0; n.per_pair],
-            pairs: vec![PairRecord::default(); n.per_pair],
-            knots: vec![0.0; n.per_level],
-            values: vec![0.0; n.per_level],
+            b: Owned::of(n),
             progress: ExactProgress {
                 iteration: 0,
                 round: 0,
@@ -248,12 +218,12 @@ impl ExactController {
                         found: b.len(),
                     });
                 }
-                c.betas.copy_from_slice(b);
+                c.b.betas.copy_from_slice(b);
                 InitialGrid::Keep
             }
             None => InitialGrid::Uniform,
         };
-        let run = core_run!(c, settings.options(grid), None::<ExactProgress>)?;
+        let run = core_run(&mut c.b, settings.options(grid), None)?;
         let progress = run.progress();
         c.progress = progress;
         Ok(c)
@@ -266,7 +236,7 @@ impl ExactController {
     ) -> Result<T, nrpt_core::Error> {
         let options = self.settings.options(InitialGrid::Keep);
         let progress = self.progress;
-        let mut run = core_run!(self, options, Some(progress))?;
+        let mut run = core_run(&mut self.b, options, Some(progress))?;
         let out = f(&mut run);
         let progress = run.progress();
         self.progress = progress;
@@ -285,7 +255,7 @@ impl ExactController {
     pub fn tell(&mut self, log_likelihoods: &[f64]) -> Result<ExactReport, nrpt_core::Error> {
         let report = self.with(|run| run.tell(log_likelihoods))??;
         if report.round_end.is_some() {
-            self.last_pairs.clone_from(&self.pairs);
+            self.last_pairs.clone_from(&self.b.pairs);
         }
         Ok(report)
     }
@@ -297,7 +267,7 @@ impl ExactController {
 
     /// Chains P.
     pub fn chains(&self) -> usize {
-        self.betas.len()
+        self.b.betas.len()
     }
 
     /// Iterations told so far.
@@ -337,35 +307,36 @@ impl ExactController {
     /// β of each level (level 0: β = 1, the posterior; level P − 1: β = 0, the
     /// reference).
     pub fn betas(&self) -> &[f64] {
-        &self.betas
+        &self.b.betas
     }
 
     /// β of each replica: what the caller's sampler targets for replica r next.
     pub fn betas_by_replica(&self) -> Vec<f64> {
-        self.level_of
+        self.b
+            .of
             .iter()
-            .map(|&l| self.betas.get(l as usize).copied().unwrap_or(f64::NAN))
+            .map(|&l| self.b.betas.get(l as usize).copied().unwrap_or(f64::NAN))
             .collect()
     }
 
     /// The replica at each level (`replica_at()[0]` is at the posterior).
     pub fn replica_at(&self) -> &[u32] {
-        &self.replica_at
+        &self.b.at
     }
 
     /// The level of each replica.
     pub fn level_of(&self) -> &[u32] {
-        &self.level_of
+        &self.b.of
     }
 
     /// ℓ of each replica as last told (NaN before the first tell).
     pub fn log_likelihoods(&self) -> &[f64] {
-        &self.ells
+        &self.b.ells
     }
 
     /// The swap flags of each pair at the last iteration ([`nrpt_core::swap::flags`]).
     pub fn flags(&self) -> &[u8] {
-        &self.flags
+        &self.b.flags
     }
 
     /// Round trips, restarts and non-finite counts over the whole run.
@@ -386,7 +357,7 @@ impl ExactController {
     /// Λ̂(β) and λ̂(β) of the last completed round (`None` before the first).
     pub fn barrier(&self) -> Option<Barrier<'_>> {
         self.progress.last_round?;
-        Barrier::new(&self.knots, &self.values).ok()
+        Barrier::new(&self.b.knots, &self.b.values).ok()
     }
 
     /// The grid of `chains` points at equal barrier for the last completed round's Λ̂
@@ -414,9 +385,9 @@ impl ExactController {
             .last_round
             .map(|r| EnsembleOutcome {
                 rounds: vec![r],
-                betas: self.knots.clone(),
-                knots: (self.knots.clone(), self.values.clone()),
-                levels: self.levels.clone(),
+                betas: self.b.knots.clone(),
+                knots: (self.b.knots.clone(), self.b.values.clone()),
+                levels: self.b.levels.clone(),
                 pairs: self.last_pairs.clone(),
                 samples: Vec::new(),
             })
@@ -464,7 +435,7 @@ impl ExactController {
             rounds: self.progress.round,
             measured_iterations: self.last_round().map_or(0, |r| r.iterations),
             stats: self.progress.stats,
-            betas: self.betas.clone(),
+            betas: self.b.betas.clone(),
             recommended_chains: Recommended::for_barrier(
                 pooled.as_ref().map_or(f64::NAN, |p| p.lambda),
             ),
@@ -499,17 +470,17 @@ impl ExactController {
         if version != VERSION {
             return Err(SavedError::Version { found: version });
         }
-        if c.betas.len() != c.settings.chains {
+        if c.b.betas.len() != c.settings.chains {
             return Err(SavedError::State(nrpt_core::Error::LengthMismatch {
                 name: "betas",
                 expected: c.settings.chains,
-                found: c.betas.len(),
+                found: c.b.betas.len(),
             }));
         }
-        if !(c.last_pairs.is_empty() || c.last_pairs.len() == c.pairs.len()) {
+        if !(c.last_pairs.is_empty() || c.last_pairs.len() == c.b.pairs.len()) {
             return Err(SavedError::State(nrpt_core::Error::LengthMismatch {
                 name: "last_pairs",
-                expected: c.pairs.len(),
+                expected: c.b.pairs.len(),
                 found: c.last_pairs.len(),
             }));
         }
@@ -593,7 +564,7 @@ mod tests {
             Err(SavedError::Format(_))
         ));
         let mut other = ctl.clone();
-        other.replica_at.swap(0, 1);
+        other.b.at.swap(0, 1);
         assert!(matches!(
             ExactController::decode(&other.encode()),
             Err(SavedError::State(_))
