@@ -111,6 +111,7 @@ struct NrptKernelParams {
 /// Target codes of `GpuParams::target`.
 #define NRPT_TARGET_MODES2D 0u
 #define NRPT_TARGET_SUM_MODES 1u
+#define NRPT_TARGET_SOURCE 2u
 
 /// Bits of `KernelParams::adapt_flags` (nrpt_core::params::adapt_flags). The rule
 /// variants are bits that are 0 for the paper's rules (nrpt_core::rules::Rules::PAPER).

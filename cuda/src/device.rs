@@ -9,6 +9,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use crate::error::{CudaError, driver};
 use crate::kernels::{self, Kernel};
 use crate::params::MathMode;
+use crate::source::TargetSource;
 
 /// What `nvidia-smi` would say about one device.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub struct Gpu {
     info: DeviceInfo,
     arch: String,
     modules: Mutex<HashMap<MathMode, Arc<CudaModule>>>,
+    /// The source steps loaded so far (crate::source), by math mode and code.
+    sources: Mutex<HashMap<(MathMode, String), Arc<CudaModule>>>,
 }
 
 impl Gpu {
@@ -90,6 +93,7 @@ impl Gpu {
             info,
             arch,
             modules: Mutex::new(HashMap::new()),
+            sources: Mutex::new(HashMap::new()),
         };
         gpu.module(MathMode::Exact)?;
         Ok(gpu)
@@ -137,6 +141,44 @@ impl Gpu {
         self.module(mode)?
             .load_function(kernel.name())
             .map_err(driver("finding a kernel in the module"))
+    }
+
+    /// The step kernel of a target with its own CUDA source ([`crate::source`]),
+    /// compiled by NVRTC under `mode` and loaded once per device.
+    pub fn source_function(
+        &self,
+        source: &TargetSource,
+        mode: MathMode,
+    ) -> Result<CudaFunction, CudaError> {
+        let lock_error = || CudaError::Driver {
+            context: "loading a target's kernel",
+            message: "a thread panicked while holding the module cache".to_string(),
+        };
+        let key = (mode, source.code.clone());
+        let cached = self
+            .sources
+            .lock()
+            .map_err(|_| lock_error())?
+            .get(&key)
+            .cloned();
+        let module = match cached {
+            Some(m) => m,
+            None => {
+                let ptx = crate::source::compile_ptx(source, &self.arch, mode)?;
+                let m = self
+                    .ctx
+                    .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+                    .map_err(driver("loading a target's compiled kernel"))?;
+                self.sources
+                    .lock()
+                    .map_err(|_| lock_error())?
+                    .insert(key, m.clone());
+                m
+            }
+        };
+        module
+            .load_function(crate::source::STEP_KERNEL)
+            .map_err(driver("finding a target's kernel in its module"))
     }
 
     /// Waits for every launch so far.

@@ -37,7 +37,7 @@ const PERSISTENT_THREADS: u32 = 512;
 const SHARED_LIMIT: u32 = 48 * 1024;
 
 /// Everything that defines a GPU run.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EnsembleConfig {
     /// The options of every ensemble; ensemble e uses `options.ensemble + e` as its
     /// Philox key word, exactly as the CPU engine does for ensemble index e.
@@ -123,6 +123,22 @@ impl EnsembleConfig {
         }
         if self.target == GpuTarget::Modes2d && self.precision != Precision::F32 {
             return Err(CudaError::Unsupported("Modes2d needs f32 storage".into()));
+        }
+        if let GpuTarget::Source { source, .. } = &self.target {
+            if self.precision != Precision::F32 {
+                return Err(CudaError::Unsupported(format!(
+                    "target {} (its own CUDA source) needs f32 storage",
+                    source.name
+                )));
+            }
+            if d > crate::source::MAX_DIM {
+                return Err(CudaError::Unsupported(format!(
+                    "target {} (its own CUDA source) has D = {d}: the source step takes at \
+                     most {} coordinates",
+                    source.name,
+                    crate::source::MAX_DIM
+                )));
+            }
         }
         let (init_uniform, low, high) = match options.init {
             InitialStates::Uniform { low, high } => (1, low, high),
@@ -247,7 +263,10 @@ impl GpuEnsembles {
         let funcs = Self::functions(gpu, config, p32, e32)?;
         let mut run = GpuEnsembles {
             gpu: gpu.clone(),
-            config: EnsembleConfig { options, ..*config },
+            config: EnsembleConfig {
+                options,
+                ..config.clone()
+            },
             params,
             buf,
             arrays,
@@ -267,6 +286,22 @@ impl GpuEnsembles {
     ) -> Result<Functions, CudaError> {
         let d = config.target.dim();
         let math = config.math;
+        let swap = gpu.function(Kernel::SwapAdapt, math)?;
+        if let GpuTarget::Source { source, .. } = &config.target {
+            if config.path == ExecutionPath::Persistent {
+                return Err(CudaError::Unsupported(format!(
+                    "the persistent kernel runs the built-in 2D targets only, not target {} \
+                     (its own CUDA source)",
+                    source.name
+                )));
+            }
+            return Ok(Functions {
+                step: gpu.source_function(source, math)?,
+                step_block: None,
+                swap,
+                persistent: None,
+            });
+        }
         let (step_kernel, step_block) = match (d, config.precision) {
             (2, Precision::F32) => (Kernel::Step2d, None),
             (d, prec) if d <= SEQ_MAX_DIM => (
@@ -309,7 +344,7 @@ impl GpuEnsembles {
         Ok(Functions {
             step: gpu.function(step_kernel, math)?,
             step_block,
-            swap: gpu.function(Kernel::SwapAdapt, math)?,
+            swap,
             persistent,
         })
     }

@@ -8,7 +8,7 @@ use crate::error::CudaError;
 use crate::params::MathMode;
 
 /// The headers and kernel files of `kernels/`, embedded at build time.
-const FILES: &[(&str, &str)] = &[
+pub(crate) const FILES: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("philox.cuh", include_str!("../../kernels/philox.cuh")),
     ("fastmath.cuh", include_str!("../../kernels/fastmath.cuh")),
@@ -20,6 +20,12 @@ const FILES: &[(&str, &str)] = &[
     ("step.cu", include_str!("../../kernels/step.cu")),
     ("swap.cu", include_str!("../../kernels/swap.cu")),
     ("persistent.cu", include_str!("../../kernels/persistent.cu")),
+    // The step of targets with their own source (crate::source), a program of its own.
+    (
+        "source_step.cuh",
+        include_str!("../../kernels/source_step.cuh"),
+    ),
+    ("source.cu", include_str!("../../kernels/source.cu")),
 ];
 
 /// The translation units, in program order.

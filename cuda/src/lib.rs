@@ -32,9 +32,10 @@ pub mod mlp;
 pub mod params;
 pub mod ptx_cache;
 mod snapshot;
+pub mod source;
 
 pub use device::{DeviceInfo, Gpu};
 pub use ensembles::{EnsembleConfig, GpuEnsembles};
 pub use error::CudaError;
-pub use params::{ExecutionPath, GpuParams, GpuTarget, MathMode, Noise, Precision};
+pub use params::{ExecutionPath, GpuParams, GpuTarget, MathMode, Noise, Precision, TargetSource};
 pub use snapshot::{EnsembleSnapshot, Snapshot};

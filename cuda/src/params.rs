@@ -5,8 +5,29 @@ use bytemuck::{Pod, Zeroable};
 use nrpt_core::adapt::growth_factors;
 use nrpt_core::params::KernelParams;
 
-/// Which potential the kernels evaluate (the targets of `nrpt_core::target`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A target's energy and gradient in CUDA C (see [`crate::source`] for what it
+/// defines and how the kernels use it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TargetSource {
+    /// The target's name, for errors and reports.
+    pub name: String,
+    /// The CUDA C text.
+    pub code: String,
+}
+
+impl TargetSource {
+    /// A source named `name`.
+    pub fn new(name: impl Into<String>, code: impl Into<String>) -> Self {
+        TargetSource {
+            name: name.into(),
+            code: code.into(),
+        }
+    }
+}
+
+/// Which potential the kernels evaluate: one the kernels know (the targets of
+/// `nrpt_core::target`) or a target's own CUDA source ([`crate::source`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GpuTarget {
     /// The paper's 25-mode 2D target ([`nrpt_core::target::Modes2d`]), D = 2.
     Modes2d,
@@ -15,22 +36,31 @@ pub enum GpuTarget {
         /// Dimension D (≥ 1).
         dim: usize,
     },
+    /// A target's own energy and gradient in CUDA C, stepped by the generic step
+    /// (`kernels/source_step.cuh`), in `dim` dimensions (1 to [`crate::source::MAX_DIM`]).
+    Source {
+        /// Dimension D.
+        dim: usize,
+        /// The code.
+        source: std::sync::Arc<TargetSource>,
+    },
 }
 
 impl GpuTarget {
     /// Dimension D of a state.
-    pub fn dim(self) -> usize {
+    pub fn dim(&self) -> usize {
         match self {
             GpuTarget::Modes2d => 2,
-            GpuTarget::SumModes { dim } => dim,
+            GpuTarget::SumModes { dim } | GpuTarget::Source { dim, .. } => *dim,
         }
     }
 
     /// Code of `NrptGpuParams::target`.
-    pub(crate) fn code(self) -> u32 {
+    pub(crate) fn code(&self) -> u32 {
         match self {
             GpuTarget::Modes2d => 0,
             GpuTarget::SumModes { .. } => 1,
+            GpuTarget::Source { .. } => 2,
         }
     }
 }
@@ -187,7 +217,7 @@ pub struct GpuParams {
     pub init_high: f64,
     /// Number of ensembles E.
     pub ensembles: u32,
-    /// 0 Modes2d, 1 SumModes.
+    /// 0 Modes2d, 1 SumModes, 2 a source target.
     pub target: u32,
     /// 1: draw uniform initial states; 0: keep.
     pub init_uniform: u32,

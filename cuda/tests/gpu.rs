@@ -200,6 +200,11 @@ fn cpu_run(
     match target {
         GpuTarget::Modes2d => go!(Modes2d),
         GpuTarget::SumModes { dim } => go!(SumModes { dim }),
+        GpuTarget::Source { source, .. } => panic!(
+            "these parity checks run the kernels' built-in potentials; target {}'s own \
+             source is checked with its Rust potential in the workspace's tests/",
+            source.name
+        ),
     }
 }
 
@@ -234,7 +239,7 @@ fn parity(gpu: &Arc<Gpu>, config: EnsembleConfig, iters: u64, exact_energy: bool
             ensemble: config.options.ensemble + ens as u32,
             ..config.options
         };
-        let cpu = cpu_run(options, config.target, config.noise, p, iters);
+        let cpu = cpu_run(options, config.target.clone(), config.noise, p, iters);
         let chains = ens * p * d..(ens + 1) * p * d;
         assert_eq!(
             start[chains.clone()],

@@ -4,10 +4,12 @@
 //! recorded as the CPU engine records. No GPU and no CUDA library is needed.
 //!
 //! What is emulated and what is not:
-//! - the configuration is the CUDA engine's own ([`toy_config`]), so a job reaches the
+//! - the configuration is the CUDA engine's own ([`kernel_config`]), so a job reaches the
 //!   kernels' arithmetic with the parameters a GPU run would get;
 //! - the step is `step_2d` (D = 2), `step_seq` (D ≤ [`SEQ_MAX_DIM`]) or the block step
-//!   in the launcher's shape (larger D); the [`KernelPath::Persistent`] path runs the
+//!   in the launcher's shape (larger D), or for a target with its own CUDA source
+//!   `step_source` with the target's code, compiled by the system's C++ compiler
+//!   ([`SourceHost`]); the [`KernelPath::Persistent`] path runs the
 //!   persistent 2D kernel's step with its kept sines, its momentum reset in registers
 //!   and its swap phase's team steps backwards (the GPU's lanes may take them in any
 //!   order);
@@ -16,18 +18,19 @@
 //!   are what the CUDA engine uploads ([`EnsembleConfig::initial_levels`]).
 
 use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::cuda::{toy_config, toy_unsupported};
+use nrpt::engine::cuda::{kernel_config, kernel_unsupported};
 use nrpt::engine::state::{EnsembleState, RunState};
 use nrpt::engine::{Job, Observed, unobserved};
 use nrpt_core::driver::Progress;
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::params::adapt_flags;
-use nrpt_cuda::EnsembleConfig;
 use nrpt_cuda::ensembles::{SEQ_MAX_DIM, persistent_group};
 use nrpt_cuda::host_math::{self as hm, EnsembleArrays, StepInput};
 use nrpt_cuda::params::{BlockShape, GpuParams, IterConsts};
+use nrpt_cuda::{EnsembleConfig, GpuTarget};
 
 use crate::Run;
+use crate::source_host::SourceHost;
 
 /// Which kernels' handling of an iteration the emulation follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,15 +58,20 @@ impl KernelPath {
 /// refusals, then the persistent kernel's conditions (D = 2, an ensemble that fits a
 /// block).
 pub fn unsupported(job: &Job, path: KernelPath) -> Option<String> {
-    if let Some(why) = toy_unsupported(job) {
+    if let Some(why) = kernel_unsupported(job) {
         return Some(why);
     }
-    let config = toy_config(job)?;
+    let config = kernel_config(job)?;
     if let Err(e) = config.params() {
         return Some(e.to_string());
     }
     let fits = persistent_group(job.chains as u32, job.ensembles as u32).is_some();
     match path {
+        KernelPath::Persistent if matches!(config.target, GpuTarget::Source { .. }) => Some(
+            "the persistent kernel runs the built-in 2D targets only, not a target's own \
+             CUDA source"
+                .to_string(),
+        ),
         KernelPath::Persistent if job.target.dim() != 2 => {
             Some("the persistent kernel is for D = 2 only".to_string())
         }
@@ -82,8 +90,16 @@ pub fn run(job: &Job, path: KernelPath) -> Run {
     if let Some(why) = unsupported(job, path) {
         panic!("the kernels cannot run this job: {why}");
     }
-    let config = toy_config(job).expect("a toy target");
+    let config = kernel_config(job).expect("a target with CUDA kernels");
     let params = config.params().expect("parameters the kernels accept");
+    // A target with its own CUDA source: its step compiled for the host, once per job.
+    let mut source = match &config.target {
+        GpuTarget::Source { source, .. } => Some(
+            SourceHost::start(source, &params)
+                .unwrap_or_else(|e| panic!("the source step for the host: {e}")),
+        ),
+        _ => None,
+    };
     // The CPU engine's initialization of every ensemble (no iteration run).
     let start = CpuBackend {
         threads: Some(1),
@@ -95,7 +111,7 @@ pub fn run(job: &Job, path: KernelPath) -> Run {
         .ensembles
         .into_iter()
         .enumerate()
-        .map(|(e, s)| run_ensemble(job, &config, &params, path, e, s))
+        .map(|(e, s)| run_ensemble(job, &config, &params, path, e, s, source.as_mut()))
         .collect();
     let mut run = Run::finished(
         job,
@@ -116,11 +132,12 @@ fn run_ensemble(
     path: KernelPath,
     e: usize,
     mut s: EnsembleState,
+    mut source: Option<&mut SourceHost>,
 ) -> EnsembleState {
     let mut emu = Emulated::new(config, *params, path, e, &mut s);
     let rec = job.record;
     for k in 0..job.iterations {
-        emu.iterate();
+        emu.iterate(source.as_deref_mut());
         s.recorder.observe(rec, k, &emu);
     }
     emu.store(&mut s);
@@ -231,7 +248,7 @@ impl Emulated {
 
     /// One iteration: every replica's step, then the swap-and-adapt phase and the
     /// momentum reset of the path's kernels.
-    fn iterate(&mut self) {
+    fn iterate(&mut self, mut source: Option<&mut SourceHost>) {
         let p = self.energies.len();
         let d = self.dim;
         for r in 0..p {
@@ -249,26 +266,31 @@ impl Emulated {
             } else {
                 &mut self.momenta[r * d..(r + 1) * d]
             };
-            self.energies[level] = match (self.block, self.path, d) {
-                (Some(shape), _, _) => hm::chain_step_block(&self.params, &input, shape, x, v),
-                // persistent_2d: the sines come from the last energy.
-                (None, KernelPath::Persistent, 2) => {
-                    let mut xr = [x[0], x[1]];
-                    let mut vr = if v.is_empty() { [0.0; 2] } else { [v[0], v[1]] };
-                    let e = hm::chain_step_2d_sin(
-                        &self.params,
-                        &input,
-                        &mut xr,
-                        &mut vr,
-                        &mut self.sines[r],
-                    );
-                    x.copy_from_slice(&xr);
-                    if !v.is_empty() {
-                        v.copy_from_slice(&vr);
+            self.energies[level] = if let Some(host) = source.as_deref_mut() {
+                // step_source, any D up to nrpt_cuda::source::MAX_DIM.
+                host.step(&input, x, v)
+            } else {
+                match (self.block, self.path, d) {
+                    (Some(shape), _, _) => hm::chain_step_block(&self.params, &input, shape, x, v),
+                    // persistent_2d: the sines come from the last energy.
+                    (None, KernelPath::Persistent, 2) => {
+                        let mut xr = [x[0], x[1]];
+                        let mut vr = if v.is_empty() { [0.0; 2] } else { [v[0], v[1]] };
+                        let e = hm::chain_step_2d_sin(
+                            &self.params,
+                            &input,
+                            &mut xr,
+                            &mut vr,
+                            &mut self.sines[r],
+                        );
+                        x.copy_from_slice(&xr);
+                        if !v.is_empty() {
+                            v.copy_from_slice(&vr);
+                        }
+                        e
                     }
-                    e
+                    _ => hm::chain_step(&self.params, &input, x, v),
                 }
-                _ => hm::chain_step(&self.params, &input, x, v),
             };
         }
         let ic = IterConsts::at(&self.options, self.k);

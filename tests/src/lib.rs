@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod kernels;
+pub mod source_host;
 
 use std::fmt::Debug;
 

@@ -14,8 +14,10 @@
 //!   processor lacks is skipped, and the test says so on stderr;
 //! - `kernels: step + swap`, `kernels: persistent 2D`: the CUDA kernels' per-thread
 //!   code compiled for the host (`nrpt_tests::kernels`), where the kernels implement
-//!   the row (the CUDA engine's own refusals: other targets, the authors' fresh
-//!   energies and sequential pass; the persistent kernel: D = 2 only).
+//!   the row (the CUDA engine's own refusals: targets without CUDA kernels, the
+//!   authors' fresh energies and sequential pass; the persistent kernel: the built-in
+//!   targets at D = 2 only). A target with its own CUDA source (`mixture`) runs the
+//!   source step with its code compiled by the system's C++ compiler.
 //!
 //! A failure names the row, the column and the first value that differs (the first
 //! sample that differs, which says at which iteration the runs parted, else the final
@@ -54,7 +56,7 @@ enum Target {
     /// 0.001 to 0.05.
     SumModes { dim: usize },
     /// `--target mixture` in D dimensions (two components), built from a configuration
-    /// as the command builds it.
+    /// as the command builds it; its kernels are its own CUDA source.
     Mixture { dim: usize },
 }
 
@@ -543,8 +545,9 @@ fn sum_modes() {
     );
 }
 
-/// `--target mixture`, which has no lane math and no kernels: every CPU path runs
-/// nrpt-core's driver for it, and must still give its bits.
+/// `--target mixture`, which has no lane math: every CPU path runs nrpt-core's driver
+/// for it, and must still give its bits. Its kernels are its own CUDA source in the
+/// generic source step (`nrpt_cuda::source`), compiled for the host.
 #[test]
 fn mixture() {
     let mix = |dim| Target::Mixture { dim };

@@ -41,13 +41,12 @@ use nrpt_core::model::DataView;
 use nrpt_cuda::mlp::{GpuMlp, MlpConfig, MlpModel};
 use nrpt_cuda::{
     CudaError, DeviceInfo, EnsembleConfig, ExecutionPath, Gpu, GpuEnsembles, GpuTarget, MathMode,
-    Noise, Precision, Snapshot,
+    Precision, Snapshot,
 };
 
 use super::record::{Observed, Recorder, merge};
-use super::{Backend, ClassifierTarget, EngineError, Flow, Job, OnProgress, RunOutput};
+use super::{Backend, ClassifierTarget, CudaTarget, EngineError, Flow, Job, OnProgress, RunOutput};
 use crate::targets::classifier::Classifier;
-use crate::targets::{Modes2dTarget, SumModesTarget};
 
 /// Short name of the backend in reports and errors.
 const NAME: &str = "cuda";
@@ -166,21 +165,6 @@ pub fn classifier_config(job: &Job, target: &ClassifierTarget, math: MathMode) -
 }
 
 /// The training set of a classifier as nrpt-core's checked view.
-/// The kernels' target and noise scale of a job of one of the built-in toy targets.
-fn gpu_toy(job: &Job) -> Option<(GpuTarget, f64)> {
-    if let Some(t) = job.target.downcast_ref::<Modes2dTarget>() {
-        return Some((GpuTarget::Modes2d, t.noise));
-    }
-    job.target.downcast_ref::<SumModesTarget>().map(|t| {
-        (
-            GpuTarget::SumModes {
-                dim: t.potential.dim,
-            },
-            t.noise,
-        )
-    })
-}
-
 fn training_view(target: &ClassifierTarget) -> Result<DataView<'_>, EngineError> {
     let d = &target.data;
     Ok(DataView::new(
@@ -242,34 +226,39 @@ impl CudaBackend {
     /// The nrpt-cuda configuration that runs `job`: ensemble e of the job is ensemble e
     /// of the launch, with Philox key (seed, e) as on the CPU.
     /// (Classifiers run on `GpuMlp` and never use this configuration; a job of a
-    /// target the kernels do not know gets the 2D toy's, which [`Backend::unsupported`]
+    /// target without CUDA kernels gets the 2D toy's, which [`Backend::unsupported`]
     /// refuses to run.)
     pub fn config(&self, job: &Job) -> EnsembleConfig {
         EnsembleConfig {
             precision: self.precision,
             math: self.math,
             path: self.path,
-            ..toy_config(job).unwrap_or_else(|| launch_config(job, GpuTarget::Modes2d, 0.0))
+            ..kernel_config(job).unwrap_or_else(|| {
+                launch_config(job, CudaTarget::with_noise(GpuTarget::Modes2d, 0.0))
+            })
         }
     }
 }
 
-/// The nrpt-cuda configuration of a job of a built-in toy target (`modes2d`,
-/// `sum-modes`) with the engine's defaults ([`MathMode::Exact`], automatic choice of
-/// kernels, `f32` states), or `None` for a target the toy kernels do not know. Ensemble
-/// e of the job is ensemble e of the launch, with Philox key (seed, e) as on the CPU.
-/// The parity tests (`tests/`) run the kernels' host-compiled math on exactly this.
-pub fn toy_config(job: &Job) -> Option<EnsembleConfig> {
-    gpu_toy(job).map(|(target, noise)| launch_config(job, target, noise))
+/// The nrpt-cuda configuration of a job whose target has CUDA kernels ([`Target::cuda`]:
+/// `modes2d`, `sum-modes`, `mixture`, a user's target with its own source) with the
+/// engine's defaults ([`MathMode::Exact`], automatic choice of kernels, `f32` states),
+/// or `None` for a target without. Ensemble e of the job is ensemble e of the launch,
+/// with Philox key (seed, e) as on the CPU. The parity tests (`tests/`) run the
+/// kernels' host-compiled math on exactly this.
+///
+/// [`Target::cuda`]: crate::engine::Target::cuda
+pub fn kernel_config(job: &Job) -> Option<EnsembleConfig> {
+    job.target.cuda().map(|t| launch_config(job, t))
 }
 
-/// Why the toy kernels cannot run `job` (not a toy target, given initial states, rules
-/// they do not implement), or `None`.
-pub fn toy_unsupported(job: &Job) -> Option<String> {
-    if gpu_toy(job).is_none() {
+/// Why the kernels of [`kernel_config`] cannot run `job` (a target without CUDA
+/// kernels, given initial states, rules they do not implement), or `None`.
+pub fn kernel_unsupported(job: &Job) -> Option<String> {
+    if job.target.cuda().is_none() {
         return Some(format!(
-            "the kernels know the built-in targets only (modes2d, sum-modes, classifier), \
-             not {}",
+            "target {} has no CUDA kernels (neither a built-in potential of the kernels \
+             nor its own CUDA source: Target::cuda)",
             job.target.name()
         ));
     }
@@ -284,18 +273,15 @@ pub fn toy_unsupported(job: &Job) -> Option<String> {
     }
 }
 
-fn launch_config(job: &Job, target: GpuTarget, noise: f64) -> EnsembleConfig {
+fn launch_config(job: &Job, target: CudaTarget) -> EnsembleConfig {
     EnsembleConfig {
-        noise: Noise {
-            gradient: noise,
-            energy: noise,
-        },
+        noise: target.noise,
         ..EnsembleConfig::new(
             TemperingOptions {
                 ensemble: 0,
                 ..job.options
             },
-            target,
+            target.kernels,
             job.ensembles,
             job.chains,
         )
@@ -511,7 +497,7 @@ impl Backend for CudaBackend {
         if let Some(c) = job.target.downcast_ref::<Classifier>() {
             return self.classifier_unsupported(job, c);
         }
-        toy_unsupported(job)
+        kernel_unsupported(job)
     }
 
     fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {

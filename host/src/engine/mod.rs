@@ -19,7 +19,7 @@ pub mod target;
 
 pub use buffers::EnsembleBuffers;
 pub use classifier::{Batched, ClassifierTarget};
-pub use target::{AnyTarget, Explore, LaneGroup, Target};
+pub use target::{AnyTarget, CudaTarget, Explore, LaneGroup, Target};
 
 use std::sync::Arc;
 

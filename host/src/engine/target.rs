@@ -3,7 +3,8 @@
 //!
 //! A user implements [`Target`]: a name, the dimension D, and an energy oracle (nrpt-core's
 //! [`EnergyOracle`]: a stochastic gradient and a stochastic energy), optionally a faster
-//! exploration in SIMD lanes and a description for the GPU kernels. Every type that
+//! exploration in SIMD lanes and what the GPU kernels run ([`Target::cuda`]: a potential
+//! the kernels know, or the target's own CUDA source). Every type that
 //! implements [`Target`] is also an [`AnyTarget`], the object-safe form a
 //! [`Job`] holds (`Arc<dyn AnyTarget>`), so the same engines run it:
 //! ensembles in parallel on the CPU, recording, checkpoints, progress. The exploration
@@ -58,6 +59,7 @@ use std::fmt;
 
 use nrpt_core::driver::Tempering;
 use nrpt_core::target::EnergyOracle;
+use nrpt_cuda::{GpuTarget, Noise};
 
 use super::cpu::{Simd, Span};
 use super::state::EnsembleState;
@@ -106,6 +108,38 @@ pub trait Target: Send + Sync + fmt::Debug + 'static {
     fn lane_group(&self) -> Option<LaneGroup> {
         None
     }
+
+    /// What the CUDA kernels run for this target (`--backend cuda`): a potential the
+    /// kernels know or the target's own CUDA source ([`GpuTarget::Source`], see
+    /// [`nrpt_cuda::source`] for what the code defines), and the noise the kernels add,
+    /// which must be the noise of [`Target::oracle`] (the oracle is then
+    /// `Noisy<potential>`). `None` (the default): the CUDA engine refuses the target.
+    fn cuda(&self) -> Option<CudaTarget> {
+        None
+    }
+}
+
+/// What the CUDA engine runs for a target ([`Target::cuda`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CudaTarget {
+    /// The potential the kernels evaluate.
+    pub kernels: GpuTarget,
+    /// The noise the kernels add to its gradients and energies.
+    pub noise: Noise,
+}
+
+impl CudaTarget {
+    /// The kernels' potential `kernels` behind noise of scale `noise` on every gradient
+    /// coordinate and energy (what [`Toy`](crate::targets::Toy) targets see).
+    pub fn with_noise(kernels: GpuTarget, noise: f64) -> Self {
+        CudaTarget {
+            kernels,
+            noise: Noise {
+                gradient: noise,
+                energy: noise,
+            },
+        }
+    }
 }
 
 /// The targets whose math the whole-iteration lane engine (`engine::lockstep`) has.
@@ -137,6 +171,8 @@ pub trait AnyTarget: Send + Sync + fmt::Debug {
     fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)>;
     /// See [`Target::lane_group`].
     fn lane_group(&self) -> Option<LaneGroup>;
+    /// See [`Target::cuda`].
+    fn cuda(&self) -> Option<CudaTarget>;
     /// Runs the ensembles of `span` of `job` on the CPU (see `engine::cpu`), with the
     /// target's own oracle type.
     fn run_cpu(
@@ -174,6 +210,10 @@ impl<T: Target> AnyTarget for T {
 
     fn lane_group(&self) -> Option<LaneGroup> {
         Target::lane_group(self)
+    }
+
+    fn cuda(&self) -> Option<CudaTarget> {
+        Target::cuda(self)
     }
 
     fn run_cpu(

@@ -8,15 +8,19 @@
 //! K modes far enough apart (for the default, 6 standard deviations) that a single
 //! Langevin chain rarely crosses between them. Seen, like the toys, through Gaussian
 //! noise of scale `--noise` on every gradient coordinate and energy.
+//!
+//! On `--backend cuda` it runs the kernels' generic step with its own CUDA source
+//! ([`Mixture::cuda_source`], the same arithmetic as its Rust potential).
 
 use std::sync::Arc;
 
 use nrpt_core::target::{Noisy, Potential};
+use nrpt_cuda::{GpuTarget, TargetSource};
 
 use super::{Builtin, Method, TargetArg, Toy};
 use crate::error::{ConfigError, in_range};
 use crate::limits::MAX_DIM;
-use crate::engine::Target;
+use crate::engine::{CudaTarget, Target};
 
 /// The potential: `U(x) = −log Σ_k exp(−|x − μ_k|²/2)` (the weights' constant dropped),
 /// by the log-sum-exp trick around the nearest centre.
@@ -53,6 +57,59 @@ impl Mixture {
             pull += w * (x1 - self.centre(k));
         }
         (m / 2.0 - z.ln() + rest / 2.0, pull / z)
+    }
+}
+
+impl Mixture {
+    /// The potential in CUDA C for the kernels' generic step ([`nrpt_cuda::source`]):
+    /// [`Potential::energy`] and [`Potential::gradient`] below, operation for operation,
+    /// with K and the separation written in as constants.
+    pub fn cuda_source(&self) -> String {
+        let (k, separation) = (self.components, self.separation);
+        format!(
+            r#"// The mixture target: K = {k} components, separation {separation:?}.
+#define NRPT_MIX_K {k}u
+#define NRPT_MIX_SEPARATION {separation:?}
+
+NRPT_HD double nrpt_mix_centre(nrpt_u32 k) {{
+    return NRPT_MIX_SEPARATION * ((double)k - ((double)NRPT_MIX_K - 1.0) / 2.0);
+}}
+
+/// Mixture::along_axis: U(x) from x1 and |x|^2 of the other coordinates, and dU/dx1.
+NRPT_HD void nrpt_mix_along_axis(double x1, double rest, double* u, double* g) {{
+    double d2[NRPT_MIX_K];
+    double m = 1.0 / 0.0;
+    for (nrpt_u32 k = 0u; k < NRPT_MIX_K; ++k) {{
+        double t = x1 - nrpt_mix_centre(k);
+        d2[k] = t * t;
+        m = fmin(m, d2[k]);
+    }}
+    double z = 0.0, pull = 0.0;
+    for (nrpt_u32 k = 0u; k < NRPT_MIX_K; ++k) {{
+        double w = exp(-(d2[k] - m) / 2.0);
+        z = z + w;
+        pull = pull + w * (x1 - nrpt_mix_centre(k));
+    }}
+    *u = m / 2.0 - log(z) + rest / 2.0;
+    *g = pull / z;
+}}
+
+NRPT_HD float nrpt_target_energy(const float* x, nrpt_u32 dim) {{
+    double rest = 0.0;
+    for (nrpt_u32 j = 1u; j < dim; ++j) rest = rest + (double)x[j] * (double)x[j];
+    double u, g;
+    nrpt_mix_along_axis((double)x[0], rest, &u, &g);
+    return (float)u;
+}}
+
+NRPT_HD void nrpt_target_gradient(const float* x, float* g, nrpt_u32 dim) {{
+    double u, g0;
+    nrpt_mix_along_axis((double)x[0], 0.0, &u, &g0);
+    g[0] = (float)g0;
+    for (nrpt_u32 j = 1u; j < dim; ++j) g[j] = x[j];
+}}
+"#
+        )
     }
 }
 
@@ -136,6 +193,14 @@ impl Target for Toy<Mixture> {
 
     fn oracle(&self) -> Noisy<Mixture> {
         self.noisy()
+    }
+
+    fn cuda(&self) -> Option<CudaTarget> {
+        let kernels = GpuTarget::Source {
+            dim: self.potential.dim,
+            source: Arc::new(TargetSource::new("mixture", self.potential.cuda_source())),
+        };
+        Some(CudaTarget::with_noise(kernels, self.noise))
     }
 
     fn settings(&self) -> serde_json::Value {

@@ -6,7 +6,9 @@ use nrpt_core::target::{Modes2d, Noisy};
 
 use super::{Builtin, Method, Toy};
 use crate::engine::replica_lanes;
-use crate::engine::{Explore, Job, LaneGroup, Target};
+use nrpt_cuda::GpuTarget;
+
+use crate::engine::{CudaTarget, Explore, Job, LaneGroup, Target};
 
 /// `--target modes2d`.
 pub const MODES2D: Builtin = Builtin {
@@ -40,6 +42,10 @@ impl Target for Toy<Modes2d> {
 
     fn lane_group(&self) -> Option<LaneGroup> {
         Some(LaneGroup::Modes2d { noise: self.noise })
+    }
+
+    fn cuda(&self) -> Option<CudaTarget> {
+        Some(CudaTarget::with_noise(GpuTarget::Modes2d, self.noise))
     }
 
     fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<Modes2d>>> {

@@ -8,7 +8,9 @@ use super::{Builtin, Method, Toy};
 use crate::error::in_range;
 use crate::limits::MAX_DIM;
 use crate::engine::replica_lanes;
-use crate::engine::{Explore, Job, Target};
+use nrpt_cuda::GpuTarget;
+
+use crate::engine::{CudaTarget, Explore, Job, Target};
 
 /// `--target sum-modes`.
 pub const SUM_MODES: Builtin = Builtin {
@@ -41,6 +43,15 @@ impl Target for Toy<SumModes> {
 
     fn settings(&self) -> serde_json::Value {
         serde_json::json!({ "name": "sum-modes", "dim": self.potential.dim, "noise": self.noise })
+    }
+
+    fn cuda(&self) -> Option<CudaTarget> {
+        Some(CudaTarget::with_noise(
+            GpuTarget::SumModes {
+                dim: self.potential.dim,
+            },
+            self.noise,
+        ))
     }
 
     fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<SumModes>>> {
