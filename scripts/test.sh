@@ -42,17 +42,16 @@ step "NVRTC 13.0 and ptxas from pip (the kernels compile in the tests; no GPU ne
 source scripts/nvrtc-env.sh
 export NRPT_REQUIRE_NVRTC=1
 
-step "tests"
-cargo test --workspace
+step "tests: every crate, one optimized build with debug assertions (the ci profile)"
+# One build serves the tests, the bit-identity checks of the vectorized engines (compiled
+# as users get them: optimized, with the same instruction sets), the documentation's
+# numbers and the Python package (python/Cargo.toml declares the same profile).
+cargo test --workspace --profile ci
+source scripts/target-dir.sh
+export NRPT_BIN="$(target_dir)/ci/nrpt"
 
 step "documentation: API docs with -D warnings, the book (mdBook), its links and numbers"
 scripts/docs.sh
-
-step "vectorized engines in release builds: the same bits as nrpt-core (AVX-512, AVX2, portable)"
-cargo test --release -p nrpt-host --lib
-# The parity matrix and determinism checks of the cross-crate tests (tests/), compiled as
-# users get the engines.
-cargo test --release -p nrpt-tests
 
 step "embedded and WASM: firmware under QEMU, Node test of the .wasm, size limits"
 embedded/ci.sh
@@ -66,7 +65,6 @@ step "Python package: pip install ./python (PyO3; maturin from PyPI), then its t
 python_started=$SECONDS
 # Its own lock file pins the crates it shares with the workspace at the same versions.
 python3 scripts/check-python-lock.py
-source scripts/target-dir.sh
 target=$(target_dir)
 venv="$target/python-venv"
 if { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } && "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
@@ -84,10 +82,10 @@ fi
 "${install[@]}" numpy pytest "mypy==2.4.1"
 # Built into the workspace's target folder, where the release builds above have already
 # compiled most of its dependencies.
-CARGO_TARGET_DIR="$target" "${install[@]}" ./python
-# The stubs match the installed package, then the tests (the command line is the debug
+CARGO_TARGET_DIR="$target" MATURIN_PEP517_ARGS="--profile ci" "${install[@]}" ./python
+# The stubs match the installed package, then the tests (the command line is the ci
 # build of the tests above).
 MYPY_CACHE_DIR="$target/mypy-cache" "$py" -m mypy.stubtest nrpt
-NRPT_BIN="$target/debug/nrpt" NRPT_REQUIRE_CLI=1 "$py" -m pytest -q python/tests
+NRPT_REQUIRE_CLI=1 "$py" -m pytest -q python/tests
 echo "python package: $((SECONDS - python_started)) s"
 echo "test suite: $SECONDS s"

@@ -21,9 +21,9 @@
 //!
 //! A failure names the row, the column and the first value that differs (the first
 //! sample that differs, which says at which iteration the runs parted, else the final
-//! state or output). The rows are small (a few hundred iterations): the suite runs in
-//! debug builds in CI, and this crate's tests again in release builds
-//! (`scripts/test.sh`), where the vectorized paths are compiled as users get them.
+//! state or output). The rows are small (a few hundred iterations). CI runs them in the
+//! `ci` profile (`scripts/test.sh`: optimized as the release build, with debug
+//! assertions), so the vectorized paths are compiled as users get them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -369,7 +369,7 @@ fn clean_stale_siblings(parent: &Path, name: &str) {
 
 /// The environment variable that makes [`OutDir::commit`] wait this many milliseconds
 /// first, with every file written: a hook for the tests that interrupt a command while
-/// it writes its outputs. Debug builds only; release builds ignore it.
+/// it writes its outputs. Builds with debug assertions only (debug and `ci`); release builds ignore it.
 pub const PAUSE_BEFORE_COMMIT_VAR: &str = "NRPT_PAUSE_BEFORE_COMMIT_MS";
 
 fn pause_for_tests() {
