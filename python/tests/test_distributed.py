@@ -139,15 +139,15 @@ def test_wrong_energies_on_one_rank_stop_every_rank():
         dc.tell(energies, iteration=1)
 
     for bad, error, text in (
-        ([1.0, 2.0], ValueError, "told a wrong number of energies"),
-        (["x"], TypeError, "not real numbers"),
+        ([1.0, 2.0], ValueError, "a wrong number of energies"),
+        (["x"], TypeError, "energies that are not real numbers"),
     ):
         errs = on_ranks(4, lambda comm: body(comm, bad))
         for r, err in enumerate(errs):
             assert type(err) is error, err
             if r != 1:
-                assert f"rank 1 {text}" in str(err) or text in str(err)
-        assert "expected shape (1,)" in str(errs[1]) or "real numbers" in str(errs[1])
+                assert str(err).startswith(f"rank 1 told {text}"), err
+        assert "expected shape (1,)" in str(errs[1]) or "array of <U1" in str(errs[1]), errs[1]
 
     # A NaN: every controller refuses it (nonfinite="raise"), the same way.
     def nan(comm):
