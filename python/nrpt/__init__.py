@@ -25,6 +25,14 @@ rate S.
   with any exact sampler of ``prior · likelihood**beta`` and tell it the
   log-likelihoods; it swaps (DEO), adapts the grid, and estimates the communication
   barrier and log Z, with the command's warnings (``docs/exact-tempering-your-model.md``).
+- :mod:`nrpt.torch` and :mod:`nrpt.jax` (imported on their own; they import their
+  framework only when used): ``Tempering`` drives P PyTorch optimizers, or the stacked
+  optax state of P models under ``jax.vmap``, from a controller: learning rates,
+  optimizer state cleared on a change of level, the target level's snapshots,
+  Langevin noise, one state dict.
+- :mod:`nrpt.distributed`: ``DistributedController``, one copy of the controller per
+  process fed by one all-gather of the energies per iteration (MPI,
+  ``torch.distributed`` or your own), checked for agreement across ranks.
 
 Every keyword argument of a configuration is a flag of the command line (``swap_rate``
 is ``--swap-rate``), parsed and checked by the command's own code: the defaults and

@@ -3,7 +3,7 @@
 Every ```python block of README.md and docs/src/ runs in a fresh namespace, in the order
 of its page, each page in its own process state (blocks of one page share nothing). A
 block that is not meant to run (it needs PyTorch, say) is preceded by the line
-``<!-- not run: REASON -->``; there are none today.
+``<!-- not run: REASON -->`` (the PyTorch, JAX and MPI recipes of the guide carry it).
 """
 
 import pathlib

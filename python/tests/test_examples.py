@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -64,3 +66,15 @@ def test_exact_examples_run_as_scripts():
             check=True,
         )
         assert expect in p.stdout, p.stdout
+
+
+def test_torch_example_runs():
+    """Needs PyTorch, which CI does not install (its PyPI wheel brings gigabytes of CUDA
+    libraries): ``nrpt.torch`` is tested there on a stand-in
+    (``test_torch_adapter.py``)."""
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    example = load("torch_tempering")
+    results = example.main(["--chains", "4", "--iterations", "300", "--thin", "10"])
+    for r in results:
+        assert r["samples"] == len(range(60, 300, 10))
+        assert 0.0 <= r["accuracy"] <= 1.0 and r["nll"] > 0
