@@ -304,13 +304,13 @@ pub enum ReproduceAction {
     Merge(ShardMergeArgs),
 }
 
-/// `nrpt reproduce merge` and `nrpt deep merge`.
+/// `nrpt reproduce merge` (written to serve any command whose seeds split into shards).
 #[derive(Debug, Args)]
 pub struct ShardMergeArgs {
     /// The output folders of the shards, every shard of one run once, in any order.
     #[arg(required = true, value_name = "DIR")]
     pub inputs: Vec<PathBuf>,
-    /// Output folder of the merged run [nrpt-reproduce; nrpt-deep].
+    /// Output folder of the merged run [nrpt-reproduce].
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces

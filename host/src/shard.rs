@@ -4,8 +4,8 @@
 //! by name, anything that is not every shard of one run exactly once.
 //!
 //! How a command cuts its work is its own: `nrpt scale` runs every n-th point of its
-//! sweep ([`Shard::holds`]); `nrpt reproduce` and `nrpt deep` run a contiguous block of
-//! their seeds ([`Shard::block`]), so that a shard is one engine job over consecutive
+//! sweep ([`Shard::holds`]); `nrpt reproduce` runs a contiguous block of its seeds
+//! ([`Shard::block`]), so that a shard is one engine job over consecutive
 //! ensembles, each drawing from its own Philox key (seed, e) exactly as in the whole
 //! run, and the merge concatenates the shards' per-seed records in shard order.
 
@@ -77,7 +77,7 @@ impl Shard {
 pub struct Summary {
     /// `nrpt-shard`.
     pub format: String,
-    /// The command whose run this is a shard of (`deep`, `reproduce`).
+    /// The command whose run this is a shard of (`reproduce`).
     pub command: String,
     /// This shard, `i/n`.
     pub shard: String,
