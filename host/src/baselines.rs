@@ -21,6 +21,9 @@ pub struct Baseline {
     pub seed: u32,
     /// Independent repetitions (one Philox ensemble index each).
     pub seeds: usize,
+    /// The ensemble index of the first repetition (0 but for a shard of a run, which
+    /// runs repetitions `first .. first + seeds` of it).
+    pub first: usize,
     /// Noise scale of the oracle.
     pub noise: f64,
     /// Keep a sample every `thin` iterations.
@@ -81,7 +84,7 @@ pub fn parallel_sgld(
     eta: f64,
     progress: OnProgress<'_>,
 ) -> Result<Vec<f32>, EngineError> {
-    let per_seed: Vec<Vec<f32>> = (0..b.seeds)
+    let per_seed: Vec<Vec<f32>> = (b.first..b.first + b.seeds)
         .into_par_iter()
         .map(|e| {
             let mut o = oracle(b.noise);
@@ -116,7 +119,7 @@ pub fn cyclical_sgld(
     progress: OnProgress<'_>,
 ) -> Result<Vec<f32>, EngineError> {
     let len = (iterations / cycles.max(1)).max(1);
-    let per_seed: Vec<Vec<f32>> = (0..b.seeds)
+    let per_seed: Vec<Vec<f32>> = (b.first..b.first + b.seeds)
         .into_par_iter()
         .map(|e| {
             let mut o = oracle(b.noise);

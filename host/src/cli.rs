@@ -250,7 +250,11 @@ pub struct RunArgs {
 
 /// `nrpt reproduce`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ReproduceArgs {
+    /// `merge`, or nothing to run the reproduction (or one shard of it).
+    #[command(subcommand)]
+    pub action: Option<ReproduceAction>,
     /// A fast version (fewer iterations and seeds) that still shows the ordering.
     #[arg(long)]
     pub quick: bool,
@@ -273,6 +277,13 @@ pub struct ReproduceArgs {
     /// Base random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
+    /// Run only shard i of n (0 <= i < n), written i/n: a contiguous block of the seeds
+    /// (shard i of E seeds gets seeds ⌊iE/n⌋… , the first E mod n shards one more), each
+    /// drawing the same numbers as in the whole run. The folder gets shard.json and
+    /// records.json beside results of its seeds; `nrpt reproduce merge` joins the shards'
+    /// folders into the whole run's outputs. CPU engine only.
+    #[arg(long, value_name = "i/n")]
+    pub shard: Option<crate::shard::Shard>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -282,6 +293,41 @@ pub struct ReproduceArgs {
     /// input.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Subcommands of `nrpt reproduce`.
+#[derive(Debug, Subcommand)]
+pub enum ReproduceAction {
+    /// Join the folders of every shard of one reproduction (`--shard i/n`) into the
+    /// outputs of the whole run: the same tables, results.json and figures, to the byte
+    /// but for the seconds.
+    Merge(ShardMergeArgs),
+}
+
+/// `nrpt reproduce merge` (written to serve any command whose seeds split into shards).
+#[derive(Debug, Args)]
+pub struct ShardMergeArgs {
+    /// The output folders of the shards, every shard of one run once, in any order.
+    #[arg(required = true, value_name = "DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Output folder of the merged run [nrpt-reproduce].
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
+    /// only an empty folder or one it wrote itself, which its `.nrpt-output.json` lists).
+    /// Never the root, the home folder, or a folder holding the current directory or an
+    /// input.
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl ShardMergeArgs {
+    /// `--out`, or `default`.
+    pub fn out_or<'a>(&'a self, default: &'a str) -> &'a std::path::Path {
+        self.out
+            .as_deref()
+            .unwrap_or_else(|| std::path::Path::new(default))
+    }
 }
 
 /// `nrpt deep`.
@@ -633,7 +679,7 @@ pub struct SweepArgs {
     pub dim: usize,
     /// Run only the points with index % n == i (0 <= i < n), written i/n.
     #[arg(long, value_name = "i/n")]
-    pub shard: Option<crate::scale::Shard>,
+    pub shard: Option<crate::shard::Shard>,
     /// Output folder.
     #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
     pub out: PathBuf,

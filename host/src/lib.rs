@@ -57,6 +57,7 @@ pub mod output;
 pub mod preset;
 pub mod progress;
 pub mod scale;
+pub mod shard;
 pub mod stats;
 pub mod targets;
 

@@ -60,10 +60,13 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             let b = backend(&a.engine, quiet)?;
             commands::run::run(a, b.as_ref(), &cpu(&a.engine), cli.json, cli.quiet)
         }
-        Command::Reproduce(a) => {
-            let b = backend(&a.engine, quiet)?;
-            commands::reproduce::run(a, b.as_ref(), cli.json, cli.quiet)
-        }
+        Command::Reproduce(a) => match &a.action {
+            Some(nrpt::cli::ReproduceAction::Merge(m)) => commands::reproduce::merge(m, cli.json),
+            None => {
+                let b = backend(&a.engine, quiet)?;
+                commands::reproduce::run(a, b.as_ref(), cli.json, cli.quiet)
+            }
+        },
         Command::Deep(a) => {
             let b = backend(&a.engine, quiet)?;
             commands::deep::run(a, b.as_ref(), cli.json, cli.quiet)
@@ -178,6 +181,7 @@ fn main() -> ExitCode {
     if has::<ConfigError>(&e)
         || has::<nrpt::data::DataError>(&e)
         || has::<nrpt::deep::reference::ReferenceError>(&e)
+        || has::<nrpt::shard::ShardError>(&e)
     {
         ExitCode::from(2)
     } else {

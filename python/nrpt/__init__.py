@@ -938,6 +938,8 @@ def reproduce(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     """``nrpt reproduce``: the paper's 2D experiment (its Figures 3-6), the results of
     ``results.json`` as a dict (``methods``, ``s_sweep``, ``w_sweep``, ``variants``,
     ...; no figures). Keywords: ``quick``, ``ensembles``, ``iterations``, ``seed``,
+    ``shard`` (``"i/n"``: the results of that shard's seeds alone, with a ``shard``
+    entry; joining shards is ``nrpt reproduce merge``'s, on their folders),
     ``threads``, ``backend``, ``device``."""
     argv = _argv("reproduce", "reproduce", options, refused={"out": _NO_FILES})
     result = _nrpt.reproduce(argv, progress)

@@ -165,7 +165,7 @@ pub fn reproduce<'py>(
         in_pool(args.engine.threads(), || {
             let s = commands::reproduce::settings(&args)?;
             let backend = backend_of(&args.engine)?;
-            commands::reproduce::compute(s, backend.as_ref(), !progress)
+            commands::reproduce::compute(s, args.shard, backend.as_ref(), !progress)
         })
     })?
     .map_err(command_error)?;

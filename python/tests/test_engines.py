@@ -140,6 +140,15 @@ def test_reproduce_equals_the_command(cli, tmp_path):
     assert r["figures"] == []
 
 
+def test_a_reproduction_shard_equals_the_command_s(cli, tmp_path):
+    # The keyword reaches `--shard`: the results of seeds 1..2 of 2, marked as shard 1/2.
+    report = cli.json("reproduce", "-n", "400", "-e", "2", "--backend", "cpu", "--shard", "1/2",
+                      "-o", str(tmp_path / "o"))
+    r = nrpt.reproduce(iterations=400, ensembles=2, backend="cpu", shard="1/2")
+    assert_same(r, report)
+    assert r["shard"]["shard"] == "1/2" and r["shard"]["seeds"] == [1, 2]
+
+
 def test_deep_equals_the_command(cli, tmp_path):
     argv = ["-e", "1", "--epochs", "3", "--pretrain-epochs", "1", "--chains", "3",
             "--samples", "4", "--hidden", "8", "--backend", "cpu"]

@@ -1,24 +1,26 @@
 //! `nrpt reproduce`: the paper's 2D experiment (Deng et al., AAAI 2023, Figures 3–6).
 
+use std::ops::Range;
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::baselines::{self, Baseline};
-use crate::cli::ReproduceArgs;
-use crate::config::{RunConfig, WindowSpec};
-use crate::engine::{Backend, EngineError, Job, Record, RunOutput};
+use crate::cli::{ReproduceArgs, ShardMergeArgs};
+use crate::config::{ConfigError, RunConfig, WindowSpec};
+use crate::engine::{Backend, EngineError, EnsembleRecords, Job, Record, RunOutput};
 use crate::figures::{self, DensityPanel, LineChart, PathPanel, Series, Style};
 use crate::metrics::{Grid, Truth};
 use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::preset::{Preset, RuleChoices, RulesSummary};
 use crate::progress::Progress;
+use crate::shard::{self, Shard, Summary};
 
 /// Sizes of a reproduction.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// Iterations of every tempering run (the cyclical chain runs 16× as many).
     pub iterations: u64,
@@ -123,9 +125,32 @@ pub struct Results {
     pub variants: Vec<VariantResult>,
     /// Figures written (PNG and SVG, with a CSV of their data).
     pub figures: Vec<String>,
-    /// Wall-clock seconds.
+    /// Wall-clock seconds (of a merge: the shards' seconds added up).
     pub seconds: f64,
+    /// The shard these results are of (absent for a whole run or a merge): the tables
+    /// and figures then hold its seeds only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Summary>,
 }
+
+/// `records.json` of a shard: everything its seeds recorded, for `nrpt reproduce merge`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ShardRecords {
+    /// The backend that ran the tempering jobs.
+    pub backend: String,
+    /// Wall-clock seconds of the shard.
+    pub seconds: f64,
+    /// SGLD×P16's samples of the shard's seeds, seed by seed.
+    pub sgld: Vec<f32>,
+    /// cycSGLD×T16's samples, seed by seed.
+    pub cyc: Vec<f32>,
+    /// Per tempering job (the S sweep, the W sweep, the authors' code's), the records
+    /// of the shard's ensembles.
+    pub jobs: Vec<Vec<EnsembleRecords>>,
+}
+
+/// The file name of a shard's records.
+pub const RECORDS: &str = "records.json";
 
 /// What the authors' notebook (NR-PT_v2.ipynb in WayneDW/Non-reversible-Parallel-
 /// Tempering-for-Deep-Posterior-Approximation) printed after 20,000 iterations, in its
@@ -136,8 +161,10 @@ const W_SWEEP: [u32; 6] = [1, 2, 4, 8, 16, 32];
 /// Iterations of the index paths shown in Figure 6.
 const PATH_ITERATIONS: u64 = 2_000;
 
+/// A tempering job over the seeds `seeds` (ensembles `seeds.start ..` of the run).
 fn tempering_job(
     s: &Settings,
+    seeds: &Range<usize>,
     preset: Preset,
     window: WindowSpec,
     swap_rate: f64,
@@ -145,7 +172,7 @@ fn tempering_job(
 ) -> Result<Job> {
     let config = RunConfig {
         chains: s.chains,
-        ensembles: s.seeds,
+        ensembles: seeds.len(),
         iterations: s.iterations,
         window,
         swap_rate,
@@ -153,7 +180,10 @@ fn tempering_job(
         preset,
         ..RunConfig::default()
     };
-    Ok(config.job(record)?)
+    let mut job = config.job(record)?;
+    job.options.ensemble =
+        u32::try_from(seeds.start).map_err(|_| ConfigError::new("ensembles", "too many seeds"))?;
+    Ok(job)
 }
 
 fn variant_result(
@@ -239,7 +269,9 @@ struct Runs {
     authors: Vec<(Job, RunOutput)>,
 }
 
-fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
+/// Every tempering job of the reproduction over the seeds `seeds`: the S sweep, the W
+/// sweep, the authors' code's.
+fn jobs(s: &Settings, seeds: &Range<usize>) -> Result<Vec<Job>> {
     let full = Record {
         thin: s.thin,
         warmup: s.warmup,
@@ -255,6 +287,7 @@ fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
     for &rate in &S_SWEEP {
         jobs.push(tempering_job(
             s,
+            seeds,
             Preset::Paper,
             WindowSpec::Optimal,
             rate,
@@ -264,6 +297,7 @@ fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
     for &w in &W_SWEEP {
         jobs.push(tempering_job(
             s,
+            seeds,
             Preset::Paper,
             WindowSpec::Fixed(w),
             0.4,
@@ -272,17 +306,31 @@ fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
     }
     for (w, _) in NOTEBOOK {
         let window = WindowSpec::Fixed(w);
-        jobs.push(tempering_job(s, Preset::AuthorsCode, window, 0.4, samples)?);
+        jobs.push(tempering_job(
+            s,
+            seeds,
+            Preset::AuthorsCode,
+            window,
+            0.4,
+            samples,
+        )?);
     }
+    Ok(jobs)
+}
+
+/// Runs every method over the seeds `seeds` (all of them, or one shard's block).
+fn run_all(s: &Settings, seeds: Range<usize>, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
+    let jobs = jobs(s, &seeds)?;
+    let n = seeds.len() as u64;
     let chain_steps = |j: &Job| j.iterations * j.ensembles as u64;
-    let total: u64 = jobs.iter().map(chain_steps).sum::<u64>()
-        + 2 * s.iterations * s.seeds as u64
-        + 16 * s.iterations * s.seeds as u64;
+    let total: u64 =
+        jobs.iter().map(chain_steps).sum::<u64>() + 2 * s.iterations * n + 16 * s.iterations * n;
     let progress = Progress::new("reproduce", total, quiet);
     let inc = |n: u64| progress.inc(n);
     let base = Baseline {
         seed: s.seed,
-        seeds: s.seeds,
+        seeds: seeds.len(),
+        first: seeds.start,
         noise: 2.0,
         thin: s.thin,
         warmup: s.warmup,
@@ -302,28 +350,117 @@ fn run_all(s: &Settings, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
         },
     );
     progress.finish();
-    let mut outs = outs?.into_iter();
-    let mut jobs = jobs.into_iter();
-    let mut s_sweep = Vec::new();
-    for _ in S_SWEEP {
-        if let (Some(j), Some(o)) = (jobs.next(), outs.next()) {
-            s_sweep.push((j, o));
+    Ok(Runs::of(jobs, outs?, sgld?, cyc?))
+}
+
+impl Runs {
+    /// The runs from the jobs in [`jobs`]' order, their outputs, and the baselines'.
+    fn of(jobs: Vec<Job>, outs: Vec<RunOutput>, sgld: Vec<f32>, cyc: Vec<f32>) -> Runs {
+        let mut outs = outs.into_iter();
+        let mut jobs = jobs.into_iter();
+        let mut s_sweep = Vec::new();
+        for _ in S_SWEEP {
+            if let (Some(j), Some(o)) = (jobs.next(), outs.next()) {
+                s_sweep.push((j, o));
+            }
+        }
+        let mut w_sweep = Vec::new();
+        for _ in W_SWEEP {
+            if let (Some(j), Some(o)) = (jobs.next(), outs.next()) {
+                w_sweep.push((j, o));
+            }
+        }
+        let authors = jobs.zip(outs).collect();
+        Runs {
+            sgld,
+            cyc,
+            s_sweep,
+            w_sweep,
+            authors,
         }
     }
-    let mut w_sweep = Vec::new();
-    for _ in W_SWEEP {
-        if let (Some(j), Some(o)) = (jobs.next(), outs.next()) {
-            w_sweep.push((j, o));
-        }
+
+    /// What a shard keeps for the merge.
+    fn records(&self, seconds: f64) -> Result<ShardRecords> {
+        let all = self
+            .s_sweep
+            .iter()
+            .chain(&self.w_sweep)
+            .chain(&self.authors);
+        let jobs = all
+            .map(|(j, o)| {
+                o.split(j.first_ensemble(), j.target.dim())
+                    .ok_or_else(|| anyhow::anyhow!("a run's output lacks its ensembles' records"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ShardRecords {
+            backend: self
+                .s_sweep
+                .first()
+                .map_or_else(String::new, |(_, o)| o.backend.clone()),
+            seconds,
+            sgld: self.sgld.clone(),
+            cyc: self.cyc.clone(),
+            jobs,
+        })
     }
-    let authors = jobs.zip(outs).collect();
-    Ok(Runs {
-        sgld: sgld?,
-        cyc: cyc?,
-        s_sweep,
-        w_sweep,
-        authors,
-    })
+
+    /// The runs of the whole reproduction from its shards' records, in shard order:
+    /// (folder, the seeds it ran, its records), each checked against the jobs.
+    fn join(s: &Settings, shards: Vec<(&Path, Range<usize>, ShardRecords)>) -> Result<Runs> {
+        let jobs = jobs(s, &(0..s.seeds))?;
+        let mut per_job: Vec<Vec<EnsembleRecords>> = vec![Vec::new(); jobs.len()];
+        let (mut sgld, mut cyc) = (Vec::new(), Vec::new());
+        let mut backends: Vec<String> = Vec::new();
+        for (folder, seeds, r) in shards {
+            let bad = |why: String| {
+                ConfigError::new(
+                    "inputs",
+                    format!(
+                        "{}: its {RECORDS} does not fit the run: {why}",
+                        folder.display()
+                    ),
+                )
+            };
+            if r.jobs.len() != jobs.len() {
+                return Err(bad(format!(
+                    "{} runs, the reproduction has {}",
+                    r.jobs.len(),
+                    jobs.len()
+                ))
+                .into());
+            }
+            if r.sgld.len() % 2 != 0 || r.cyc.len() % 2 != 0 {
+                return Err(bad("an odd number of sample coordinates".into()).into());
+            }
+            for ((all, records), j) in per_job.iter_mut().zip(r.jobs).zip(&jobs) {
+                if records.len() != seeds.len() {
+                    return Err(bad(format!(
+                        "{} seeds recorded, the shard ran {}",
+                        records.len(),
+                        seeds.len()
+                    ))
+                    .into());
+                }
+                for (e, rec) in seeds.clone().zip(&records) {
+                    rec.check(j, e).map_err(bad)?;
+                }
+                all.extend(records);
+            }
+            sgld.extend(r.sgld);
+            cyc.extend(r.cyc);
+            if !backends.contains(&r.backend) {
+                backends.push(r.backend);
+            }
+        }
+        let backend = backends.join("+");
+        let outs = jobs
+            .iter()
+            .zip(per_job)
+            .map(|(j, records)| RunOutput::join(backend.clone(), records, j.target.dim()))
+            .collect();
+        Ok(Runs::of(jobs, outs, sgld, cyc))
+    }
 }
 
 fn density(samples: &[f32]) -> Vec<f64> {
@@ -497,7 +634,11 @@ fn write_figures(
         &[(0.4, "target S = 0.4")],
     )?);
 
-    // Figure 6: index paths of four replicas under both schemes.
+    // Figure 6: index paths of four replicas under both schemes (ensemble 0's: a
+    // shard of other seeds has none).
+    if deo.1.paths.len() < p || star.1.paths.len() < p {
+        return Ok(written);
+    }
     let shown = [0usize, p / 3, 2 * p / 3, p - 1];
     let pick =
         |o: &RunOutput| -> Vec<Vec<u32>> { shown.iter().map(|&r| o.paths[r].clone()).collect() };
@@ -598,26 +739,60 @@ fn trace_figure(
     Ok(stem.to_string())
 }
 
-/// Runs the reproduction and returns its results (figures written to `out`, which
-/// replaces `--out` when the caller commits it).
-pub fn reproduce(s: Settings, out: &Path, backend: &dyn Backend, quiet: bool) -> Result<Results> {
+/// The seeds `shard` runs of a reproduction (all of them without a shard), and the
+/// summary that marks its folder.
+fn shard_of(s: &Settings, shard: Option<Shard>) -> Result<(Range<usize>, Option<Summary>)> {
+    match shard {
+        None => Ok((0..s.seeds, None)),
+        Some(sh) => {
+            let summary = Summary::new("reproduce", sh, s.seeds, serde_json::to_value(s)?)
+                .map_err(|e| ConfigError::new("shard", e.to_string()))?;
+            Ok((sh.block(s.seeds)?, Some(summary)))
+        }
+    }
+}
+
+/// Runs the reproduction, or one shard of it, and writes its outputs to `out` (which
+/// replaces `--out` when the caller commits it): results.json and the figures, and for
+/// a shard shard.json and records.json.
+pub fn reproduce(
+    s: Settings,
+    shard: Option<Shard>,
+    out: &Path,
+    backend: &dyn Backend,
+    quiet: bool,
+) -> Result<Results> {
     let started = Instant::now();
+    let (seeds, summary) = shard_of(&s, shard)?;
     let truth = Truth::new();
-    let runs = run_all(&s, backend, quiet)?;
+    let runs = run_all(&s, seeds, backend, quiet)?;
     let mut results = results(s, &runs, &truth);
     results.figures = write_figures(out, &runs, &truth, &results.w_sweep, &s)?;
     results.seconds = started.elapsed().as_secs_f64();
+    if let Some(summary) = &summary {
+        write_json(&out.join(RECORDS), &runs.records(results.seconds)?)?;
+        write_json(&out.join(shard::SUMMARY), summary)?;
+    }
+    results.shard = summary;
     write_json(&out.join("results.json"), &results)?;
     Ok(results)
 }
 
-/// The reproduction's results alone: no figure and no file (`figures` is empty).
-pub fn compute(s: Settings, backend: &dyn Backend, quiet: bool) -> Result<Results> {
+/// The reproduction's results alone, of every seed or of one shard's: no figure and no
+/// file (`figures` is empty).
+pub fn compute(
+    s: Settings,
+    shard: Option<Shard>,
+    backend: &dyn Backend,
+    quiet: bool,
+) -> Result<Results> {
     let started = Instant::now();
+    let (seeds, summary) = shard_of(&s, shard)?;
     let truth = Truth::new();
-    let runs = run_all(&s, backend, quiet)?;
+    let runs = run_all(&s, seeds, backend, quiet)?;
     let mut results = results(s, &runs, &truth);
     results.seconds = started.elapsed().as_secs_f64();
+    results.shard = summary;
     Ok(results)
 }
 
@@ -679,6 +854,7 @@ fn results(s: Settings, runs: &Runs, truth: &Truth) -> Results {
         variants,
         figures: Vec::new(),
         seconds: 0.0,
+        shard: None,
     }
 }
 
@@ -688,35 +864,58 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
 
 /// The sizes of a reproduction from its flags.
 pub fn settings(args: &ReproduceArgs) -> Result<Settings> {
-    let seeds = args.ensembles.unwrap_or(if args.quick { 3 } else { 5 });
-    if seeds == 0 {
-        return Err(
-            crate::config::ConfigError::new("ensembles", "must be at least 1, got 0").into(),
-        );
-    }
-    let iterations = args
-        .iterations
-        .unwrap_or(if args.quick { 10_000 } else { 20_000 });
-    if iterations < 200 {
-        return Err(crate::config::ConfigError::new(
-            "iterations",
-            format!("must be at least 200 (100 are warm-up), got {iterations}"),
-        )
-        .into());
-    }
-    Ok(Settings {
-        iterations,
-        seeds,
+    let s = Settings {
+        iterations: args
+            .iterations
+            .unwrap_or(if args.quick { 10_000 } else { 20_000 }),
+        seeds: args.ensembles.unwrap_or(if args.quick { 3 } else { 5 }),
         chains: 16,
         seed: args.seed,
         thin: 10,
         warmup: 100,
-    })
+    };
+    s.check()?;
+    Ok(s)
+}
+
+/// The most seeds of a reproduction.
+pub const MAX_SEEDS: usize = 100_000;
+/// The most iterations of a reproduction's tempering runs.
+pub const MAX_ITERATIONS: u64 = 1 << 36;
+
+impl Settings {
+    /// Checks the sizes as the flags are checked (a shard's settings, read back by the
+    /// merge, are checked the same way); errors name the flag.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if !(1..=MAX_SEEDS).contains(&self.seeds) {
+            return Err(ConfigError::new(
+                "ensembles",
+                format!("must be between 1 and {MAX_SEEDS}, got {}", self.seeds),
+            ));
+        }
+        if !(200..=MAX_ITERATIONS).contains(&self.iterations) {
+            return Err(ConfigError::new(
+                "iterations",
+                format!(
+                    "must be at least 200 (100 are warm-up) and at most 2^36, got {}",
+                    self.iterations
+                ),
+            ));
+        }
+        if (self.chains, self.thin, self.warmup) != (16, 10, 100) {
+            return Err(ConfigError::new(
+                "settings",
+                "the reproduction runs 16 chains, keeps every 10th sample after 100 iterations",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Runs the command.
 pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
     let s = settings(args)?;
+    shard_of(&s, args.shard)?;
     let out = OutDir::prepare(
         &args.out,
         &OutPolicy {
@@ -725,9 +924,64 @@ pub fn run(args: &ReproduceArgs, backend: &dyn Backend, json: bool, quiet: bool)
             inputs: Vec::new(),
         },
     )?;
-    let r = reproduce(s, out.path(), backend, quiet)?;
+    let r = reproduce(s, args.shard, out.path(), backend, quiet)?;
     let folder = out.commit()?;
     super::after_commit(&folder, || print(&s, &r, &folder, json))
+}
+
+/// `nrpt reproduce merge`: the outputs of the whole reproduction from the folders of
+/// all its shards, the same bytes as the unsharded run's but for the seconds.
+pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
+    let out = OutDir::prepare(
+        a.out_or("nrpt-reproduce"),
+        &OutPolicy {
+            command: "reproduce merge",
+            force: a.force,
+            inputs: a.inputs.clone(),
+        },
+    )?;
+    let set = shard::read_set(&a.inputs, "reproduce")?;
+    let first = &set[0].1;
+    let s: Settings = serde_json::from_value(first.settings.clone()).map_err(|e| {
+        ConfigError::new(
+            "inputs",
+            format!(
+                "{}: its settings are not a reproduction's: {e}",
+                set[0].0.display()
+            ),
+        )
+    })?;
+    s.check()
+        .map_err(|e| ConfigError::new("inputs", format!("{}: {e}", set[0].0.display())))?;
+    let mut shards = Vec::with_capacity(set.len());
+    for (folder, summary) in &set {
+        let path = folder.join(RECORDS);
+        let text = crate::input::read_text(
+            &path,
+            crate::input::MAX_RESULTS_BYTES,
+            "the cap of a shard's records.json",
+        )
+        .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
+        let r: ShardRecords = serde_json::from_str(&text).map_err(|e| {
+            ConfigError::new(
+                "inputs",
+                format!(
+                    "{} is not a shard's records of nrpt reproduce: {e}",
+                    path.display()
+                ),
+            )
+        })?;
+        shards.push((folder.as_path(), summary.seeds[0]..summary.seeds[1], r));
+    }
+    let seconds: f64 = shards.iter().map(|(_, _, r)| r.seconds).sum();
+    let runs = Runs::join(&s, shards)?;
+    let truth = Truth::new();
+    let mut results = results(s, &runs, &truth);
+    results.figures = write_figures(out.path(), &runs, &truth, &results.w_sweep, &s)?;
+    results.seconds = seconds;
+    write_json(&out.path().join("results.json"), &results)?;
+    let folder = out.commit()?;
+    super::after_commit(&folder, || print(&s, &results, &folder, json))
 }
 
 /// Prints the results of a reproduction whose outputs are in `folder`.
@@ -817,6 +1071,17 @@ fn print(s: &Settings, r: &Results, folder: &Path, json: bool) -> Result<()> {
         "  (round trips per 1000 iterations; the notebook column is one run of the authors' \
          code, their counting)"
     )?;
+    if let Some(sh) = &r.shard {
+        say!(
+            "\nshard {} of the reproduction: seeds {}..{} of {} (configuration {}); join \
+             every shard's folder with `nrpt reproduce merge`",
+            sh.shard,
+            sh.seeds[0],
+            sh.seeds[1],
+            sh.total_seeds,
+            sh.config_hash
+        )?;
+    }
     say!("\nfigures and data in {}", folder.display())?;
     Ok(())
 }

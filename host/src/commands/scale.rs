@@ -15,7 +15,7 @@ use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
 use crate::scale::{self, Fit, Point, Settings};
 
-pub use crate::scale::Shard;
+pub use crate::shard::Shard;
 
 /// `results.json` of a sweep or a shard.
 #[derive(Debug, Serialize, Deserialize)]
@@ -517,7 +517,7 @@ pub fn compute(
     let s = settings(a)?;
     let all = scale::enumerate(&s);
     let indices: Vec<usize> = (0..all.len())
-        .filter(|i| a.shard.is_none_or(|sh| i % sh.count == sh.index))
+        .filter(|&i| a.shard.is_none_or(|sh| sh.holds(i)))
         .collect();
     let progress = Progress::new("scale", indices.len() as u64, quiet);
     let points = scale::run(&s, &indices, backend, &|p| {

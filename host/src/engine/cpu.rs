@@ -86,6 +86,8 @@ where
     } = span;
     let (p, dim) = (job.chains, job.target.dim());
     let momentum = job.options.explorer.has_momentum();
+    // Ensemble `first + i` of the job is ensemble `base + first + i` of its run.
+    let base = job.first_ensemble();
     let (mut buffers, mut records, mut starts) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..count {
         match from.and_then(|s| s.get(i)) {
@@ -96,7 +98,7 @@ where
             }
             None => {
                 buffers.push(EnsembleBuffers::new(p, dim, momentum));
-                records.push(Recorder::new(job, first + i));
+                records.push(Recorder::new(job, base + first + i));
                 starts.push(None);
             }
         }
@@ -126,14 +128,14 @@ where
         .enumerate()
         .map(|(i, (b, start))| {
             let options = TemperingOptions {
-                ensemble: (first + i) as u32,
+                ensemble: (base + first + i) as u32,
                 ..job.options
             };
             match start {
                 Some(progress) => {
-                    Tempering::resume(options, oracle(first + i), b.lend(), *progress)
+                    Tempering::resume(options, oracle(base + first + i), b.lend(), *progress)
                 }
-                None => Tempering::new(options, oracle(first + i), b.lend()),
+                None => Tempering::new(options, oracle(base + first + i), b.lend()),
             }
         })
         .collect::<Result<Vec<_>, _>>()?;

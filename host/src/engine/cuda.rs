@@ -494,6 +494,13 @@ impl Backend for CudaBackend {
     }
 
     fn unsupported(&self, job: &Job) -> Option<String> {
+        // The launches number their ensembles from 0.
+        if job.first_ensemble() != 0 {
+            return Some(format!(
+                "a job whose ensembles start at {} (one shard of a run)",
+                job.first_ensemble()
+            ));
+        }
         if let Some(c) = job.target.downcast_ref::<Classifier>() {
             return self.classifier_unsupported(job, c);
         }

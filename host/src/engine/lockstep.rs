@@ -131,7 +131,7 @@ impl Lanes {
         o.temperatures.fill(&ladder, &mut hot);
         let mut ensemble = [0u32; LANES];
         for (i, e) in ensemble.iter_mut().enumerate() {
-            *e = (first + i) as u32;
+            *e = (job.first_ensemble() + first + i) as u32;
         }
         let mut xa = vec![[0.0f32; LANES]; p];
         let mut xb = vec![[0.0f32; LANES]; p];
@@ -543,7 +543,9 @@ pub fn run_group(
             lanes.restore(states);
             states.iter().map(|s| s.recorder.clone()).collect()
         }
-        None => (0..count).map(|i| Recorder::new(job, first + i)).collect(),
+        None => (0..count)
+            .map(|i| Recorder::new(job, job.first_ensemble() + first + i))
+            .collect(),
     };
     let mut group = Running {
         lanes: &mut lanes,

@@ -10,7 +10,7 @@ mod lockstep;
 pub(crate) mod matmul;
 pub mod memory;
 mod record;
-pub use record::{Observed, ladder_spread};
+pub use record::{EnsembleRecords, EnsembleTrace, Observed, ladder_spread};
 pub(crate) mod replica_lanes;
 pub mod simd;
 mod softmax;
@@ -54,9 +54,14 @@ impl Record {
 
 /// One run: E independent ensembles of P replicas, all with the same options; ensemble
 /// e draws its random numbers with Philox key (seed, e).
+///
+/// The ensembles of a job are `options.ensemble .. options.ensemble + E`
+/// ([`Job::first_ensemble`]): 0 .. E for a whole run, a later block for one shard of it,
+/// whose ensembles then draw exactly the numbers they draw in the whole run.
 #[derive(Clone, Debug)]
 pub struct Job {
-    /// Options of every ensemble (the `ensemble` field is set per ensemble).
+    /// Options of every ensemble; the `ensemble` field is the index of the job's first
+    /// ensemble (0 but for a shard), and the engines set it per ensemble.
     pub options: TemperingOptions,
     /// What is sampled: a built-in target (`crate::targets`) or a user's [`Target`].
     pub target: Arc<dyn AnyTarget>,
@@ -92,6 +97,14 @@ impl Job {
             record: Record::NOTHING,
             initial_states: None,
         }
+    }
+}
+
+impl Job {
+    /// The index of the job's first ensemble: ensemble i of the job is ensemble
+    /// `first_ensemble() + i` of the run it belongs to (its Philox key, its records).
+    pub fn first_ensemble(&self) -> usize {
+        self.options.ensemble as usize
     }
 }
 
@@ -163,9 +176,25 @@ pub struct RunOutput {
     /// Level of each replica of ensemble 0, one `Vec` per replica, one entry per
     /// iteration of the first `path_iterations`.
     pub paths: Vec<Vec<u32>>,
+    /// The traces of every ensemble, from which `trace` is made.
+    pub ensemble_traces: Vec<EnsembleTrace>,
 }
 
 impl RunOutput {
+    /// The records of every ensemble, the first being ensemble `first` of its run
+    /// (the job's [`Job::first_ensemble`]); `dim` coordinates per sample. `None` when
+    /// this output does not hold whole records (made by hand).
+    pub fn split(&self, first: usize, dim: usize) -> Option<Vec<EnsembleRecords>> {
+        record::split(self, first, dim)
+    }
+
+    /// The output of a run from the records of all its ensembles, in order: the same
+    /// bits as the run's own output when the records are its ensembles' (whatever jobs
+    /// ran them), `backend` named.
+    pub fn join(backend: String, parts: Vec<EnsembleRecords>, dim: usize) -> RunOutput {
+        record::join(backend, parts, dim)
+    }
+
     /// Round trips summed over ensembles.
     pub fn total_stats(&self) -> IndexStats {
         let mut t = IndexStats::default();

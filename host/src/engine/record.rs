@@ -279,57 +279,195 @@ pub fn ladder_spread(ladders: &[&[f64]]) -> (Vec<f64>, Vec<f64>) {
         .unzip()
 }
 
+/// What one ensemble traced: an entry every `trace_every` iterations.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnsembleTrace {
+    /// Iterations done at each entry.
+    pub iterations: Vec<u64>,
+    /// The ladder at each entry.
+    pub ladder: Vec<Vec<f64>>,
+    /// The buffer C at each entry.
+    pub buffer: Vec<f64>,
+    /// Round trips and restarts so far at each entry.
+    pub trips: Vec<IndexStats>,
+    /// Per pair, the share of iterations since the previous entry with indicator 1.
+    pub rates: Vec<Vec<f64>>,
+}
+
+/// Everything one ensemble of a run recorded: a run's output cut by ensemble
+/// ([`RunOutput::split`]), to be joined with the other ensembles' records
+/// ([`RunOutput::join`]) into the output of the whole run, to the bit (how the shards
+/// of `nrpt reproduce` and `nrpt deep` merge).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EnsembleRecords {
+    /// The ensemble's index in its run.
+    pub ensemble: usize,
+    /// Its final state.
+    pub result: EnsembleResult,
+    /// Its target-level samples, sample by sample.
+    pub samples: Vec<f32>,
+    /// The iteration of each sample.
+    pub sample_iterations: Vec<u64>,
+    /// Its traces.
+    pub trace: EnsembleTrace,
+    /// The level of each replica over the first iterations (ensemble 0 only).
+    pub paths: Vec<Vec<u32>>,
+}
+
+impl EnsembleRecords {
+    /// Checks that these are the whole records of ensemble `e` of a finished run of
+    /// `job`: every count and length as the run makes them (records read from a file
+    /// are checked before [`RunOutput::join`] indexes them).
+    pub fn check(&self, job: &Job, e: usize) -> Result<(), String> {
+        let (p, dim) = (job.chains, job.target.dim());
+        let r = &self.result;
+        if r.ladder.len() != p || r.pairs.len() != p.saturating_sub(1) || r.levels.len() != p * dim
+        {
+            return Err(format!(
+                "ensemble {e}: its final state does not fit {p} chains of {dim} coordinates"
+            ));
+        }
+        let as_recorded = Recorder {
+            ensemble: self.ensemble,
+            result: r.clone(),
+            samples: self.samples.clone(),
+            sample_iterations: self.sample_iterations.clone(),
+            trace_ladder: self.trace.ladder.clone(),
+            trace_buffer: self.trace.buffer.clone(),
+            trace_trips: self.trace.trips.clone(),
+            trace_rates: self.trace.rates.clone(),
+            trace_iterations: self.trace.iterations.clone(),
+            paths: self.paths.clone(),
+            last_indicators: vec![0; p.saturating_sub(1)],
+        };
+        as_recorded
+            .check(job, e, job.iterations)
+            .map_err(|m| format!("ensemble {e}: {m}"))
+    }
+}
+
 /// Merges the records of every ensemble (in ensemble order) into a run's output.
 pub fn merge(backend: String, runs: Vec<Recorder>, dim: usize) -> RunOutput {
-    let n = runs.first().map_or(0, |r| r.sample_iterations.len());
-    let mut samples = Vec::with_capacity(n * runs.len() * dim);
+    let parts = runs
+        .into_iter()
+        .map(|r| EnsembleRecords {
+            ensemble: r.ensemble,
+            result: r.result,
+            samples: r.samples,
+            sample_iterations: r.sample_iterations,
+            trace: EnsembleTrace {
+                iterations: r.trace_iterations,
+                ladder: r.trace_ladder,
+                buffer: r.trace_buffer,
+                trips: r.trace_trips,
+                rates: r.trace_rates,
+            },
+            paths: r.paths,
+        })
+        .collect();
+    join(backend, parts, dim)
+}
+
+/// The output of a run from the records of its ensembles, in ensemble order.
+pub(super) fn join(backend: String, parts: Vec<EnsembleRecords>, dim: usize) -> RunOutput {
+    let n = parts.first().map_or(0, |r| r.sample_iterations.len());
+    let mut samples = Vec::with_capacity(n * parts.len() * dim);
     for i in 0..n {
-        for r in &runs {
+        for r in &parts {
             samples.extend_from_slice(&r.samples[i * dim..(i + 1) * dim]);
         }
+    }
+    let traces: Vec<EnsembleTrace> = parts.iter().map(|r| r.trace.clone()).collect();
+    let trace = merge_traces(&traces);
+    let mut ensembles = Vec::with_capacity(parts.len());
+    let mut ensemble_traces = Vec::with_capacity(parts.len());
+    let mut first = true;
+    let (mut paths, mut sample_iterations) = (Vec::new(), Vec::new());
+    for r in parts {
+        if first {
+            paths = r.paths;
+            sample_iterations = r.sample_iterations;
+            first = false;
+        }
+        ensembles.push(r.result);
+        ensemble_traces.push(r.trace);
     }
     RunOutput {
         backend,
         samples,
-        sample_iterations: runs
-            .first()
-            .map(|r| r.sample_iterations.clone())
-            .unwrap_or_default(),
-        trace: merge_traces(&runs),
-        paths: runs.first().map(|r| r.paths.clone()).unwrap_or_default(),
-        ensembles: runs.into_iter().map(|r| r.result).collect(),
+        sample_iterations,
+        trace,
+        paths,
+        ensembles,
+        ensemble_traces,
     }
 }
 
-fn merge_traces(runs: &[Recorder]) -> Trace {
+/// The records of every ensemble of `out`, the first being ensemble `first` of its run
+/// (the inverse of [`join`]). `None` when `out` does not hold whole records of its
+/// ensembles (samples or traces missing).
+pub(super) fn split(out: &RunOutput, first: usize, dim: usize) -> Option<Vec<EnsembleRecords>> {
+    let e = out.ensembles.len();
+    let n = out.sample_iterations.len();
+    if out.ensemble_traces.len() != e || out.samples.len() != n * e * dim {
+        return None;
+    }
+    Some(
+        out.ensembles
+            .iter()
+            .zip(&out.ensemble_traces)
+            .enumerate()
+            .map(|(i, (result, trace))| {
+                let mut samples = Vec::with_capacity(n * dim);
+                for k in 0..n {
+                    let at = (k * e + i) * dim;
+                    samples.extend_from_slice(&out.samples[at..at + dim]);
+                }
+                EnsembleRecords {
+                    ensemble: first + i,
+                    result: result.clone(),
+                    samples,
+                    sample_iterations: out.sample_iterations.clone(),
+                    trace: trace.clone(),
+                    // Paths are recorded for ensemble 0 of the run only.
+                    paths: if i == 0 && first == 0 {
+                        out.paths.clone()
+                    } else {
+                        Vec::new()
+                    },
+                }
+            })
+            .collect(),
+    )
+}
+
+fn merge_traces(runs: &[EnsembleTrace]) -> Trace {
     let Some(first) = runs.first() else {
         return Trace::default();
     };
     let e = runs.len() as f64;
     let mut trace = Trace {
-        iterations: first.trace_iterations.clone(),
+        iterations: first.iterations.clone(),
         ..Trace::default()
     };
-    for i in 0..first.trace_iterations.len() {
-        let ladders: Vec<&[f64]> = runs.iter().map(|r| r.trace_ladder[i].as_slice()).collect();
+    for i in 0..first.iterations.len() {
+        let ladders: Vec<&[f64]> = runs.iter().map(|r| r.ladder[i].as_slice()).collect();
         let (mean, sd) = ladder_spread(&ladders);
         trace.ladder.push(mean);
         trace.ladder_sd.push(sd);
         trace
             .buffer
-            .push(runs.iter().map(|r| r.trace_buffer[i]).sum::<f64>() / e);
+            .push(runs.iter().map(|r| r.buffer[i]).sum::<f64>() / e);
         trace
             .round_trips
-            .push(runs.iter().map(|r| r.trace_trips[i].round_trips).sum());
-        trace.authors_round_trips.push(
-            runs.iter()
-                .map(|r| r.trace_trips[i].authors_round_trips)
-                .sum(),
-        );
-        let pairs = first.trace_rates[i].len();
+            .push(runs.iter().map(|r| r.trips[i].round_trips).sum());
+        trace
+            .authors_round_trips
+            .push(runs.iter().map(|r| r.trips[i].authors_round_trips).sum());
+        let pairs = first.rates[i].len();
         trace.indicator_rate.push(
             (0..pairs)
-                .map(|l| runs.iter().map(|r| r.trace_rates[i][l]).sum::<f64>() / e)
+                .map(|l| runs.iter().map(|r| r.rates[i][l]).sum::<f64>() / e)
                 .collect(),
         );
     }

@@ -90,7 +90,7 @@ impl RunState {
                 return Err(at(format!("buffer C = {}", s.progress.buffer)));
             }
             s.recorder
-                .check(job, e, self.iteration)
+                .check(job, job.first_ensemble() + e, self.iteration)
                 .map_err(|m| at(format!("records: {m}")))?;
         }
         Ok(())

@@ -140,30 +140,9 @@ pub struct Settings {
     pub dim: usize,
 }
 
-/// Which part of a sweep a run covers: points with `index % count == shard`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    /// This shard, 0-based.
-    pub index: usize,
-    /// Shards in all.
-    pub count: usize,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("`{s}` is not a shard: write i/n with 0 <= i < n, e.g. 0/4");
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (index, count) = (
-            i.trim().parse::<usize>().map_err(|_| bad())?,
-            n.trim().parse::<usize>().map_err(|_| bad())?,
-        );
-        if count == 0 || index >= count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
-}
+/// Which part of a sweep a run covers: the points with `index % count == shard`
+/// ([`Shard::holds`]).
+pub use crate::shard::Shard;
 
 /// The most points a sweep may have (chain counts × windows × swap rates).
 pub const MAX_POINTS: usize = 10_000;
