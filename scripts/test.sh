@@ -82,6 +82,8 @@ else
     install=(python3 -m pip install --quiet --upgrade --target "$target/python-site")
 fi
 "${install[@]}" numpy pytest "mypy==2.4.1"
+# Extra packages the tests use (pandas: the results' tables), pinned.
+"${install[@]}" -r python/requirements-ci.txt
 # Built into the workspace's target folder, where the release builds above have already
 # compiled most of its dependencies.
 CARGO_TARGET_DIR="$target" "${install[@]}" ./python
