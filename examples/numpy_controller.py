@@ -71,7 +71,7 @@ def temper(
     return {
         "round_trips": stats["round_trips"],
         "authors_round_trips": stats["authors_round_trips"],
-        "pair_swap_rate": stats["pair_swap_rate"],
+        "pair_executed_swap_rate": stats["pair_executed_swap_rate"],
         "ladder": ctl.ladder,
         "buffer": ctl.buffer,
         "window": ctl.window,

@@ -80,12 +80,14 @@ else
     install=(python3 -m pip install --quiet --upgrade --target "$target/python-site")
 fi
 "${install[@]}" numpy pytest "mypy==2.4.1"
+# Extra packages the tests use, pinned (python/requirements-ci.txt says which and why).
+"${install[@]}" -r python/requirements-ci.txt
 # Built into the workspace's target folder, where the release builds above have already
 # compiled most of its dependencies.
 CARGO_TARGET_DIR="$target" MATURIN_PEP517_ARGS="--profile ci" "${install[@]}" ./python
 # The stubs match the installed package, then the tests (the command line is the ci
 # build of the tests above).
 MYPY_CACHE_DIR="$target/mypy-cache" "$py" -m mypy.stubtest nrpt
-NRPT_REQUIRE_CLI=1 "$py" -m pytest -q python/tests
+NRPT_REQUIRE_CLI=1 NRPT_REQUIRE_MPI=1 "$py" -m pytest -q python/tests
 echo "python package: $((SECONDS - python_started)) s"
 echo "test suite: $SECONDS s"

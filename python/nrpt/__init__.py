@@ -16,8 +16,11 @@ rate S.
   round-trip model of the paper's Lemma 1.
 - :func:`run`, :func:`reproduce`, :func:`deep`, :func:`scale`: the engines of the
   ``nrpt`` command (built-in targets and data targets) with dictionaries of NumPy arrays
-  in place of output folders; the GIL is released while they run, and Ctrl-C stops
-  them with ``KeyboardInterrupt``.
+  in place of output folders (``out=`` writes the command's folder too, figures
+  included); the GIL is released while they run, and Ctrl-C stops them with
+  ``KeyboardInterrupt``. Their keys are the command's names; :func:`flat` makes any
+  table 1-D for ``pandas.DataFrame``, :func:`jsonable` any result plain JSON, and
+  :func:`unflatten` a classifier's sample its layers.
 - :class:`ToyExplorer`: the exploration step of the built-in toy targets over NumPy
   states, so a Python loop around a :class:`Controller` reproduces ``nrpt run``.
 - :class:`ExactController`: exact tempering around your own model and sampler
@@ -41,11 +44,13 @@ the error messages are the command's. Bad input raises ``ValueError``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -64,21 +69,26 @@ from ._nrpt import (
 __version__: str = _nrpt.__version__
 
 __all__ = [
+    "AUTO_BUFFER_ITERATIONS",
     "Controller",
     "Decision",
     "ExactController",
     "ExactStep",
     "LogZ",
+    "RUN_EXTRAS",
+    "Stats",
     "ToyExplorer",
     "deep",
     "expected_round_trip",
     "flat",
+    "jsonable",
     "optimal_window",
     "paper_window",
     "reproduce",
     "round_trip_rate",
     "run",
     "scale",
+    "unflatten",
     "w_star",
     "window",
     "x_star",
@@ -135,6 +145,61 @@ def window(chains: int, swap_rate: float) -> Dict[str, Any]:
 _NO_FILES = "the results are returned, nothing is written"
 
 
+RUN_EXTRAS: Dict[str, "tuple[str, ...]"] = {
+    "sgd": (
+        # What `nrpt run --json` adds to summary.json.
+        "seconds",
+        "chain_steps_per_sec",
+        "memory_estimate_bytes",
+        "peak_memory_bytes",
+        # What the folder's other files hold (pairs.csv, trace.csv, ladder.csv,
+        # samples.npy), every ensemble's counts, and the totals behind the rates.
+        "pairs",
+        "trace",
+        "ladder",
+        "samples",
+        "sample_iterations",
+        "ensembles",
+        "round_trips",
+        "authors_round_trips",
+        "restarts",
+    ),
+    "gaussian-path": ("seconds", "lambda_profile", "grid", "rounds"),
+}
+"""The keys of :func:`run`'s dict beyond the fields of the command's ``summary.json``
+(which it holds under the same names), for the SGD targets and for the exact
+gaussian-path target."""
+
+# Names of Controller.stats() before 0.2, which now uses the command's vocabulary.
+_RENAMED_STATS = {
+    "iterations": "iterations_run",
+    "authors_round_trips_per_1000": "round_trips_per_1000_authors",
+    "pair_swap_rate": "pair_executed_swap_rate",
+    "swap_rate": "executed_swap_rate",
+}
+
+
+class Stats(dict):  # type: ignore[type-arg]
+    """The dict of :meth:`Controller.stats`: a plain ``dict`` (JSON-ready) whose
+    names before 0.2 still read, with a ``DeprecationWarning`` (``s["swap_rate"]`` is
+    ``s["executed_swap_rate"]``: ``swap_rate`` names the target S everywhere else)."""
+
+    def __missing__(self, key: Any) -> Any:
+        new = _RENAMED_STATS.get(key) if isinstance(key, str) else None
+        if new is None or new not in self:
+            raise KeyError(key)
+        warnings.warn(
+            f"stats()[{key!r}] is now stats()[{new!r}] (the command's name)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self[new]
+
+    def __reduce__(self) -> Any:
+        # Pickled as the plain dict it holds.
+        return (dict, (dict(self),))
+
+
 # ---------------------------------------------------------------------------------
 # The controller.
 
@@ -183,18 +248,22 @@ def _dtype_name(dtype: Any) -> str:
     return name
 
 
-def _auto_buffer(by_level: np.ndarray, swap_rate: float) -> "tuple[float, float]":
-    """The ``buffer="auto"`` calibration from one iteration's energies by level: the
-    scale G, the median of the finite gaps ``|e[l+1] - e[l]|`` (the buffer then moves
-    by gamma * G per unit of swap-rate error), and C0, the ``1 - S`` quantile of
-    ``e[l] - e[l+1]`` (the buffer at which a fraction S of those pairs would have
-    passed ``e[l+1] + C < e[l]``), at least 0."""
-    d = by_level[:-1] - by_level[1:]
-    d = d[np.isfinite(d)]
+AUTO_BUFFER_ITERATIONS = 5
+"""How many tells ``buffer="auto"`` calibrates from (those with a finite gap)."""
+
+
+def _auto_buffer(gaps: np.ndarray, magnitudes: np.ndarray, swap_rate: float) -> "tuple[float, float]":
+    """The ``buffer="auto"`` calibration from the gaps ``e[l] - e[l+1]`` between
+    adjacent levels' energies (finite ones, pooled over the tells seen) and the sizes
+    ``|e[l]|`` of the finite energies: C0, the ``1 - S`` quantile of the gaps (the
+    buffer at which a fraction S of those pairs would have passed
+    ``e[l+1] + C < e[l]``), at least 0, and the scale G, the median of ``|gaps|``
+    (the buffer then moves by gamma * G per unit of swap-rate error); when every gap
+    is 0, a thousandth of the median energy size, else 1."""
+    d = gaps
     scale = float(np.median(np.abs(d))) if d.size else 0.0
     if not (np.isfinite(scale) and scale > 0.0):
-        finite = np.abs(by_level[np.isfinite(by_level)])
-        scale = float(np.median(finite)) * 1e-3 if finite.size else 0.0
+        scale = float(np.median(magnitudes)) * 1e-3 if magnitudes.size else 0.0
         if not (np.isfinite(scale) and scale > 0.0):
             scale = 1.0
     c0 = max(0.0, float(np.quantile(d, 1.0 - swap_rate))) if d.size else 0.0
@@ -270,12 +339,14 @@ class Controller:
     **Units.** Tell the energy your training loop computes: with ``energy="mean"``
     (default) the per-example mean loss of a mini-batch, with ``energy="sum"`` the
     loss summed over the data set (N times the mean). The buffer C is in the same
-    units. By default (``buffer="auto"``) nothing needs choosing: at the first
-    :meth:`tell` the controller sets C0 from the energy gaps between adjacent levels
-    (the ``1 - S`` quantile of ``e[l] - e[l+1]``, at least 0) and measures their
-    scale G (the median of ``|e[l+1] - e[l]|``), and the buffer then moves by
-    ``gamma_k * G`` per unit of swap-rate error (``buffer_scale = 1/G``), so one set
-    of defaults fits a per-example loss of any model. ``n_data`` (N) is needed for
+    units. By default (``buffer="auto"``) nothing needs choosing: over the first
+    ``nrpt.AUTO_BUFFER_ITERATIONS`` (5) tells the controller calibrates from the
+    energy gaps between adjacent levels, pooled over those tells: before each of
+    them it sets C to the ``1 - S`` quantile of the gaps ``e[l] - e[l+1]`` seen so
+    far (at least 0) and measures their scale G (the median of ``|e[l+1] - e[l]|``);
+    from the fifth on, the buffer adapts from there, moving by ``gamma_k * G`` per
+    unit of swap-rate error (``buffer_scale = 1/G``), so one set of defaults fits a
+    per-example loss of any model. A tell with no finite gap does not count. ``n_data`` (N) is needed for
     :meth:`noise_scales` with mean energies and for ``rule="metropolis"`` (which
     multiplies mean energies by N: its acceptance needs the whole-data energy).
 
@@ -311,7 +382,7 @@ class Controller:
         Target rate S of the swap *indicator* of every adjacent pair (default 0.4):
         the share of iterations at which ``e[l+1] + C < e[l]`` holds, eligible or not.
         Executed swaps are rarer (a pair may swap only in its half of the window):
-        ``stats()`` reports both, ``indicator_rate`` and ``swap_rate``.
+        ``stats()`` reports both, ``indicator_rate`` and ``executed_swap_rate``.
     eta_min, eta_max
         Learning rates of the target level and of the hottest level (defaults 0.003
         and 0.6); the inner rates start geometric and adapt. :meth:`set_ladder_ends`
@@ -331,7 +402,8 @@ class Controller:
         Step sizes ``a / (k**alpha + b)`` of the adaptation (defaults 50, 0.8, 500).
     buffer_scale
         The buffer moves by gamma / buffer_scale per unit of swap-rate error
-        (practitioner default: 1/G from the first energies; the paper's: 1.0).
+        (practitioner default: 1/G from the first five tells' energies; the
+        paper's: 1.0).
     seed, ensemble
         Philox key of the random draws (the Metropolis rule and SEO draw); ensemble e
         of ``nrpt run`` uses (seed, e).
@@ -463,7 +535,7 @@ class Controller:
         self._rules = rules
         self._energy = energy
         self._n_data = None if n_data is None else int(n_data)
-        self._calibrate = {"buffer": auto_buffer, "scale": auto_scale}
+        self._calibrate = _calibration(auto_buffer, auto_scale)
         self._callback = callback
         rule_name = self._native.describe()["config"]["rule"]
         self._metropolis = rule_name == "metropolis"
@@ -548,17 +620,28 @@ class Controller:
         return np.ascontiguousarray(raw, dtype=self._dtype)
 
     def _calibrate_buffer(self, e: np.ndarray) -> None:
-        """``buffer="auto"`` and the buffer's scale from the first tell's energies."""
+        """``buffer="auto"`` (and the buffer's scale) over the first
+        ``AUTO_BUFFER_ITERATIONS`` tells with a finite gap: before each of them, C and
+        the scale are set from the gaps of all of them so far (this one included);
+        from the last one on, C adapts from there with that scale."""
         by_level = np.asarray(e, dtype=np.float64)[self.replica_at]
-        if not np.isfinite(by_level).sum() >= 2:
+        d = by_level[:-1] - by_level[1:]
+        d = d[np.isfinite(d)]
+        if d.size == 0:
             return  # try again at the next tell
-        swap_rate = float(self.config["config"]["swap_rate"])
-        c0, scale = _auto_buffer(by_level, swap_rate)
-        config = self.config["config"]
-        buffer = c0 if self._calibrate["buffer"] else self.buffer
-        buffer_scale = 1.0 / scale if self._calibrate["scale"] else float(config["buffer_scale"])
+        cal = self._calibrate
+        cal["gaps"].extend(d.tolist())
+        cal["magnitudes"].extend(np.abs(by_level[np.isfinite(by_level)]).tolist())
+        cal["tells"] += 1
+        config = self._native.describe()["config"]
+        c0, scale = _auto_buffer(
+            np.asarray(cal["gaps"]), np.asarray(cal["magnitudes"]), float(config["swap_rate"])
+        )
+        buffer = c0 if cal["buffer"] else self.buffer
+        buffer_scale = 1.0 / scale if cal["scale"] else float(config["buffer_scale"])
         self._native.calibrate_buffer(buffer, buffer_scale)
-        self._calibrate = {"buffer": False, "scale": False}
+        if cal["tells"] >= AUTO_BUFFER_ITERATIONS:
+            self._calibrate = _calibration(False, False)
 
     def noise_scales(self, momentum: float = 0.0) -> np.ndarray:
         """By replica: the standard deviation of the Gaussian noise to add to each
@@ -676,28 +759,61 @@ class Controller:
         return self._native.temperatures
 
     def stats(self) -> Dict[str, Any]:
-        """Counts so far: ``iterations``, ``round_trips`` (standard: 0 -> P - 1 -> 0),
-        ``authors_round_trips`` (the paper's code's counting), ``restarts``,
-        ``nonfinite_energies``, the same per 1000 iterations, and by pair the counts
-        ``pair_indicators``, ``pair_attempts``, ``pair_swaps``, ``pair_nonfinite`` and
-        the rates ``pair_indicator_rate`` (what ``swap_rate`` S targets) and
-        ``pair_swap_rate`` (executed swaps per iteration, lower: a pair may swap only
-        in its half of the window); ``indicator_rate`` and ``swap_rate``, their means
-        over the pairs. Plain Python values (lists, ints, floats): ``json.dumps``
-        takes it as it is."""
+        """Counts so far, named as in the command's ``summary.json``, ``pairs.csv`` and
+        ``trace.csv`` (``docs/src/reference/outputs.md``):
+
+        - ``iterations_run``: iterations told;
+        - ``round_trips`` (standard: 0 -> P - 1 -> 0), ``authors_round_trips`` (the
+          paper's code's counting), ``restarts``, ``nonfinite_energies``: totals;
+        - ``round_trips_per_1000``, ``round_trips_per_1000_authors``,
+          ``restarts_per_1000``: the totals per 1000 iterations;
+        - by pair (lists of P - 1): the counts ``pair_indicators``, ``pair_attempts``,
+          ``pair_swaps``, ``pair_nonfinite``, and the rates ``pair_indicator_rate``
+          (what ``swap_rate`` S targets) and ``pair_executed_swap_rate`` (executed
+          swaps per iteration, lower: a pair may swap only in its half of the window);
+        - ``indicator_rate`` and ``executed_swap_rate``: those two rates' means over
+          the pairs.
+
+        Plain Python values (lists, ints, floats): ``json.dumps`` takes it as it is,
+        and the ``pair_`` keys are one table
+        (``pandas.DataFrame({k: v for k, v in s.items() if k.startswith("pair_")})``).
+        The names before 0.2 (``iterations``, ``authors_round_trips_per_1000``,
+        ``pair_swap_rate``, ``swap_rate``) still read, with a ``DeprecationWarning``;
+        they are not keys of the dict."""
         s = self._native.stats()
         n = max(s["iterations"], 1)
-        s["round_trips_per_1000"] = 1000.0 * s["round_trips"] / n
-        s["authors_round_trips_per_1000"] = 1000.0 * s["authors_round_trips"] / n
-        s["indicator_rate"] = float(np.mean(s["pair_indicator_rate"]))
-        s["swap_rate"] = float(np.mean(s["pair_swap_rate"]))
-        return {k: (v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v) for k, v in s.items()}
+        out: Dict[str, Any] = {"iterations_run": s.pop("iterations")}
+        out.update(s)
+        out["round_trips_per_1000"] = 1000.0 * s["round_trips"] / n
+        out["round_trips_per_1000_authors"] = 1000.0 * s["authors_round_trips"] / n
+        out["restarts_per_1000"] = 1000.0 * s["restarts"] / n
+        out["pair_executed_swap_rate"] = out.pop("pair_swap_rate")
+        out["indicator_rate"] = float(np.mean(s["pair_indicator_rate"]))
+        out["executed_swap_rate"] = float(np.mean(out["pair_executed_swap_rate"]))
+        return Stats(
+            (k, v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v)
+            for k, v in out.items()
+        )
 
     @property
     def config(self) -> Dict[str, Any]:
-        """The configuration (every key of ``nrpt run``, the irrelevant ones at their
-        defaults), the window that runs and the rules."""
-        return self._native.describe()
+        """The settings of this controller: ``config``, the keys of ``nrpt run`` that
+        apply to a controller (no ``target``, ``out``, ``iterations``, ...; a rule key
+        only where it was set) with their values, plus ``rules``, ``energy``,
+        ``n_data``, ``dtype``, ``ensemble`` and ``nonfinite``; ``window``, the window
+        that runs (0 for SEO); and ``rules``, the rules that run, one by one."""
+        d = self._native.describe()
+        full = d["config"]
+        config = {k: full[k] for k in _CONTROLLER_KEYS if k in full}
+        config.update(
+            rules=self._rules,
+            energy=self._energy,
+            n_data=self._n_data,
+            dtype=self._dtype.name,
+            ensemble=self.ensemble,
+            nonfinite=self._nonfinite,
+        )
+        return {"config": config, "window": d["window"], "rules": d["rules"]}
 
     # -- saving ---------------------------------------------------------------------
 
@@ -711,7 +827,7 @@ class Controller:
             "rules": self._rules,
             "energy": self._energy,
             "n_data": self._n_data,
-            "calibrate": dict(self._calibrate),
+            "calibrate": {k: (list(v) if isinstance(v, list) else v) for k, v in self._calibrate.items()},
         }
         return state
 
@@ -737,10 +853,13 @@ class Controller:
         self._energy = energy
         n_data = extra.get("n_data")
         self._n_data = None if n_data is None else int(n_data)
-        self._calibrate = {
-            "buffer": bool(calibrate.get("buffer", False)),
-            "scale": bool(calibrate.get("scale", False)),
-        }
+        self._calibrate = _calibration(
+            bool(calibrate.get("buffer", False)), bool(calibrate.get("scale", False))
+        )
+        # Mid-calibration (saved by 0.2 on): the gaps seen so far.
+        for key in ("gaps", "magnitudes"):
+            self._calibrate[key] = [float(v) for v in calibrate.get(key, [])]
+        self._calibrate["tells"] = int(calibrate.get("tells", 0))
         self._callback = None
         self._metropolis = self._native.describe()["config"]["rule"] == "metropolis"
         return self
@@ -768,6 +887,11 @@ class Controller:
             f"nrpt.Controller(chains={self.chains}, window={self.window}, "
             f"iteration={self.iteration}, buffer={self.buffer:.4g}, dtype={self._dtype.name!r})"
         )
+
+
+def _calibration(buffer: bool, scale: bool) -> Dict[str, Any]:
+    """What ``buffer="auto"`` still calibrates, and the gaps it has seen."""
+    return {"buffer": buffer, "scale": scale, "gaps": [], "magnitudes": [], "tells": 0}
 
 
 def _check_nonfinite(policy: Any) -> None:
@@ -897,6 +1021,252 @@ def _columns(rows: Sequence[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
     return out
 
 
+# -- arrays as data -------------------------------------------------------------------
+
+_DATA_PAIRS = (("data", "labels"), ("test_data", "test_labels"))
+
+
+def _is_array(value: Any) -> bool:
+    """An in-memory table (NumPy array, anything with ``__array__``, a list), not a
+    path."""
+    if value is None or isinstance(value, (str, bytes, os.PathLike)):
+        return False
+    return isinstance(value, (np.ndarray, list, tuple)) or hasattr(value, "__array__")
+
+
+def _features(key: str, value: Any) -> np.ndarray:
+    try:
+        x = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{key} must be an array of real numbers (features): {err}") from None
+    if x.dtype.kind not in "fiu":
+        raise TypeError(
+            f"{key} must be an array of real numbers (examples x features), got an array "
+            f"of {x.dtype}"
+        )
+    if x.ndim != 2:
+        raise ValueError(f"{key} must be 2-D (examples x features), got shape {x.shape}")
+    if x.shape[0] == 0:
+        raise ValueError(f"{key} has no examples (shape {x.shape})")
+    if x.shape[1] == 0:
+        raise ValueError(f"{key} has no features (shape {x.shape})")
+    if x.shape[1] > 65_536:
+        raise ValueError(f"{key} has {x.shape[1]} features, at most 65536 are accepted")
+    if x.dtype.kind == "f":
+        bad = ~np.isfinite(x)
+        if bad.any():
+            row, col = np.argwhere(bad)[0]
+            raise ValueError(
+                f"{key} must be finite: {int(bad.sum())} value(s) are NaN or infinite "
+                f"(the first at row {row}, column {col}: {x[row, col]})"
+            )
+        if x.dtype not in (np.float32, np.float64):
+            x = x.astype(np.float64)
+    else:
+        x = x.astype(np.float64)
+    return np.ascontiguousarray(x)
+
+
+def _labels(key: str, value: Any, examples: int, features_key: str) -> np.ndarray:
+    try:
+        y = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{key} must be an array of integer class labels: {err}") from None
+    if y.dtype.kind not in "iu":
+        hint = " (convert with .astype(int))" if y.dtype.kind == "f" else ""
+        raise TypeError(
+            f"{key} must be an array of integer class labels 0, 1, ..., got an array of "
+            f"{y.dtype}{hint}"
+        )
+    if y.ndim != 1:
+        raise ValueError(f"{key} must be 1-D (one label per example), got shape {y.shape}")
+    if y.shape[0] != examples:
+        raise ValueError(
+            f"{key} has {y.shape[0]} labels for the {examples} examples of {features_key}"
+        )
+    if y.min() < 0:
+        i = int(np.argmin(y))
+        raise ValueError(f"{key} must be 0 or more, got {y[i]} (at index {i})")
+    if y.max() > 65_535:
+        i = int(np.argmax(y))
+        raise ValueError(f"{key} must be at most 65535, got {y[i]} (at index {i})")
+    return np.ascontiguousarray(y, dtype=np.int64)
+
+
+def _checked_arrays(options: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+    """The data keys given as arrays, checked (``TypeError``/``ValueError`` in Python's
+    words): features 2-D and finite, labels 1-D integers in 0..65535, one per example,
+    the test features as wide as the training ones, at least two classes."""
+    out: Dict[str, np.ndarray] = {}
+    for xk, yk in _DATA_PAIRS:
+        x, y = options.get(xk), options.get(yk)
+        if not (_is_array(x) or _is_array(y)):
+            continue
+        if not (_is_array(x) and _is_array(y)):
+            given, other = (xk, yk) if _is_array(x) else (yk, xk)
+            raise ValueError(
+                f"{given} is an array: give {other} as an array too (features "
+                f"{xk} and integer labels {yk}; a file pair takes two paths)"
+            )
+        out[xk] = _features(xk, x)
+        out[yk] = _labels(yk, y, out[xk].shape[0], xk)
+    if "data" in out and "test_data" in out and out["test_data"].shape[1] != out["data"].shape[1]:
+        raise ValueError(
+            f"test_data has {out['test_data'].shape[1]} features, data "
+            f"{out['data'].shape[1]}: they must match"
+        )
+    if "labels" in out and options.get("test_data") is None and out["labels"].shape[0] < 4:
+        raise ValueError(
+            f"data has {out['labels'].shape[0]} examples: without test_data every fourth "
+            f"example (i % 4 == 3) is a test example, so at least 4 are needed"
+        )
+    test_labels_in_a_file = options.get("test_labels") is not None and "test_labels" not in out
+    if "labels" in out and not test_labels_in_a_file:
+        ys = [out[k] for k in ("labels", "test_labels") if k in out]
+        if max(int(y.max()) for y in ys) == 0:
+            raise ValueError("labels: every label is 0; a classifier needs at least 2 classes")
+    return out
+
+
+@contextlib.contextmanager
+def _array_files(options: Dict[str, Any]) -> Iterator[Dict[str, str]]:
+    """Replaces the data keys given as arrays in ``options`` by ``.npy`` files in a
+    temporary folder this package owns and deletes when the block ends; yields each
+    file's path with what to call it in the results."""
+    arrays = _checked_arrays(options)
+    if not arrays:
+        yield {}
+        return
+    with tempfile.TemporaryDirectory(prefix="nrpt-arrays-") as folder:
+        names: Dict[str, str] = {}
+        for key, a in arrays.items():
+            path = os.path.join(folder, f"{key}.npy")
+            np.save(path, a, allow_pickle=False)
+            options[key] = path
+            shape = "x".join(str(n) for n in a.shape)
+            names[path] = f"<{key}: array {shape} {a.dtype}>"
+        yield names
+
+
+def _renamed_paths(value: Any, names: Mapping[str, str]) -> Any:
+    """``value`` with the temporary files' paths in its strings replaced by their
+    names (the results then say which array, not a deleted file)."""
+    if not names:
+        return value
+    if isinstance(value, str):
+        for path, name in names.items():
+            value = value.replace(path, name)
+        return value
+    if isinstance(value, dict):
+        for k in list(value):
+            value[k] = _renamed_paths(value[k], names)
+        return value
+    if isinstance(value, list):
+        return [_renamed_paths(v, names) for v in value]
+    return value
+
+
+# -- results as plain values, tables and networks ---------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """A result (of :func:`run`, :func:`reproduce`, :func:`deep`, :func:`scale`, or any
+    dict of them) as plain Python values, as the command's JSON writes them: arrays as
+    (nested) lists, NumPy scalars as ``int``/``float``/``bool``, NaN and infinities as
+    ``None``. ``json.dumps(nrpt.jsonable(r), allow_nan=False)`` then works."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "b":
+            return value.tolist()
+        return jsonable(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def unflatten(theta: Any, layers: Sequence[int]) -> Dict[str, np.ndarray]:
+    """A classifier's parameter vector θ (a sample of ``run(target="classifier")``,
+    ``r["samples"][i, e]``) as its layers: ``{"W1": (F, H1), "b1": (H1,), "W2": ...,
+    "bL": (C,)}`` for layer sizes ``layers = [F, H1, ..., C]`` (features, hidden
+    widths, classes; ``r["config"]["hidden"]`` gives the hidden ones).
+
+    The engine's layout (nrpt-core's ``Architecture``): layer after layer, the
+    weights W (inputs x outputs, row-major: ``W[i, j]`` connects input i to output j)
+    and then the biases. The network is ``h = relu(x @ W + b)`` for hidden layers and
+    ``softmax(h @ WL + bL)`` at the end, on features standardized with the training
+    split's mean and standard deviation (user data; the bundled data sets are used as
+    they are). Leading dimensions are kept: ``unflatten(r["samples"], layers)["W1"]``
+    has shape ``(S, E, F, H1)``. The arrays are views of ``theta`` where it is an
+    array. ``ValueError`` when the length of θ is not ``sum((in + 1) * out)``."""
+    sizes = [int(n) for n in layers]
+    if len(sizes) < 2 or any(n < 1 for n in sizes):
+        raise ValueError(f"layers must be [features, hidden..., classes], each >= 1, got {list(layers)}")
+    theta = np.asarray(theta)
+    if theta.ndim == 0:
+        raise ValueError("theta must be a parameter vector (or an array of them), got a scalar")
+    need = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
+    if theta.shape[-1] != need:
+        raise ValueError(
+            f"theta has {theta.shape[-1]} parameters, layers {sizes} need "
+            f"sum((in + 1) * out) = {need}"
+        )
+    lead = theta.shape[:-1]
+    out: Dict[str, np.ndarray] = {}
+    offset = 0
+    for l, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
+        out[f"W{l}"] = theta[..., offset : offset + a * b].reshape(*lead, a, b)
+        offset += a * b
+        out[f"b{l}"] = theta[..., offset : offset + b]
+        offset += b
+    return out
+
+
+def _stacked(curves: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> Dict[str, np.ndarray]:
+    """Curves (each a dict with ``name`` and columns ``keys`` of one length) as one
+    long table: ``name`` repeated on each row, then the columns one after the other
+    (a missing column as NaN), each 1-D as :func:`flat` names them."""
+    if not curves:
+        return {}
+    parts = []
+    for c in curves:
+        n = len(c[keys[0]])
+        table: Dict[str, Any] = {"name": np.asarray([c["name"]] * n, dtype=object)}
+        for k in keys:
+            v = c.get(k)
+            if v is None:
+                table[k] = np.full(n, np.nan)
+                continue
+            a = np.asarray(v)
+            table[k] = a if a.dtype.kind in "iub" else np.asarray(v, dtype=float)
+        parts.append(flat(table))
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _figures(result: Dict[str, Any]) -> None:
+    """``figures``: ``{stem: {"svg": path, "png": path, "csv": path or None}}`` of the
+    folder written (``out``), in the order the command lists them; ``{}`` when nothing
+    was written."""
+    folder = result.get("out")
+    listed = result.get("figures") if isinstance(result.get("figures"), list) else []
+    figures: Dict[str, Dict[str, Optional[str]]] = {}
+    if folder is not None:
+        stems = [str(f) for f in listed]
+        found = sorted(n[: -len(".svg")] for n in os.listdir(folder) if n.endswith(".svg"))
+        stems += [f for f in found if f not in stems]
+        for stem in stems:
+            files: Dict[str, Optional[str]] = {}
+            for ext in ("svg", "png", "csv"):
+                path = os.path.join(folder, f"{stem}.{ext}")
+                files[ext] = path if os.path.exists(path) else None
+            figures[stem] = files
+    result["figures"] = figures
+
+
 def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict[str, Any]:
     """``nrpt run``: one configuration of the sampler, E ensembles in parallel, with
     the outputs as a dict instead of a folder.
@@ -906,12 +1276,15 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     ``"gaussian-path"``), ``chains``, ``ensembles``, ``iterations``, ``window``,
     ``swap_rate``, ``eta_min``, ``eta_max``, ``explorer``, ``buffer``, ``noise``,
     ``seed``, ``preset`` and the rule keys, ``data``/``labels``/``test_data``/
-    ``test_labels``/``hidden``/``batch``/``prior_sigma`` for classifiers, ``thin``,
+    ``test_labels``/``hidden``/``batch``/``prior_sigma`` for classifiers (``data``
+    and ``labels``, ``test_data`` and ``test_labels``: paths, or NumPy arrays of
+    features (examples x features, real) and integer labels 0, 1, ...), ``thin``,
     ``warmup``, ``config`` (a TOML file), ``threads``, ``backend``, ``device``. The
     defaults are the command's. ``progress=True`` shows its progress bar on stderr;
     warnings become ``RuntimeWarning`` (``strict=True``: a ``ValueError``).
 
-    The dict holds every field of ``summary.json`` (``round_trips_per_1000``,
+    The dict holds every field of ``summary.json`` under its name there
+    (``round_trips_per_1000``,
     ``final_ladders``, ``pair_indicator_rate``, ...; vectors as arrays) and
     ``round_trips``, ``authors_round_trips``, ``restarts`` (totals over ensembles),
     ``samples`` (the kept target-level samples, shape (S, E, D), float32, as
@@ -923,27 +1296,49 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     (this process's peak resident memory so far; ``None`` where the system does not
     say). The gaussian-path target returns its own summary with the tables
     ``lambda_profile``, ``grid`` and ``rounds`` (the columns of ``lambda.csv``,
-    ``grid.csv`` and ``rounds.csv``).
+    ``grid.csv`` and ``rounds.csv``). ``nrpt.RUN_EXTRAS`` names the keys beyond
+    ``summary.json``'s. Every table converts with ``pandas.DataFrame(nrpt.flat(t))``;
+    ``nrpt.jsonable(r)`` is the dict as plain JSON values; a classifier's samples
+    unfold into layers with :func:`unflatten`.
     """
-    argv = _argv(
-        "run",
-        "run",
-        options,
-        refused={"out": _NO_FILES, "checkpoint_every": _NO_FILES, "resume": _NO_FILES},
-    )
-    return _emit(_nrpt.run(argv, progress), strict, "run")
+    argv_options = dict(options)
+    with _array_files(argv_options) as names:
+        argv = _argv(
+            "run",
+            "run",
+            argv_options,
+            refused={"out": _NO_FILES, "checkpoint_every": _NO_FILES, "resume": _NO_FILES},
+        )
+        result = _nrpt.run(argv, progress)
+    return _emit(_renamed_paths(result, names), strict, "run")
+
+
+_OUT_DOC = """
+    ``out`` (a folder) writes the command's folder there as ``nrpt %s -o`` does
+    (all or nothing, refusing a folder nrpt did not write unless ``force=True``),
+    figures included: ``r["out"]`` is the folder and ``r["figures"]`` maps each
+    figure's stem to its files, ``{"svg": path, "png": path, "csv": path or None}``.
+    Without ``out`` nothing is written, ``r["out"]`` is ``None`` and
+    ``r["figures"]`` is ``{}``."""
+
+
+def _written(options: Mapping[str, Any]) -> bool:
+    return options.get("out") is not None
 
 
 def reproduce(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     """``nrpt reproduce``: the paper's 2D experiment (its Figures 3-6), the results of
-    ``results.json`` as a dict (``methods``, ``s_sweep``, ``w_sweep``, ``variants``,
-    ...; no figures). Keywords: ``quick``, ``ensembles``, ``iterations``, ``seed``,
-    ``shard`` (``"i/n"``: the results of that shard's seeds alone, with a ``shard``
-    entry; joining shards is ``nrpt reproduce merge``'s, on their folders),
-    ``threads``, ``backend``, ``device``."""
-    argv = _argv("reproduce", "reproduce", options, refused={"out": _NO_FILES})
-    result = _nrpt.reproduce(argv, progress)
+    ``results.json`` as a dict (``methods``, ``s_sweep``, ``w_sweep``, ``variants``:
+    lists of rows, each a table for ``pandas.DataFrame``; ``w_sweep_columns``, the
+    window sweep as columns). Keywords: ``quick``, ``ensembles``, ``iterations``,
+    ``seed``, ``shard`` (``"i/n"``: the results of that shard's seeds alone, with a
+    ``shard`` entry; joining shards is ``nrpt reproduce merge``'s, on their folders),
+    ``threads``, ``backend``, ``device``, ``out``, ``force``.
+    """
+    argv = _argv("reproduce", "reproduce", options)
+    result = _nrpt.reproduce(argv, progress, _written(options))
     result["w_sweep_columns"] = _columns(result["w_sweep"])
+    _figures(result)
     return result
 
 
@@ -959,16 +1354,27 @@ def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     ``eta_rule``, ``eta_sweep``, ``preset``, ``step_energy``, ``reference`` (a folder
     written by ``nrpt reference``), ``chains``, ``swap_rate``, ``swap_sweep``,
     ``eta_min``, ``eta_max``, ``hidden``, ``batch``, ``prior_sigma``, ``dataset``,
-    ``data``, ``labels``, ``test_data``, ``test_labels``, ``seed``, ``threads``,
-    ``backend``, ``device``."""
-    argv = _argv("deep", "deep", options, refused={"out": _NO_FILES})
-    result = _nrpt.deep(argv, progress)
+    ``data``, ``labels``, ``test_data``, ``test_labels`` (paths, or arrays as in
+    :func:`run`), ``seed``, ``threads``, ``backend``, ``device``, ``out``,
+    ``force``."""
+    argv_options = dict(options)
+    with _array_files(argv_options) as names:
+        argv = _argv("deep", "deep", argv_options)
+        result = _nrpt.deep(argv, progress, _written(options))
+    result = _renamed_paths(result, names)
     for c in result["curves"]:
         for key in ("epochs", "round_trips", "ladder", "pair_indicator_rates", "accuracy_by_level"):
             c[key] = np.asarray(c[key], dtype=float)
     for row in result["methods"] + result["eta_sweep"] + result["swap_sweep"]:
         if row.get("pair_indicator_rates") is not None:
             row["pair_indicator_rates"] = np.asarray(row["pair_indicator_rates"])
+    result["curve_columns"] = _stacked(
+        result["curves"], ("epochs", "round_trips", "ladder", "pair_indicator_rates")
+    )
+    result["sample_curve_columns"] = _stacked(
+        result["sample_curves"], ("samples", "nll", "accuracy", "agreement", "total_variation")
+    )
+    _figures(result)
     return result
 
 
@@ -980,8 +1386,14 @@ def scale(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     Keywords: ``model``, ``chains`` (``"8,16,64"``, ``"8..4096"`` or a list),
     ``window`` (``"1,opt"`` or a list), ``swap_rate``, ``rates_file``,
     ``ensembles``, ``target_se``, ``max_iterations``, ``warmup``, ``seed``, ``dim``,
-    ``shard``, ``threads``, ``backend``, ``device``."""
-    argv = _argv("scale", "scale", options, refused={"out": _NO_FILES})
-    result = _nrpt.scale(argv, progress)
+    ``shard``, ``threads``, ``backend``, ``device``, ``out``, ``force``."""
+    argv = _argv("scale", "scale", options)
+    result = _nrpt.scale(argv, progress, _written(options))
     result["columns"] = _columns(result["points"])
+    _figures(result)
     return result
+
+
+for _f, _name in ((reproduce, "reproduce"), (deep, "deep"), (scale, "scale")):
+    _f.__doc__ = (_f.__doc__ or "") + _OUT_DOC % _name
+del _f, _name

@@ -2,7 +2,7 @@
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -12,21 +12,26 @@ from ._exact import ExactStep as ExactStep
 from ._exact import LogZ as LogZ
 
 __all__ = [
+    "AUTO_BUFFER_ITERATIONS",
     "Controller",
     "Decision",
     "ExactController",
     "ExactStep",
     "LogZ",
+    "RUN_EXTRAS",
+    "Stats",
     "ToyExplorer",
     "deep",
     "expected_round_trip",
     "flat",
+    "jsonable",
     "optimal_window",
     "paper_window",
     "reproduce",
     "round_trip_rate",
     "run",
     "scale",
+    "unflatten",
     "w_star",
     "window",
     "x_star",
@@ -42,6 +47,7 @@ _Rule = Literal["buffered", "metropolis"]
 _Explorer = Literal["sgd", "sgld", "msgd"]
 _Preset = Literal["paper", "authors-code"]
 _Backend = Literal["auto", "cpu", "cuda"]
+_Data = Union[_Path, npt.ArrayLike, None]
 
 # -- the optimal window and Lemma 1 ----------------------------------------------------
 
@@ -64,6 +70,17 @@ def round_trip_rate(chains: int, window: float, swap_rate: float) -> float:
     """Lemma 1's round trips per iteration of one ensemble, P / E[T]."""
 
 def flat(table: Mapping[str, Any]) -> Dict[str, np.ndarray]: ...
+def jsonable(value: Any) -> Any: ...
+def unflatten(theta: npt.ArrayLike, layers: Sequence[int]) -> Dict[str, npt.NDArray[Any]]: ...
+
+AUTO_BUFFER_ITERATIONS: int
+RUN_EXTRAS: Dict[str, Tuple[str, ...]]
+
+class Stats(Dict[str, Any]):
+    """The dict of ``Controller.stats()``; the names before 0.2 read with a warning."""
+
+    def __missing__(self, key: Any) -> Any: ...
+    def __reduce__(self) -> Any: ...
 def window(chains: int, swap_rate: float) -> Dict[str, Any]:
     """``nrpt window --json`` as a dict."""
 
@@ -173,7 +190,7 @@ class Controller:
     def temperatures(self) -> npt.NDArray[np.float64]: ...
     @property
     def config(self) -> Dict[str, Any]: ...
-    def stats(self) -> Dict[str, Any]: ...
+    def stats(self) -> Stats: ...
     def state_dict(self) -> Dict[str, Any]: ...
     @classmethod
     def from_state_dict(cls, state: Mapping[str, Any]) -> "Controller": ...
@@ -253,10 +270,10 @@ def run(
     momentum_on_swap: Optional[Literal["reset", "carry"]] = None,
     ladder_decimals: Optional[int] = None,
     inclusive_iterations: Optional[bool] = None,
-    data: Optional[_Path] = None,
-    labels: Optional[_Path] = None,
-    test_data: Optional[_Path] = None,
-    test_labels: Optional[_Path] = None,
+    data: _Data = None,
+    labels: _Data = None,
+    test_data: _Data = None,
+    test_labels: _Data = None,
     hidden: Union[Sequence[int], str, None] = None,
     batch: Optional[int] = None,
     prior_sigma: Optional[float] = None,
@@ -278,6 +295,8 @@ def reproduce(
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
     device: Optional[int] = None,
+    out: Optional[_Path] = None,
+    force: bool = False,
 ) -> Dict[str, Any]:
     """``nrpt reproduce``: ``results.json`` as a dict."""
 
@@ -296,14 +315,16 @@ def deep(
     hidden: Union[Sequence[int], str, None] = None,
     batch: Optional[int] = None,
     prior_sigma: Optional[float] = None,
-    data: Optional[_Path] = None,
-    labels: Optional[_Path] = None,
-    test_data: Optional[_Path] = None,
-    test_labels: Optional[_Path] = None,
+    data: _Data = None,
+    labels: _Data = None,
+    test_data: _Data = None,
+    test_labels: _Data = None,
     seed: Optional[int] = None,
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
     device: Optional[int] = None,
+    out: Optional[_Path] = None,
+    force: bool = False,
 ) -> Dict[str, Any]:
     """``nrpt deep``: ``results.json`` as a dict."""
 
@@ -325,5 +346,7 @@ def scale(
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
     device: Optional[int] = None,
+    out: Optional[_Path] = None,
+    force: bool = False,
 ) -> Dict[str, Any]:
     """``nrpt scale``: ``results.json`` as a dict, with ``columns`` of arrays."""

@@ -13,6 +13,7 @@ use nrpt::commands::{self, gaussian_path};
 use nrpt::config::RunConfig;
 use nrpt::engine::cpu::{CpuBackend, Simd};
 use nrpt::engine::{Backend, Job, RunOutput};
+use nrpt::output::{OutDir, OutPolicy};
 use nrpt_core::exact::GaussianPath;
 
 use crate::config::parse;
@@ -150,66 +151,132 @@ fn exact_result<'py>(
     Ok(d)
 }
 
-/// `nrpt reproduce` with the flags `argv`: `results.json` as a dict (no figures).
+/// `nrpt reproduce` with the flags `argv`: `results.json` as a dict. With `write`, the
+/// command's folder (`--out`, figures included) is written as the command writes it,
+/// and `out` in the dict names it; without, nothing is written (no figures).
 #[pyfunction]
-#[pyo3(signature = (argv, progress = false))]
+#[pyo3(signature = (argv, progress = false, write = false))]
 pub fn reproduce<'py>(
     py: Python<'py>,
     argv: Vec<String>,
     progress: bool,
+    write: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let Command::Reproduce(args) = parse("reproduce", &argv)? else {
         return Err(value_error("not a reproduction"));
     };
-    let results = interruptible(py, || {
+    let (results, folder) = interruptible(py, || {
         in_pool(args.engine.threads(), || {
             let s = commands::reproduce::settings(&args)?;
+            let out = if write {
+                Some(OutDir::prepare(
+                    &args.out,
+                    &policy("reproduce", args.force, Vec::new()),
+                )?)
+            } else {
+                None
+            };
             let backend = backend_of(&args.engine)?;
-            commands::reproduce::compute(s, args.shard, backend.as_ref(), !progress)
+            match out {
+                None => Ok((
+                    commands::reproduce::compute(s, args.shard, backend.as_ref(), !progress)?,
+                    None,
+                )),
+                Some(out) => {
+                    let r = commands::reproduce::reproduce(
+                        s,
+                        args.shard,
+                        out.path(),
+                        backend.as_ref(),
+                        !progress,
+                    )?;
+                    Ok((r, Some(out.commit()?)))
+                }
+            }
         })
     })?
     .map_err(command_error)?;
-    to_dict(py, &results)
+    let d = to_dict(py, &results)?;
+    set_out(&d, folder)?;
+    Ok(d)
 }
 
-/// `nrpt deep` with the flags `argv`: `results.json` as a dict (no figures).
+/// The policy of a command's output folder, as the command line's.
+fn policy(command: &'static str, force: bool, inputs: Vec<std::path::PathBuf>) -> OutPolicy {
+    OutPolicy {
+        command,
+        force,
+        inputs,
+    }
+}
+
+/// `out`: the folder written (`None` when nothing was).
+fn set_out(d: &Bound<'_, PyDict>, folder: Option<std::path::PathBuf>) -> PyResult<()> {
+    let shown = folder.map(|f| f.display().to_string());
+    d.set_item("out", shown)
+}
+
+/// `nrpt deep` with the flags `argv`: `results.json` as a dict; with `write`, the
+/// command's folder too (as [`reproduce`]).
 #[pyfunction]
-#[pyo3(signature = (argv, progress = false))]
+#[pyo3(signature = (argv, progress = false, write = false))]
 pub fn deep<'py>(
     py: Python<'py>,
     argv: Vec<String>,
     progress: bool,
+    write: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let Command::Deep(args) = parse("deep", &argv)? else {
         return Err(value_error("not a deep comparison"));
     };
-    let report = interruptible(py, || {
+    // The command line that computes the same (not the Python interpreter's).
+    let command = format!("nrpt deep {}", argv.join(" "));
+    let (report, folder) = interruptible(py, || {
         in_pool(args.engine.threads(), || {
+            let out = if write {
+                commands::deep::settings(&args, 1.0)?;
+                let mut inputs = args.data.files();
+                inputs.extend(args.reference.clone());
+                Some(OutDir::prepare(
+                    &args.out,
+                    &policy("deep", args.force, inputs),
+                )?)
+            } else {
+                None
+            };
             let backend = backend_of(&args.engine)?;
             let say = |what: &str| {
                 if progress {
                     eprintln!("deep: {what}");
                 }
             };
-            commands::deep::compute(&args, backend.as_ref(), &say)
+            let report = commands::deep::compute(&args, backend.as_ref(), &say)?;
+            let report = nrpt::deep::experiment::Report { command, ..report };
+            let folder = match out {
+                None => None,
+                Some(out) => {
+                    commands::deep::write_outputs(out.path(), &report)?;
+                    Some(out.commit()?)
+                }
+            };
+            Ok((report, folder))
         })
     })?
     .map_err(command_error)?;
-    // The command line that computes the same (not the Python interpreter's).
-    let report = nrpt::deep::experiment::Report {
-        command: format!("nrpt deep {}", argv.join(" ")),
-        ..report
-    };
-    to_dict(py, &report)
+    let d = to_dict(py, &report)?;
+    set_out(&d, folder)?;
+    Ok(d)
 }
 
-/// `nrpt scale` with the flags `argv`: `results.json` as a dict (no figures).
+/// `nrpt scale` with the flags `argv`: `results.json` as a dict; with `write`, the
+/// command's folder too (as [`reproduce`]).
 #[pyfunction]
-#[pyo3(signature = (argv, progress = false))]
+#[pyo3(signature = (argv, progress = false, write = false))]
 pub fn scale<'py>(
     py: Python<'py>,
     argv: Vec<String>,
     progress: bool,
+    write: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let Command::Scale(args) = parse("scale", &argv)? else {
         return Err(value_error("not a scaling sweep"));
@@ -220,12 +287,31 @@ pub fn scale<'py>(
         ));
     }
     let sweep = &args.sweep;
-    let results = interruptible(py, || {
+    let (results, folder) = interruptible(py, || {
         in_pool(sweep.engine.threads(), || {
+            let out = if write {
+                let inputs = sweep.rates_file.iter().cloned().collect();
+                Some(OutDir::prepare(
+                    &sweep.out,
+                    &policy("scale", sweep.force, inputs),
+                )?)
+            } else {
+                None
+            };
             let backend = backend_of(&sweep.engine)?;
-            commands::scale::compute(sweep, backend.as_ref(), !progress, &|_| {})
+            let results = commands::scale::compute(sweep, backend.as_ref(), !progress, &|_| {})?;
+            let folder = match out {
+                None => None,
+                Some(out) => {
+                    commands::scale::write_outputs(out.path(), &results)?;
+                    Some(out.commit()?)
+                }
+            };
+            Ok((results, folder))
         })
     })?
     .map_err(command_error)?;
-    to_dict(py, &results)
+    let d = to_dict(py, &results)?;
+    set_out(&d, folder)?;
+    Ok(d)
 }

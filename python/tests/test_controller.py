@@ -76,7 +76,7 @@ def test_same_decisions_as_the_rust_driver(config, iterations, dtype):
         assert s["restarts"] == rec["restarts"][k]
     s = ctl.stats()
     np.testing.assert_array_equal(s["pair_swaps"], rec["pair_swaps"])
-    assert s["iterations"] == iterations
+    assert s["iterations_run"] == iterations
     assert ctl.iteration == iterations
     # The runs did something worth comparing.
     assert sum(s["pair_swaps"]) > 0
@@ -187,11 +187,11 @@ def test_stats_and_config():
     for k in range(100):
         ctl.tell([0.0, -10.0, 0.0, -10.0] if k % 2 else [3.0, 2.0, 1.0, 0.0])
     s = ctl.stats()
-    assert s["iterations"] == 100
+    assert s["iterations_run"] == 100
     assert len(s["pair_indicator_rate"]) == 3
     np.testing.assert_allclose(s["pair_indicator_rate"], np.array(s["pair_indicators"]) / 100)
     assert s["indicator_rate"] == pytest.approx(np.mean(s["pair_indicator_rate"]))
-    assert s["swap_rate"] == pytest.approx(np.mean(s["pair_swap_rate"]))
+    assert s["executed_swap_rate"] == pytest.approx(np.mean(s["pair_executed_swap_rate"]))
     json.dumps(s)
     assert s["round_trips_per_1000"] == 1000 * s["round_trips"] / 100
     c = ctl.config

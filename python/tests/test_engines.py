@@ -137,7 +137,7 @@ def test_reproduce_equals_the_command(cli, tmp_path):
     assert_same(r, report)
     assert [m["name"] for m in r["methods"]][2:] == ["DEO-SGD×P16", "DEO⋆-SGD×P16"]
     np.testing.assert_array_equal(r["w_sweep_columns"]["window"], [1, 2, 4, 8, 16, 32])
-    assert r["figures"] == []
+    assert r["figures"] == {} and r["out"] is None  # nothing written without out=
 
 
 def test_a_reproduction_shard_equals_the_command_s(cli, tmp_path):

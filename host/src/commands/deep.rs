@@ -353,7 +353,9 @@ fn print_row(m: &Row) -> Result<(), StdoutError> {
     )
 }
 
-fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
+/// Writes the folder of a comparison into `dir`: `results.json`, `table.csv`, the
+/// figures and their data (what [`run`] commits; the Python package calls it too).
+pub fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
     write_json(&dir.join("results.json"), r)?;
     let mut csv = Csv::new(&[
         "method",

@@ -161,7 +161,10 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     Ok(s)
 }
 
-fn write_outputs(dir: &Path, r: &Results) -> Result<Vec<String>> {
+/// Writes the folder of a sweep into `dir`: `results.json`, `points.csv` and the
+/// figures with their data; returns the figures' stems (the Python package calls it
+/// too).
+pub fn write_outputs(dir: &Path, r: &Results) -> Result<Vec<String>> {
     write_json(&dir.join("results.json"), r)?;
     let mut csv = Csv::new(&[
         "index",
