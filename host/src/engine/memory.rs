@@ -104,13 +104,17 @@ pub fn of_job(job: &Job) -> Footprint {
         .saturating_add(mul(&[p, job.record.path_iterations.min(job.iterations), 4]));
     f.add("records", records);
     // record::merge: the samples once more, and per trace entry the mean and sd of the
-    // ladder (P f64 each) and the mean rates (P − 1 f64).
-    let merged = mul(&[e, samples, 4, d]).saturating_add(mul(&[
-        entries,
-        mul(&[16, p])
-            .saturating_add(mul(&[8, pairs]))
-            .saturating_add(3 * 24 + 32),
-    ]));
+    // ladder (P f64 each) and the mean rates (P − 1 f64). The output keeps every
+    // ensemble's trace beside them (`RunOutput::ensemble_traces`, what a shard's merge
+    // joins), so the memory they hold is not free for writing the outputs: counted again.
+    let merged = mul(&[e, samples, 4, d])
+        .saturating_add(mul(&[
+            entries,
+            mul(&[16, p])
+                .saturating_add(mul(&[8, pairs]))
+                .saturating_add(3 * 24 + 32),
+        ]))
+        .saturating_add(mul(&[e, entries, per_entry]));
     f.add("merged records", merged);
     for (what, bytes) in job.target.memory(job.ensembles) {
         f.add(what, bytes);

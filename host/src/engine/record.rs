@@ -377,7 +377,8 @@ pub(super) fn join(backend: String, parts: Vec<EnsembleRecords>, dim: usize) -> 
             samples.extend_from_slice(&r.samples[i * dim..(i + 1) * dim]);
         }
     }
-    let traces: Vec<EnsembleTrace> = parts.iter().map(|r| r.trace.clone()).collect();
+    // By reference: a copy of every ensemble's trace would double the run's peak.
+    let traces: Vec<&EnsembleTrace> = parts.iter().map(|r| &r.trace).collect();
     let trace = merge_traces(&traces);
     let mut ensembles = Vec::with_capacity(parts.len());
     let mut ensemble_traces = Vec::with_capacity(parts.len());
@@ -441,7 +442,7 @@ pub(super) fn split(out: &RunOutput, first: usize, dim: usize) -> Option<Vec<Ens
     )
 }
 
-fn merge_traces(runs: &[EnsembleTrace]) -> Trace {
+fn merge_traces(runs: &[&EnsembleTrace]) -> Trace {
     let Some(first) = runs.first() else {
         return Trace::default();
     };
