@@ -19,12 +19,17 @@
 #                      Where python3 cannot make a venv (Debian without python3-venv), DIR
 #                      becomes a plain folder for `pip install --target` instead: put it on
 #                      PYTHONPATH. DIR is never emptied or removed.
-#   --out DIR          where the sdist and the wheel are left (default: TARGET/python-dist)
+#   --out DIR          where the sdist and the wheel are left (default: TARGET/python-dist;
+#                      files of the same names there are replaced)
 #   --no-install       stop after the checks of the wheel
 # TARGET is the cargo target folder ($CARGO_TARGET_DIR, or the workspace's target/): the
-# wheel's Rust build goes there too, so that a second run compiles only what changed. The
-# build tools (maturin, ziglang, auditwheel, at the versions pinned below) are installed
-# from PyPI into TARGET/python-build-tools. Works from any current directory.
+# wheel's Rust build goes there too, so that a second run compiles only the package's own
+# crates. It shares no compiled crate with the workspace's builds (zig is the linker, which
+# cargo hashes into every crate's fingerprint, and maturin passes --target): the
+# dependencies compile once more, into TARGET/x86_64-unknown-linux-gnu/PROFILE, and leave
+# the workspace's build valid. The build tools (maturin, ziglang, auditwheel, at the
+# versions pinned below) are installed from PyPI into TARGET/python-build-tools. Works
+# from any current directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -194,13 +199,18 @@ else
     pip=(env PIP_ROOT_USER_ACTION=ignore PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install
         --quiet --disable-pip-version-check --upgrade --target "$venv")
 fi
-if [[ -f python/requirements-ci.txt ]]; then
-    "${pip[@]}" -r python/requirements-ci.txt
+requirements=()
+[[ ! -f python/requirements-ci.txt ]] || requirements=(-r python/requirements-ci.txt)
+if [[ -f $venv/pyvenv.cfg ]]; then
+    ((${#requirements[@]} == 0)) || "${pip[@]}" "${requirements[@]}"
+    # The wheel replaces any nrpt already there (same version, another build); then its
+    # dependencies (numpy) are satisfied.
+    "${pip[@]}" --force-reinstall --no-deps "$wheel"
+    "${pip[@]}" "$wheel"
+else
+    # pip install --target sees nothing installed: one call, which replaces what is there.
+    "${pip[@]}" "${requirements[@]}" "$wheel"
 fi
-# The wheel replaces any nrpt already there (same version, another build); then its
-# dependencies (numpy) are satisfied.
-"${pip[@]}" --force-reinstall --no-deps "$wheel"
-"${pip[@]}" "$wheel"
 installed=$(cd "$tmp" && "${py[@]}" -c 'import nrpt, os; print(os.path.dirname(nrpt.__file__))') ||
     die "the installed package does not import"
 echo "installed: $installed ($(du -sh "$installed" | cut -f1))"
