@@ -1,10 +1,11 @@
 //! Builds the kernels' per-thread math (kernels/*.cuh) for the host, without FMA
-//! contraction, into a static library the tests compare with nrpt-core.
+//! contraction, into a static library the tests compare with nrpt-core. `kernels` is this
+//! crate's link to the repository's `kernels/` (see src/kernels.rs).
 
 fn main() {
     println!("cargo:rerun-if-changed=csrc/host_math.cpp");
-    println!("cargo:rerun-if-changed=../kernels");
-    if let Ok(entries) = std::fs::read_dir("../kernels") {
+    println!("cargo:rerun-if-changed=kernels");
+    if let Ok(entries) = std::fs::read_dir("kernels") {
         for entry in entries.flatten() {
             println!("cargo:rerun-if-changed={}", entry.path().display());
         }
@@ -12,7 +13,7 @@ fn main() {
     cc::Build::new()
         .cpp(true)
         .file("csrc/host_math.cpp")
-        .include("../kernels")
+        .include("kernels")
         .opt_level(2)
         .flag("-ffp-contract=off")
         .flag_if_supported("-fno-fast-math")
@@ -25,7 +26,7 @@ fn main() {
     cc::Build::new()
         .cpp(true)
         .file("csrc/mlp_host.cpp")
-        .include("../kernels")
+        .include("kernels")
         .opt_level(2)
         .flag("-ffp-contract=off")
         .flag_if_supported("-fno-fast-math")

@@ -61,30 +61,23 @@ python3 -c "import numpy" 2>/dev/null || python3 -m pip install --quiet numpy
 python3 benches/numpy/test_nrpt_numpy.py
 python3 benches/numpy/test_mlp_numpy.py
 
-step "Python package: pip install ./python (PyO3; maturin from PyPI), then its tests against the command"
+step "Python package: sdist, manylinux2014 abi3 wheel built from it (maturin --zig), installed in a fresh venv, then its tests against the command"
 python_started=$SECONDS
 # Its own lock file pins the crates it shares with the workspace at the same versions.
 python3 scripts/check-python-lock.py
 target=$(target_dir)
-venv="$target/python-venv"
-if { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } && "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+# A fresh environment each run, removed at the end; the script installs the wheel and
+# python/requirements-ci.txt into it (a venv, or a folder for PYTHONPATH where python3 has
+# no venv module).
+venv=$(mktemp -d "$target/python-venv.XXXXXX")
+trap 'rm -rf "$venv"' EXIT
+scripts/python-package.sh --profile ci --venv "$venv"
+if [[ -x "$venv/bin/python" ]]; then
     py="$venv/bin/python"
-    install=("$py" -m pip install --quiet)
 else
-    # No working venv module (Debian without python3-venv): everything goes into one
-    # folder of the target directory, put first on PYTHONPATH.
-    echo "python3 -m venv is not available: installing into $target/python-site instead"
-    rm -rf "$venv"
     py=python3
-    export PYTHONPATH="$target/python-site" PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore
-    install=(python3 -m pip install --quiet --upgrade --target "$target/python-site")
+    export PYTHONPATH="$venv"
 fi
-"${install[@]}" numpy pytest "mypy==2.4.1"
-# Extra packages the tests use, pinned (python/requirements-ci.txt says which and why).
-"${install[@]}" -r python/requirements-ci.txt
-# Built into the workspace's target folder, where the release builds above have already
-# compiled most of its dependencies.
-CARGO_TARGET_DIR="$target" MATURIN_PEP517_ARGS="--profile ci" "${install[@]}" ./python
 # The stubs match the installed package, then the tests (the command line is the ci
 # build of the tests above).
 MYPY_CACHE_DIR="$target/mypy-cache" "$py" -m mypy.stubtest nrpt

@@ -7,25 +7,27 @@ use std::sync::{Mutex, OnceLock};
 use crate::error::CudaError;
 use crate::params::MathMode;
 
-/// The headers and kernel files of `kernels/`, embedded at build time.
+/// The headers and kernel files of `kernels/`, embedded at build time. They are read through
+/// `cuda/kernels`, a link to the repository's `kernels/` inside this crate's folder, so that
+/// a packaged copy of the crate (`cargo package`, the Python package's sdist) carries them.
 pub(crate) const FILES: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("../../kernels/common.cuh")),
-    ("philox.cuh", include_str!("../../kernels/philox.cuh")),
-    ("fastmath.cuh", include_str!("../../kernels/fastmath.cuh")),
-    ("targets.cuh", include_str!("../../kernels/targets.cuh")),
-    ("storage.cuh", include_str!("../../kernels/storage.cuh")),
-    ("chain.cuh", include_str!("../../kernels/chain.cuh")),
-    ("swap.cuh", include_str!("../../kernels/swap.cuh")),
-    ("init.cu", include_str!("../../kernels/init.cu")),
-    ("step.cu", include_str!("../../kernels/step.cu")),
-    ("swap.cu", include_str!("../../kernels/swap.cu")),
-    ("persistent.cu", include_str!("../../kernels/persistent.cu")),
+    ("common.cuh", include_str!("../kernels/common.cuh")),
+    ("philox.cuh", include_str!("../kernels/philox.cuh")),
+    ("fastmath.cuh", include_str!("../kernels/fastmath.cuh")),
+    ("targets.cuh", include_str!("../kernels/targets.cuh")),
+    ("storage.cuh", include_str!("../kernels/storage.cuh")),
+    ("chain.cuh", include_str!("../kernels/chain.cuh")),
+    ("swap.cuh", include_str!("../kernels/swap.cuh")),
+    ("init.cu", include_str!("../kernels/init.cu")),
+    ("step.cu", include_str!("../kernels/step.cu")),
+    ("swap.cu", include_str!("../kernels/swap.cu")),
+    ("persistent.cu", include_str!("../kernels/persistent.cu")),
     // The step of targets with their own source (crate::source), a program of its own.
     (
         "source_step.cuh",
-        include_str!("../../kernels/source_step.cuh"),
+        include_str!("../kernels/source_step.cuh"),
     ),
-    ("source.cu", include_str!("../../kernels/source.cu")),
+    ("source.cu", include_str!("../kernels/source.cu")),
 ];
 
 /// The translation units, in program order.

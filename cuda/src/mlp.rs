@@ -44,14 +44,15 @@ use crate::kernels;
 use crate::params::{Arrays, GpuParams, IterConsts, MathMode};
 use crate::snapshot::Snapshot;
 
-/// The headers and the kernel file of the program, embedded at build time.
+/// The headers and the kernel file of the program, embedded at build time (through the
+/// crate's `kernels` link, as in `kernels.rs`).
 const FILES: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("../../kernels/common.cuh")),
-    ("philox.cuh", include_str!("../../kernels/philox.cuh")),
-    ("fastmath.cuh", include_str!("../../kernels/fastmath.cuh")),
-    ("swap.cuh", include_str!("../../kernels/swap.cuh")),
-    ("mlp.cuh", include_str!("../../kernels/mlp.cuh")),
-    ("mlp.cu", include_str!("../../kernels/mlp.cu")),
+    ("common.cuh", include_str!("../kernels/common.cuh")),
+    ("philox.cuh", include_str!("../kernels/philox.cuh")),
+    ("fastmath.cuh", include_str!("../kernels/fastmath.cuh")),
+    ("swap.cuh", include_str!("../kernels/swap.cuh")),
+    ("mlp.cuh", include_str!("../kernels/mlp.cuh")),
+    ("mlp.cu", include_str!("../kernels/mlp.cu")),
 ];
 
 /// NVRTC's name of the program.

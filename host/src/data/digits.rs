@@ -15,8 +15,11 @@ use super::csv::parse_csv;
 use super::error::DataError;
 use super::{Dataset, Split};
 
-/// The gzip-compressed CSV file, as in `data/digits.csv.gz`.
-pub(crate) const GZ: &[u8] = include_bytes!("../../../data/digits.csv.gz");
+/// The gzip-compressed CSV file, as in `data/digits.csv.gz`. The bundled files are read
+/// through `host/data`, a link to the repository's `data/` inside this crate's folder, so
+/// that a packaged copy of the crate (`cargo package`, the Python package's sdist) carries
+/// them.
+pub(crate) const GZ: &[u8] = include_bytes!("../../data/digits.csv.gz");
 
 /// SHA-256 of the bundled file (`data/digits.csv.gz`), as `data/README.md` states it.
 pub const SHA256: &str = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22";

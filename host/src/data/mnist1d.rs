@@ -27,12 +27,12 @@ use super::{Dataset, Split};
 use crate::npy::Array;
 
 /// The four bundled files, as in `data/`: training features and labels, test features
-/// and labels.
+/// and labels (read through the crate's `data` link, as in `digits.rs`).
 pub(crate) const BUNDLED: [&[u8]; 4] = [
-    include_bytes!("../../../data/mnist1d-train-x.npy.gz"),
-    include_bytes!("../../../data/mnist1d-train-y.npy.gz"),
-    include_bytes!("../../../data/mnist1d-test-x.npy.gz"),
-    include_bytes!("../../../data/mnist1d-test-y.npy.gz"),
+    include_bytes!("../../data/mnist1d-train-x.npy.gz"),
+    include_bytes!("../../data/mnist1d-train-y.npy.gz"),
+    include_bytes!("../../data/mnist1d-test-x.npy.gz"),
+    include_bytes!("../../data/mnist1d-test-y.npy.gz"),
 ];
 
 /// The names of the bundled files, in the order of [`SHA256`].

@@ -286,11 +286,12 @@ impl Reference {
 }
 
 /// The references bundled with nrpt (under `data/reference/`, see `data/README.md`):
-/// (name, `reference.json`, `reference.npy`).
+/// (name, `reference.json`, `reference.npy`); read through the crate's `data` link, as in
+/// `data/digits.rs`.
 const BUNDLED: &[(&str, &[u8], &[u8])] = &[(
     "bundled digits-mlp64",
-    include_bytes!("../../../../data/reference/digits-mlp64/reference.json"),
-    include_bytes!("../../../../data/reference/digits-mlp64/reference.npy"),
+    include_bytes!("../../../data/reference/digits-mlp64/reference.json"),
+    include_bytes!("../../../data/reference/digits-mlp64/reference.npy"),
 )];
 
 /// Every bundled reference, read and checked.
