@@ -12,7 +12,7 @@
 //! ```
 //!
 //! (`NRPT_HD` is `__host__ __device__` on the GPU and `static inline` in a host
-//! compiler, so the same text also compiles for the CPU: see [`host_program`]). The
+//! compiler, so the same text also compiles for the CPU: see [`TargetSource::host_program`]). The
 //! kernels add the noise of [`crate::Noise`] and the exploration of nrpt-core around it,
 //! with nrpt-core's random numbers, so a GPU run of the target is the CPU run of
 //! `Noisy<its potential>` wherever its arithmetic is IEEE; the device's `exp`, `log`
