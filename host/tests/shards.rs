@@ -281,10 +281,15 @@ fn bad_shards_are_usage_errors_naming_the_flag() {
         );
     }
     // More shards than seeds.
-    let o = nrpt(&["reproduce", "--seeds", "2", "--shard", "2/3", "-o", s(&out)]);
+    for command in ["reproduce", "deep"] {
+        let o = nrpt(&[command, "--seeds", "2", "--shard", "2/3", "-o", s(&out)]);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
+        assert!(stderr(&o).contains("at most 2 shards"), "{}", stderr(&o));
+        assert!(!out.exists());
+    }
+    let o = nrpt(&["deep", "--shard", "3/2", "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("at most 2 shards"), "{}", stderr(&o));
-    assert!(!out.exists());
+    assert!(stderr(&o).contains("--shard") && stderr(&o).contains("is not a shard"));
 }
 
 // `nrpt deep --shard i/n` and `nrpt deep merge`.
