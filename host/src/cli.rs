@@ -304,13 +304,13 @@ pub enum ReproduceAction {
     Merge(ShardMergeArgs),
 }
 
-/// `nrpt reproduce merge` (written to serve any command whose seeds split into shards).
+/// `nrpt reproduce merge` and `nrpt deep merge`.
 #[derive(Debug, Args)]
 pub struct ShardMergeArgs {
     /// The output folders of the shards, every shard of one run once, in any order.
     #[arg(required = true, value_name = "DIR")]
     pub inputs: Vec<PathBuf>,
-    /// Output folder of the merged run [nrpt-reproduce].
+    /// Output folder of the merged run [the command's: nrpt-reproduce, nrpt-deep].
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Replace --out even when it holds files nrpt did not write (by default nrpt replaces
@@ -332,7 +332,11 @@ impl ShardMergeArgs {
 
 /// `nrpt deep`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DeepArgs {
+    /// `merge`, or nothing to run the comparison (or one shard of it).
+    #[command(subcommand)]
+    pub action: Option<DeepAction>,
     /// A short version that runs in under a minute on the digits: 3 seeds, 1,300
     /// sampling iterations per chain (60 epochs of the digits), at most 1,300 of
     /// pre-training, 30 samples per method.
@@ -417,6 +421,15 @@ pub struct DeepArgs {
     /// Base random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
+    /// Run only shard i of n (0 <= i < n), written i/n: a contiguous block of the seeds
+    /// (shard i of E seeds gets seeds ⌊iE/n⌋… , the first E mod n shards one more),
+    /// every method of each seed drawing the same numbers as in the whole run. The
+    /// folder gets shard.json and records.json beside the results of its seeds; `nrpt
+    /// deep merge` joins the shards' folders into the whole run's outputs. The
+    /// tempering runs start from the pre-trained networks, which only the CPU engine
+    /// takes, so shards run on the CPU as whole runs do.
+    #[arg(long, value_name = "i/n")]
+    pub shard: Option<crate::shard::Shard>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -426,6 +439,17 @@ pub struct DeepArgs {
     /// input.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Subcommands of `nrpt deep`.
+#[derive(Debug, Subcommand)]
+pub enum DeepAction {
+    /// Join the folders of every shard of one comparison (`--shard i/n`) into the
+    /// outputs of the whole run: the same results.json, tables and figures, to the byte
+    /// but for the seconds, the command line, the machine and the date. Reads the data
+    /// and the reference posterior the shards name, at the same paths (relative ones
+    /// from where the merge runs).
+    Merge(ShardMergeArgs),
 }
 
 /// The data of a classifier: a bundled data set or the user's files.

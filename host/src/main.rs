@@ -67,10 +67,13 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 commands::reproduce::run(a, b.as_ref(), cli.json, cli.quiet)
             }
         },
-        Command::Deep(a) => {
-            let b = backend(&a.engine, quiet)?;
-            commands::deep::run(a, b.as_ref(), cli.json, cli.quiet)
-        }
+        Command::Deep(a) => match &a.action {
+            Some(nrpt::cli::DeepAction::Merge(m)) => commands::deep::merge(m, cli.json),
+            None => {
+                let b = backend(&a.engine, quiet)?;
+                commands::deep::run(a, b.as_ref(), cli.json, cli.quiet)
+            }
+        },
         Command::Reference(a) => {
             cpu(&EngineArgs {
                 threads: a.threads,

@@ -7,7 +7,10 @@
 //! sweep ([`Shard::holds`]); `nrpt reproduce` runs a contiguous block of its seeds
 //! ([`Shard::block`]), so that a shard is one engine job over consecutive
 //! ensembles, each drawing from its own Philox key (seed, e) exactly as in the whole
-//! run, and the merge concatenates the shards' per-seed records in shard order.
+//! run, and the merge concatenates the shards' per-seed records in shard order; `nrpt
+//! deep` cuts its seeds the same way, every method of a seed keyed by the seed, and
+//! builds its report from per-seed records whether they come from one run or from its
+//! shards ([`crate::deep::experiment::Setup`]).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -77,7 +80,7 @@ impl Shard {
 pub struct Summary {
     /// `nrpt-shard`.
     pub format: String,
-    /// The command whose run this is a shard of (`reproduce`).
+    /// The command whose run this is a shard of (`reproduce`, `deep`).
     pub command: String,
     /// This shard, `i/n`.
     pub shard: String,

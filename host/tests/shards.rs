@@ -281,8 +281,210 @@ fn bad_shards_are_usage_errors_naming_the_flag() {
         );
     }
     // More shards than seeds.
-    let o = nrpt(&["reproduce", "--seeds", "2", "--shard", "2/3", "-o", s(&out)]);
+    for command in ["reproduce", "deep"] {
+        let o = nrpt(&[command, "--seeds", "2", "--shard", "2/3", "-o", s(&out)]);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
+        assert!(stderr(&o).contains("at most 2 shards"), "{}", stderr(&o));
+        assert!(!out.exists());
+    }
+    let o = nrpt(&["deep", "--shard", "3/2", "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("at most 2 shards"), "{}", stderr(&o));
-    assert!(!out.exists());
+    assert!(stderr(&o).contains("--shard") && stderr(&o).contains("is not a shard"));
+}
+
+// `nrpt deep --shard i/n` and `nrpt deep merge`.
+
+/// Fields of a deep results.json that legitimately differ between a whole run and its
+/// merged shards: wall-clock seconds (of the run and of every row), and what names the
+/// command line, the machine and the date.
+const DEEP_VARYING_FIELDS: [&str; 4] = ["seconds", "command", "machine", "date"];
+/// The rows of a deep results.json, each with its own `seconds`.
+const DEEP_ROWS: [&str; 3] = ["methods", "eta_sweep", "swap_sweep"];
+
+/// The tiny comparison the deep tests run: 3 seeds of 4 chains, 2 epochs of sampling
+/// and at most 2 of pre-training, 4 samples, one learning-rate factor and one swap rate
+/// swept (every group of rows).
+fn deep(out: &Path, seed: &str, shard: Option<&str>) -> Value {
+    let mut a = vec![
+        "deep",
+        "--seeds",
+        "3",
+        "--epochs",
+        "2",
+        "--pretrain-epochs",
+        "2",
+        "--chains",
+        "4",
+        "--samples",
+        "4",
+        "--eta-sweep",
+        "0.5",
+        "--swap-sweep",
+        "0.2",
+        "--seed",
+        seed,
+        "--backend",
+        "cpu",
+        "-o",
+        s(out),
+        "--json",
+        "--quiet",
+    ];
+    if let Some(sh) = shard {
+        a.extend(["--shard", sh]);
+    }
+    run(&a)
+}
+
+/// A deep results.json without the fields that may differ.
+fn deep_stable_json(path: &Path) -> Value {
+    let mut v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let o = v.as_object_mut().unwrap();
+    for f in DEEP_VARYING_FIELDS {
+        assert!(o.remove(f).is_some(), "results.json lacks `{f}`");
+    }
+    for group in DEEP_ROWS {
+        for row in o[group].as_array_mut().unwrap() {
+            assert!(row.as_object_mut().unwrap().remove("seconds").is_some());
+        }
+    }
+    v
+}
+
+/// table.csv without its last column, `seconds`.
+fn without_seconds(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.lines().next().unwrap().ends_with(",seconds"), "{text}");
+    text.lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect()
+}
+
+/// Every file of the whole comparison `whole` is in `merged` with the same bytes
+/// (results.json and table.csv: the same but for [`DEEP_VARYING_FIELDS`]).
+fn assert_same_deep_outputs(whole: &Path, merged: &Path) {
+    assert_eq!(files(whole), files(merged));
+    let mut compared = 0;
+    for name in files(whole) {
+        let (a, b) = (whole.join(&name), merged.join(&name));
+        match name.as_str() {
+            MARKER => continue,
+            "results.json" => {
+                let (a, b) = (deep_stable_json(&a), deep_stable_json(&b));
+                let keys: Vec<&String> = a.as_object().unwrap().keys().collect();
+                assert_eq!(keys, b.as_object().unwrap().keys().collect::<Vec<_>>());
+                for k in keys {
+                    assert!(a[k] == b[k], "results.json differs in `{k}`");
+                }
+            }
+            "table.csv" => assert_eq!(without_seconds(&a), without_seconds(&b)),
+            _ => assert!(
+                std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+                "{name} differs between the whole comparison and the merged shards"
+            ),
+        }
+        compared += 1;
+    }
+    // results.json, table.csv, the sample curves and Figure 7's panels with their data.
+    assert!(compared >= 12, "only {compared} files compared");
+}
+
+fn deep_merge(inputs: &[&Path], out: &Path) -> std::process::Output {
+    let mut a = vec!["deep", "merge"];
+    a.extend(inputs.iter().map(|p| s(p)));
+    a.extend(["-o", s(out), "--json", "--quiet"]);
+    nrpt(&a)
+}
+
+#[test]
+fn deep_shards_merge_to_the_whole_comparison_and_refuse_what_is_not_one() {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shards-deep");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let (whole, a0, a1, other) = (
+        root.join("whole"),
+        root.join("a0"),
+        root.join("a1"),
+        root.join("other"),
+    );
+    let runs: [(&Path, &str, Option<&str>); 4] = [
+        (&whole, "7", None),
+        (&a0, "7", Some("0/2")),
+        (&a1, "7", Some("1/2")),
+        (&other, "8", Some("1/2")),
+    ];
+    std::thread::scope(|scope| {
+        for (out, seed, shard) in runs {
+            scope.spawn(move || {
+                let v = deep(out, seed, shard);
+                assert_eq!(v["shard"]["shard"].as_str(), shard);
+            });
+        }
+    });
+    let summary = |p: &Path| -> Value {
+        serde_json::from_slice(&std::fs::read(p.join("shard.json")).unwrap()).unwrap()
+    };
+    let (s0, s1) = (summary(&a0), summary(&a1));
+    assert_eq!(s0["command"], "deep");
+    assert_eq!(s0["seeds"], serde_json::json!([0, 2]));
+    assert_eq!(s1["seeds"], serde_json::json!([2, 3]));
+    assert_eq!(s0["config_hash"], s1["config_hash"]);
+    // A shard's own results are of its seeds.
+    let r1: Value =
+        serde_json::from_slice(&std::fs::read(a1.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r1["methods"][1]["per_seed"].as_array().unwrap().len(), 1);
+
+    let merged = root.join("merged");
+    let v = json_of(&deep_merge(&[&a1, &a0], &merged));
+    assert!(v.get("shard").is_none(), "a merge is a whole run");
+    assert_same_deep_outputs(&whole, &merged);
+
+    let out = root.join("refused");
+    // A shard missing.
+    assert_refused(deep_merge(&[&a0], &out), &out, &["1/2", "missing"]);
+    // A folder that is not a shard (the whole run's).
+    assert_refused(
+        deep_merge(&[&a0, &whole], &out),
+        &out,
+        &[s(&whole), "not a shard"],
+    );
+    // A shard of another configuration (another seed).
+    assert_refused(
+        deep_merge(&[&a0, &other], &out),
+        &out,
+        &[s(&other), "another run"],
+    );
+    // A shard of another command (its summary says so).
+    let foreign = root.join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    let mut summary1 = s1.clone();
+    summary1["command"] = "reproduce".into();
+    std::fs::write(
+        foreign.join("shard.json"),
+        serde_json::to_vec(&summary1).unwrap(),
+    )
+    .unwrap();
+    assert_refused(
+        deep_merge(&[&a0, &foreign], &out),
+        &out,
+        &[s(&foreign), "nrpt reproduce, not of nrpt deep"],
+    );
+    // A shard whose records were tampered with.
+    let bad = root.join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    for f in ["shard.json", "records.json"] {
+        std::fs::copy(a1.join(f), bad.join(f)).unwrap();
+    }
+    let records = bad.join("records.json");
+    let mut r: Value = serde_json::from_slice(&std::fs::read(&records).unwrap()).unwrap();
+    r["methods"][3]["seeds"][0]["predictive"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    std::fs::write(&records, serde_json::to_vec(&r).unwrap()).unwrap();
+    assert_refused(
+        deep_merge(&[&a0, &bad], &out),
+        &out,
+        &[s(&bad), "records.json", "seed 2", "a predictive of"],
+    );
 }

@@ -1355,8 +1355,10 @@ def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     written by ``nrpt reference``), ``chains``, ``swap_rate``, ``swap_sweep``,
     ``eta_min``, ``eta_max``, ``hidden``, ``batch``, ``prior_sigma``, ``dataset``,
     ``data``, ``labels``, ``test_data``, ``test_labels`` (paths, or arrays as in
-    :func:`run`), ``seed``, ``threads``, ``backend``, ``device``, ``out``,
-    ``force``."""
+    :func:`run`), ``seed``, ``shard`` (``"i/n"``: the results of that shard's seeds
+    alone, with a ``shard`` entry; with ``out`` its folder also holds the
+    ``shard.json`` and ``records.json`` that ``nrpt deep merge`` joins), ``threads``,
+    ``backend``, ``device``, ``out``, ``force``."""
     argv_options = dict(options)
     with _array_files(argv_options) as names:
         argv = _argv("deep", "deep", argv_options)

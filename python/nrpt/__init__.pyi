@@ -320,6 +320,7 @@ def deep(
     test_data: _Data = None,
     test_labels: _Data = None,
     seed: Optional[int] = None,
+    shard: Optional[str] = None,
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
     device: Optional[int] = None,

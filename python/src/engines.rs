@@ -229,6 +229,11 @@ pub fn deep<'py>(
     let Command::Deep(args) = parse("deep", &argv)? else {
         return Err(value_error("not a deep comparison"));
     };
+    if args.action.is_some() {
+        return Err(value_error(
+            "`deep merge` joins shard folders; run it on the command line",
+        ));
+    }
     // The command line that computes the same (not the Python interpreter's).
     let command = format!("nrpt deep {}", argv.join(" "));
     let (report, folder) = interruptible(py, || {
@@ -250,11 +255,15 @@ pub fn deep<'py>(
                     eprintln!("deep: {what}");
                 }
             };
-            let report = commands::deep::compute(&args, backend.as_ref(), &say)?;
+            let (report, shard) =
+                commands::deep::compute_with_records(&args, backend.as_ref(), &say)?;
             let report = nrpt::deep::experiment::Report { command, ..report };
             let folder = match out {
                 None => None,
                 Some(out) => {
+                    if let Some(files) = &shard {
+                        commands::deep::write_shard(out.path(), files)?;
+                    }
                     commands::deep::write_outputs(out.path(), &report)?;
                     Some(out.commit()?)
                 }

@@ -149,6 +149,20 @@ def test_a_reproduction_shard_equals_the_command_s(cli, tmp_path):
     assert r["shard"]["shard"] == "1/2" and r["shard"]["seeds"] == [1, 2]
 
 
+def test_a_deep_shard_equals_the_command_s_and_writes_its_records(cli, tmp_path):
+    # The keyword reaches `--shard`: the results of seed 1 of 2, marked as shard 1/2; a
+    # written shard holds what `nrpt deep merge` reads.
+    argv = ["-e", "2", "--epochs", "3", "--pretrain-epochs", "1", "--chains", "3",
+            "--samples", "4", "--hidden", "8", "--backend", "cpu", "--shard", "1/2"]
+    report = cli.json("deep", *argv, "-o", str(tmp_path / "o"))
+    r = nrpt.deep(ensembles=2, epochs=3, pretrain_epochs=1, chains=3, samples=4, hidden=[8],
+                  backend="cpu", shard="1/2", out=tmp_path / "p")
+    assert_same(r, report)
+    assert r["shard"]["shard"] == "1/2" and r["shard"]["seeds"] == [1, 2]
+    for name in ("shard.json", "records.json"):
+        assert (tmp_path / "p" / name).read_bytes() != b""
+
+
 def test_deep_equals_the_command(cli, tmp_path):
     argv = ["-e", "1", "--epochs", "3", "--pretrain-epochs", "1", "--chains", "3",
             "--samples", "4", "--hidden", "8", "--backend", "cpu"]

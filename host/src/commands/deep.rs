@@ -1,16 +1,18 @@
 //! `nrpt deep`: the paper's deep-learning comparison at toy scale.
 
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use crate::cli::DeepArgs;
+use crate::cli::{DataArgs, DeepArgs, EngineArgs, ShardMergeArgs};
 use crate::commands::bench::parse_hidden;
 use crate::config::ConfigError;
 use crate::console::StdoutError;
 use crate::data;
-use crate::deep::experiment::{self, Curves, Report, Row, Settings};
+use crate::deep::experiment::{Curves, EtaRule, Records, Report, Row, Settings, Setup};
 use crate::deep::fidelity::SampleCurve;
 use crate::deep::methods::Pretraining;
 use crate::deep::reference::{self, Reference};
@@ -19,7 +21,8 @@ use crate::engine::Backend;
 use crate::error::in_range;
 use crate::figures::{self, LineChart, Series, Style};
 use crate::output::{Csv, OutDir, OutPolicy, write_json};
-use crate::preset::RuleChoices;
+use crate::preset::{Preset, RuleChoices, StepEnergyKind};
+use crate::shard::{self, Summary};
 
 /// The most swap rates of `--swap-sweep`, and factors of `--eta-sweep`.
 pub const MAX_SWAP_SWEEP: usize = 32;
@@ -140,9 +143,157 @@ pub fn settings(args: &DeepArgs, per_epoch: f64) -> Result<Settings, ConfigError
     Ok(s)
 }
 
+/// The flags that define a comparison (not where it runs, how many threads, where it
+/// writes): what a shard's `shard.json` states as its run's settings, and what
+/// `nrpt deep merge` sets the comparison up from again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct Config {
+    pub quick: bool,
+    pub ensembles: Option<usize>,
+    pub epochs: Option<f64>,
+    pub pretrain_epochs: Option<f64>,
+    pub patience: f64,
+    pub samples: Option<usize>,
+    pub burn_in: f64,
+    pub eta_rule: EtaRule,
+    pub eta_sweep: Option<String>,
+    pub preset: Preset,
+    pub step_energy: Option<StepEnergyKind>,
+    pub reference: Option<PathBuf>,
+    pub chains: usize,
+    pub swap_rate: f64,
+    pub swap_sweep: Option<String>,
+    pub eta_min: f64,
+    pub eta_max: f64,
+    pub hidden: String,
+    pub batch: usize,
+    pub prior_sigma: f64,
+    pub dataset: Option<data::Bundled>,
+    pub data: Option<PathBuf>,
+    pub labels: Option<PathBuf>,
+    pub test_data: Option<PathBuf>,
+    pub test_labels: Option<PathBuf>,
+    pub seed: u32,
+}
+
+impl Config {
+    /// The configuration of a run's flags.
+    pub fn of(a: &DeepArgs) -> Config {
+        Config {
+            quick: a.quick,
+            ensembles: a.ensembles,
+            epochs: a.epochs,
+            pretrain_epochs: a.pretrain_epochs,
+            patience: a.patience,
+            samples: a.samples,
+            burn_in: a.burn_in,
+            eta_rule: a.eta_rule,
+            eta_sweep: a.eta_sweep.clone(),
+            preset: a.preset,
+            step_energy: a.step_energy,
+            reference: a.reference.clone(),
+            chains: a.chains,
+            swap_rate: a.swap_rate,
+            swap_sweep: a.swap_sweep.clone(),
+            eta_min: a.eta_min,
+            eta_max: a.eta_max,
+            hidden: a.hidden.clone(),
+            batch: a.batch,
+            prior_sigma: a.prior_sigma,
+            dataset: a.data.dataset,
+            data: a.data.data.clone(),
+            labels: a.data.labels.clone(),
+            test_data: a.data.test_data.clone(),
+            test_labels: a.data.test_labels.clone(),
+            seed: a.seed,
+        }
+    }
+
+    /// The flags of this configuration (whole, on the default engine, writing to
+    /// `out`).
+    pub fn args(&self, out: PathBuf) -> DeepArgs {
+        let c = self.clone();
+        DeepArgs {
+            action: None,
+            quick: c.quick,
+            ensembles: c.ensembles,
+            epochs: c.epochs,
+            pretrain_epochs: c.pretrain_epochs,
+            patience: c.patience,
+            samples: c.samples,
+            burn_in: c.burn_in,
+            eta_rule: c.eta_rule,
+            eta_sweep: c.eta_sweep,
+            preset: c.preset,
+            step_energy: c.step_energy,
+            reference: c.reference,
+            chains: c.chains,
+            swap_rate: c.swap_rate,
+            swap_sweep: c.swap_sweep,
+            eta_min: c.eta_min,
+            eta_max: c.eta_max,
+            hidden: c.hidden,
+            batch: c.batch,
+            prior_sigma: c.prior_sigma,
+            data: DataArgs {
+                dataset: c.dataset,
+                data: c.data,
+                labels: c.labels,
+                test_data: c.test_data,
+                test_labels: c.test_labels,
+            },
+            out,
+            seed: c.seed,
+            shard: None,
+            engine: EngineArgs::default(),
+            force: false,
+        }
+    }
+}
+
+/// The file name of a shard's records.
+pub const RECORDS: &str = "records.json";
+
+/// What a shard writes beside its report: its summary (`shard.json`) and its seeds'
+/// records (`records.json`, what `nrpt deep merge` joins).
+#[derive(Debug)]
+pub struct ShardFiles {
+    /// `shard.json`.
+    pub summary: Summary,
+    /// `records.json`.
+    pub records: Records,
+}
+
+/// The seeds `args.shard` runs (all of them without a shard) and the summary that marks
+/// its folder; checks the flags.
+fn shard_of(args: &DeepArgs) -> Result<(Range<usize>, Option<Summary>)> {
+    let s = settings(args, 1.0)?;
+    match args.shard {
+        None => Ok((0..s.seeds, None)),
+        Some(sh) => {
+            let summary =
+                Summary::new("deep", sh, s.seeds, serde_json::to_value(Config::of(args))?)
+                    .map_err(|e| ConfigError::new("shard", e.to_string()))?;
+            Ok((sh.block(s.seeds)?, Some(summary)))
+        }
+    }
+}
+
+/// Writes a shard's `records.json` (compact: it is large, and read by the merge) and
+/// `shard.json` into `dir`.
+pub fn write_shard(dir: &Path, files: &ShardFiles) -> Result<()> {
+    let mut text = serde_json::to_vec(&files.records)?;
+    text.push(b'\n');
+    crate::output::write_atomic(&dir.join(RECORDS), &text)?;
+    write_json(&dir.join(shard::SUMMARY), &files.summary)?;
+    Ok(())
+}
+
 /// Runs the command.
 pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
-    settings(args, 1.0)?;
+    shard_of(args)?;
     let mut inputs = args.data.files();
     inputs.extend(args.reference.clone());
     let out = OutDir::prepare(
@@ -158,23 +309,114 @@ pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> R
             note!("deep: {what}");
         }
     };
-    let report = compute(args, backend, &say)?;
+    let (report, shard) = compute_with_records(args, backend, &say)?;
     for w in &report.warnings {
         if !quiet {
             note!("warning: {w}");
         }
     }
+    if let Some(files) = &shard {
+        write_shard(out.path(), files)?;
+    }
     write_outputs(out.path(), &report)?;
     let folder = out.commit()?;
-    super::after_commit(&folder, || {
-        if json {
-            say!("{}", serde_json::to_string(&report)?)?;
-            return Ok(());
-        }
-        print_table(&report)?;
-        say!("\nfigures and data in {}", folder.display())?;
-        Ok(())
-    })
+    super::after_commit(&folder, || print(&report, &folder, json))
+}
+
+/// Prints the report of a comparison whose outputs are in `folder`.
+fn print(report: &Report, folder: &Path, json: bool) -> Result<()> {
+    if json {
+        say!("{}", serde_json::to_string(report)?)?;
+        return Ok(());
+    }
+    print_table(report)?;
+    if let Some(sh) = &report.shard {
+        say!(
+            "\nshard {} of the comparison: seeds {}..{} of {} (configuration {}); join \
+             every shard's folder with `nrpt deep merge`",
+            sh.shard,
+            sh.seeds[0],
+            sh.seeds[1],
+            sh.total_seeds,
+            sh.config_hash
+        )?;
+    }
+    say!("\nfigures and data in {}", folder.display())?;
+    Ok(())
+}
+
+/// `nrpt deep merge`: the outputs of the whole comparison from the folders of all its
+/// shards, the same bytes as the unsharded run's but for the seconds and what names
+/// the command, the machine and the date.
+pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
+    let mut inputs = a.inputs.clone();
+    let out_dir = a.out_or("nrpt-deep");
+    let set = shard::read_set(&a.inputs, "deep")?;
+    let (first_folder, first) = (&set[0].0, &set[0].1);
+    let in_first =
+        |e: String| ConfigError::new("inputs", format!("{}: {e}", first_folder.display()));
+    let config: Config = serde_json::from_value(first.settings.clone())
+        .map_err(|e| in_first(format!("its settings are not a deep comparison's: {e}")))?;
+    let args = config.args(out_dir.to_path_buf());
+    let total = settings(&args, 1.0).map_err(|e| in_first(e.to_string()))?;
+    if total.seeds != first.total_seeds {
+        return Err(in_first(format!(
+            "its shard.json counts {} seeds, its settings {}",
+            first.total_seeds, total.seeds
+        ))
+        .into());
+    }
+    inputs.extend(args.data.files());
+    inputs.extend(args.reference.clone());
+    let out = OutDir::prepare(
+        out_dir,
+        &OutPolicy {
+            command: "deep merge",
+            force: a.force,
+            inputs,
+        },
+    )?;
+    let model = model(&args)?;
+    let s = settings(&args, model.target().iterations_per_epoch())?;
+    let reference = reference_for(&model, args.reference.as_deref())?;
+    // The merge runs nothing: size the check of memory for one seed.
+    let setup = Setup::new(&model, &s, reference.as_ref(), 1)?;
+    let mut blocks = Vec::with_capacity(set.len());
+    for (folder, summary) in &set {
+        let path = folder.join(RECORDS);
+        let text = crate::input::read_text(
+            &path,
+            crate::input::MAX_RESULTS_BYTES,
+            "the cap of a shard's records.json",
+        )
+        .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
+        let r: Records = serde_json::from_str(&text).map_err(|e| {
+            ConfigError::new(
+                "inputs",
+                format!(
+                    "{} is not a shard's records of nrpt deep: {e}",
+                    path.display()
+                ),
+            )
+        })?;
+        setup
+            .check(&r, &(summary.seeds[0]..summary.seeds[1]))
+            .map_err(|why| {
+                ConfigError::new(
+                    "inputs",
+                    format!(
+                        "{}: its {RECORDS} does not fit the run: {why}",
+                        folder.display()
+                    ),
+                )
+            })?;
+        blocks.push(r);
+    }
+    let records = Records::join(blocks).map_err(|why| ConfigError::new("inputs", why))?;
+    let report = setup.report(&records, records.seconds);
+    write_outputs(out.path(), &report)?;
+    let folder = out.commit()?;
+    super::after_commit(&folder, || print(&report, &folder, json))
 }
 
 /// The model of a run's flags: the data, the network, the mini-batch, the prior.
@@ -201,13 +443,32 @@ pub fn reference_for(model: &Model, given: Option<&Path>) -> Result<Option<Refer
     }
 }
 
-/// The comparison of a run's flags, without writing anything; `say(what)` is told
-/// what starts.
+/// The comparison of a run's flags (of its shard's seeds with `--shard`), without
+/// writing anything; `say(what)` is told what starts.
 pub fn compute(args: &DeepArgs, backend: &dyn Backend, say: &dyn Fn(&str)) -> Result<Report> {
+    Ok(compute_with_records(args, backend, say)?.0)
+}
+
+/// [`compute`], and with `--shard` what the shard's folder holds beside the report
+/// ([`write_shard`] writes it).
+pub fn compute_with_records(
+    args: &DeepArgs,
+    backend: &dyn Backend,
+    say: &dyn Fn(&str),
+) -> Result<(Report, Option<ShardFiles>)> {
+    let (seeds, summary) = shard_of(args)?;
+    let started = std::time::Instant::now();
     let model = model(args)?;
     let settings = settings(args, model.target().iterations_per_epoch())?;
     let reference = reference_for(&model, args.reference.as_deref())?;
-    experiment::run(&model, &settings, reference.as_ref(), backend, say)
+    let setup = Setup::new(&model, &settings, reference.as_ref(), seeds.len())?;
+    let records = setup.collect(backend, seeds, say)?;
+    let mut report = setup.report(&records, started.elapsed().as_secs_f64());
+    report.shard.clone_from(&summary);
+    Ok((
+        report,
+        summary.map(|summary| ShardFiles { summary, records }),
+    ))
 }
 
 /// `value ± sd [lo, hi]` with `digits` decimals, in percent when `percent`.

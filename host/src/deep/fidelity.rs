@@ -34,7 +34,7 @@
 //! interval is shifted by the bootstrap's estimate of that bias, mean(ECE*) − ECE
 //! (Efron and Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 10).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats::{Bootstrap, Interval, StatsError, mean_sd};
 
@@ -318,6 +318,37 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
+/// The scores of one seed's average of its first k samples: one point of a
+/// [`SampleCurve`] before the mean over seeds (what a shard keeps of its seeds' curves).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PointScores {
+    /// NLL per test example.
+    #[serde(with = "super::lossless::one")]
+    pub nll: f64,
+    /// Accuracy.
+    #[serde(with = "super::lossless::one")]
+    pub accuracy: f64,
+    /// Agreement with the reference (with a reference).
+    #[serde(with = "super::lossless::opt")]
+    pub agreement: Option<f64>,
+    /// Total variation from the reference (with a reference).
+    #[serde(with = "super::lossless::opt")]
+    pub total_variation: Option<f64>,
+}
+
+impl PointScores {
+    /// The scores of the predictive `p` (n × C).
+    pub fn of(p: &[f64], labels: &[u32], classes: usize, reference: Option<&[f64]>) -> Self {
+        let s = example_scores(p, labels, classes, reference);
+        PointScores {
+            nll: mean(&s.nll),
+            accuracy: mean(&s.correct),
+            agreement: s.agreement.as_deref().map(mean),
+            total_variation: s.total_variation.as_deref().map(mean),
+        }
+    }
+}
+
 impl SampleCurve {
     /// The curve of a method from the prefix averages of every seed:
     /// `prefixes[s][j]` is seed s's average of its first `points[j]` samples (n × C).
@@ -329,23 +360,43 @@ impl SampleCurve {
         classes: usize,
         reference: Option<&[f64]>,
     ) -> Self {
-        let seeds = prefixes.len().max(1) as f64;
+        let scored: Vec<Vec<PointScores>> = prefixes
+            .iter()
+            .map(|seed| {
+                seed.iter()
+                    .take(points.len())
+                    .map(|p| PointScores::of(p, labels, classes, reference))
+                    .collect()
+            })
+            .collect();
+        Self::from_points(name, points, &scored, reference.is_some())
+    }
+
+    /// The curve of a method from the scores of every seed at its points
+    /// (`per_seed[s][j]` at `points[j]`; a seed with fewer points counts 0 beyond its
+    /// last), `with_reference` when agreement and total variation were scored.
+    pub fn from_points(
+        name: &str,
+        points: &[usize],
+        per_seed: &[Vec<PointScores>],
+        with_reference: bool,
+    ) -> Self {
+        let seeds = per_seed.len().max(1) as f64;
         let mut c = SampleCurve {
             name: name.to_string(),
             samples: points.to_vec(),
-            agreement: reference.map(|_| Vec::new()),
-            total_variation: reference.map(|_| Vec::new()),
+            agreement: with_reference.then(Vec::new),
+            total_variation: with_reference.then(Vec::new),
             ..SampleCurve::default()
         };
         for j in 0..points.len() {
             let (mut nll, mut acc, mut agr, mut tv) = (0.0, 0.0, 0.0, 0.0);
-            for seed in prefixes {
-                let Some(p) = seed.get(j) else { continue };
-                let s = example_scores(p, labels, classes, reference);
-                nll += mean(&s.nll);
-                acc += mean(&s.correct);
-                agr += s.agreement.as_deref().map_or(0.0, mean);
-                tv += s.total_variation.as_deref().map_or(0.0, mean);
+            for seed in per_seed {
+                let Some(s) = seed.get(j) else { continue };
+                nll += s.nll;
+                acc += s.accuracy;
+                agr += s.agreement.unwrap_or(0.0);
+                tv += s.total_variation.unwrap_or(0.0);
             }
             c.nll.push(nll / seeds);
             c.accuracy.push(acc / seeds);

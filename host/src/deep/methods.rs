@@ -130,13 +130,16 @@ impl Default for Pretraining {
 }
 
 /// What pre-training one network gave.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Pretrained {
     /// Epochs run.
+    #[serde(with = "super::lossless::one")]
     pub epochs: f64,
     /// Epoch of the kept network (the best validation NLL).
+    #[serde(with = "super::lossless::one")]
     pub best_epoch: f64,
     /// Its validation NLL per example.
+    #[serde(with = "super::lossless::one")]
     pub validation_nll: f64,
 }
 
@@ -174,11 +177,12 @@ pub fn validation_split(data: &Dataset, every: usize) -> Dataset {
 /// learning rate from `eta` (energy units) to 0 over `p.max_epochs`, the validation
 /// NLL measured after every epoch; a network stops when it has not improved for
 /// `p.patience` epochs and is returned as it was at its best. The starting states of
-/// every method: E·P·D values (seed by seed, network by network). Network r of seed e
-/// starts from W ~ N(0, 1/in), drawn from the INIT stream of (seed, e, r).
+/// every method: E·P·D values (seed by seed, network by network) for the E seeds of
+/// `seeds` (all of a run's, or one shard's block). Network r of seed e starts from
+/// W ~ N(0, 1/in), drawn from the INIT stream of (seed, e, r), whichever block holds e.
 pub fn pretrain(
     c: &ChainSettings,
-    seeds: usize,
+    seeds: std::ops::Range<usize>,
     chains: usize,
     p: &Pretraining,
     eta: f64,
@@ -191,12 +195,12 @@ pub fn pretrain(
     let epoch_len = (per_epoch.round() as u64).max(1);
     let validation = &target.data.test;
     let classes = target.data.classes;
-    let mut states = vec![0.0f32; seeds * chains * d];
+    let mut states = vec![0.0f32; seeds.len() * chains * d];
     let outcomes: Vec<Pretrained> = states
         .par_chunks_mut(d)
         .enumerate()
         .map(|(i, theta)| {
-            let (e, r) = ((i / chains) as u32, (i % chains) as u32);
+            let (e, r) = ((seeds.start + i / chains) as u32, (i % chains) as u32);
             initial_parameters(&target.arch, seed, e, r, theta);
             let mut v = vec![0.0f32; d];
             let mut best = theta.to_vec();

@@ -22,6 +22,7 @@
 
 pub mod experiment;
 pub mod fidelity;
+pub(crate) mod lossless;
 pub mod methods;
 pub mod metrics;
 pub mod posterior;

@@ -160,6 +160,15 @@ pub struct Trace {
     pub indicator_rate: Vec<Vec<f64>>,
 }
 
+impl Trace {
+    /// The trace of a run from its ensembles' traces, in ensemble order: what the run's
+    /// own output holds when they are its ensembles'.
+    pub fn merge(ensembles: &[EnsembleTrace]) -> Trace {
+        let refs: Vec<&EnsembleTrace> = ensembles.iter().collect();
+        record::merge_traces(&refs)
+    }
+}
+
 /// Everything a run returns.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOutput {

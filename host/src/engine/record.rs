@@ -297,7 +297,8 @@ pub struct EnsembleTrace {
 /// Everything one ensemble of a run recorded: a run's output cut by ensemble
 /// ([`RunOutput::split`]), to be joined with the other ensembles' records
 /// ([`RunOutput::join`]) into the output of the whole run, to the bit (how the shards
-/// of `nrpt reproduce` and `nrpt deep` merge).
+/// of `nrpt reproduce` merge; those of `nrpt deep` keep only the traces, joined by
+/// [`super::Trace::merge`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EnsembleRecords {
     /// The ensemble's index in its run.
@@ -442,7 +443,7 @@ pub(super) fn split(out: &RunOutput, first: usize, dim: usize) -> Option<Vec<Ens
     )
 }
 
-fn merge_traces(runs: &[&EnsembleTrace]) -> Trace {
+pub(super) fn merge_traces(runs: &[&EnsembleTrace]) -> Trace {
     let Some(first) = runs.first() else {
         return Trace::default();
     };
