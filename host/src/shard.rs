@@ -330,6 +330,34 @@ pub fn read_set(folders: &[PathBuf], command: &str) -> Result<Vec<(PathBuf, Summ
     Ok(set)
 }
 
+/// The file of a shard's folder that holds its records (what the merge joins).
+pub const RECORDS: &str = "records.json";
+
+/// The records of the shard in `folder` (its [`RECORDS`]) of `nrpt {command}`, read
+/// under the cap of a results file and parsed as `T`; errors name the file.
+pub fn read_records<T: serde::de::DeserializeOwned>(
+    folder: &Path,
+    command: &str,
+) -> Result<T, crate::error::ConfigError> {
+    use crate::error::ConfigError;
+    let path = folder.join(RECORDS);
+    let text = crate::input::read_text(
+        &path,
+        crate::input::MAX_RESULTS_BYTES,
+        "the cap of a shard's records.json",
+    )
+    .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        ConfigError::new(
+            "inputs",
+            format!(
+                "{} is not a shard's records of nrpt {command}: {e}",
+                path.display()
+            ),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@ use crate::error::in_range;
 use crate::figures::{self, LineChart, Series, Style};
 use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::preset::{Preset, RuleChoices, StepEnergyKind};
-use crate::shard::{self, Summary};
+use crate::shard::{self, RECORDS, Summary};
 
 /// The most swap rates of `--swap-sweep`, and factors of `--eta-sweep`.
 pub const MAX_SWAP_SWEEP: usize = 32;
@@ -253,9 +253,6 @@ impl Config {
     }
 }
 
-/// The file name of a shard's records.
-pub const RECORDS: &str = "records.json";
-
 /// What a shard writes beside its report: its summary (`shard.json`) and its seeds'
 /// records (`records.json`, what `nrpt deep merge` joins).
 #[derive(Debug)]
@@ -383,22 +380,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
     let setup = Setup::new(&model, &s, reference.as_ref(), 1)?;
     let mut blocks = Vec::with_capacity(set.len());
     for (folder, summary) in &set {
-        let path = folder.join(RECORDS);
-        let text = crate::input::read_text(
-            &path,
-            crate::input::MAX_RESULTS_BYTES,
-            "the cap of a shard's records.json",
-        )
-        .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
-        let r: Records = serde_json::from_str(&text).map_err(|e| {
-            ConfigError::new(
-                "inputs",
-                format!(
-                    "{} is not a shard's records of nrpt deep: {e}",
-                    path.display()
-                ),
-            )
-        })?;
+        let r: Records = shard::read_records(folder, "deep")?;
         setup
             .check(&r, &(summary.seeds[0]..summary.seeds[1]))
             .map_err(|why| {

@@ -17,7 +17,7 @@ use crate::metrics::{Grid, Truth};
 use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::preset::{Preset, RuleChoices, RulesSummary};
 use crate::progress::Progress;
-use crate::shard::{self, Shard, Summary};
+use crate::shard::{self, RECORDS, Shard, Summary};
 
 /// Sizes of a reproduction.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -148,9 +148,6 @@ pub struct ShardRecords {
     /// of the shard's ensembles.
     pub jobs: Vec<Vec<EnsembleRecords>>,
 }
-
-/// The file name of a shard's records.
-pub const RECORDS: &str = "records.json";
 
 /// What the authors' notebook (NR-PT_v2.ipynb in WayneDW/Non-reversible-Parallel-
 /// Tempering-for-Deep-Posterior-Approximation) printed after 20,000 iterations, in its
@@ -955,22 +952,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
         .map_err(|e| ConfigError::new("inputs", format!("{}: {e}", set[0].0.display())))?;
     let mut shards = Vec::with_capacity(set.len());
     for (folder, summary) in &set {
-        let path = folder.join(RECORDS);
-        let text = crate::input::read_text(
-            &path,
-            crate::input::MAX_RESULTS_BYTES,
-            "the cap of a shard's records.json",
-        )
-        .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
-        let r: ShardRecords = serde_json::from_str(&text).map_err(|e| {
-            ConfigError::new(
-                "inputs",
-                format!(
-                    "{} is not a shard's records of nrpt reproduce: {e}",
-                    path.display()
-                ),
-            )
-        })?;
+        let r: ShardRecords = shard::read_records(folder, "reproduce")?;
         shards.push((folder.as_path(), summary.seeds[0]..summary.seeds[1], r));
     }
     let seconds: f64 = shards.iter().map(|(_, _, r)| r.seconds).sum();
