@@ -86,6 +86,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
 
     for (nrpt_u32 it = 0; it < iters; ++it) {
         const nrpt_u64 k = k0 + it;
+        // sass-count: step (tests/sass_count.rs splits the loop at these markers)
         if (active) {
             // Derived from the parameter block each iteration rather than kept live
             // across the swap phase (register pressure).
@@ -96,6 +97,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
             s_energies[lv + level] =
                 nrpt_chain_step_2d_sin(&cfg, &l, s, &x0, &x1, &v0, &v1, &s0, &s1);
         }
+        // sass-count: swap
         __syncthreads();
         if (tau < teams) {
             for (nrpt_u32 h = tau; h < G && blockIdx.x * G + h < p.ensembles; h += teams) {
@@ -130,6 +132,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
             v0 = 0.0f;
             v1 = 0.0f;
         }
+        // sass-count: end
     }
 
     if (active) {

@@ -253,3 +253,20 @@ pub fn nvrtc_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
 pub fn persistent_shared_bytes(g: u32, p: u32) -> u32 {
     g * (32 * (p - 1) + 16 * p + 8 + 32 + 12 * p + 3 * p)
 }
+
+impl MathMode {
+    /// Every math mode, for tools that go through them all (the SASS counter of
+    /// `tests/sass_count.rs`). A new mode must be listed here: the match below stops
+    /// compiling until it is.
+    pub const ALL: &'static [MathMode] = &[MathMode::Exact, MathMode::Fma];
+}
+
+/// Compile-time check that [`MathMode::ALL`] names every variant.
+const _: () = {
+    const fn listed(m: MathMode) {
+        match m {
+            MathMode::Exact | MathMode::Fma => {}
+        }
+    }
+    let _ = listed;
+};
