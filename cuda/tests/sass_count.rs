@@ -125,27 +125,46 @@ fn marker_line(source: &str, name: &str, marker: &str) -> u32 {
     source[..at].matches('\n').count() as u32 + 1
 }
 
-/// Trip counts of the inner loops of the persistent kernels for this configuration,
-/// by the source line of the loop (the text of an innermost line of its latch).
-fn trip_count(text: &str) -> Option<f64> {
+/// An inner loop of the persistent kernels: its trip count in source iterations for
+/// this configuration, and how to see how many source iterations one pass of its SASS
+/// body runs when the compiler unrolled it: `(line text, opcode prefix, per
+/// iteration)` — the body holds `per iteration` such instructions from that line for
+/// each source iteration it covers.
+struct InnerLoop {
+    trips: f64,
+    signature: Option<(&'static str, &'static str, usize)>,
+}
+
+/// The inner loops, by the source line of the loop (the text of an innermost line of
+/// its latch).
+fn inner_loop(text: &str) -> Option<InnerLoop> {
     let p = f64::from(CHAINS);
     let width = f64::from(nrpt_cuda::host_math::team_width(CHAINS, BLOCK));
+    let warp = f64::from(nrpt_cuda::host_math::warp_width(CHAINS));
     let t = text.trim();
-    if t.contains("for (nrpt_u32 off = team->width / 2u; off > 0u; off /= 2u)") {
+    let (trips, signature) = if t.contains("for (nrpt_u32 off = team->width / 2u; off > 0u; off /= 2u)") {
         // nrpt_team_sum: log₂ width shuffles.
-        Some(width.log2())
+        (width.log2(), Some(("v += __shfl_xor_sync(team->mask", "SHFL", 1)))
+    } else if t.contains("for (nrpt_u32 off = width / 2u; off > 0u; off /= 2u)") {
+        // NrptWarpDevice::sum: log₂ W shuffles.
+        (warp.log2(), Some(("v += __shfl_xor_sync(0xffffffffu, v, off, width);", "SHFL", 1)))
+    } else if t.starts_with("for (nrpt_u32 j = 1u; j + 1u < P; ++j)") {
+        // The warp kernel's in-place ladder: one round per inner level, two shuffles each.
+        (p - 2.0, Some(("RegD below = w.shfl(eta, down), above = w.shfl(eta, up);", "SHFL", 2)))
     } else if t.starts_with("NRPT_TEAM_FOR(") {
-        // Items ≤ P over `width` lanes.
-        Some((p / width).ceil())
+        // Items ≤ P over `width` lanes (one pass for P ≤ width).
+        ((p / width).ceil(), None)
     } else if t.starts_with("for (nrpt_u32 l = 1; l + 1u < P; ++l)") {
-        // The ladder recurrence over the inner levels.
-        Some(p - 2.0)
+        // The ladder recurrence over the inner levels (Jacobi or in place): one store of
+        // a rate per level.
+        (p - 2.0, Some(("NRPT_AT(r->ladder, l, st) =", "ST", 1)))
     } else if t.starts_with("for (nrpt_u32 h = tau; h < G") {
         // A team's ensembles: one (G = 32 ensembles, 32 teams).
-        Some(1.0)
+        (1.0, None)
     } else {
-        None
-    }
+        return None;
+    };
+    Some(InnerLoop { trips, signature })
 }
 
 /// Source lines the configuration runs every iteration (see the module comment): an
@@ -162,6 +181,15 @@ fn waypoints(kernel: Kernel) -> &'static [&'static str] {
             "double from_below = below + nrpt_fmax(here - below, 0.0) * grow_below;",
             "*buffer = nrpt_adapt_buffer(",
         ],
+        Kernel::Persistent2dWarp => &[
+            "u = nrpt_modes2d_energy_sin(*x0, *x1, s0, s1);",
+            "c->escale * z.z0",
+            "ind = finite && (eh + buf < ec);",
+            "if (reset && w.r(partner, l) != l) {",
+            "nrpt_observe_arrival(&me.trip, l, top, &arrivals);",
+            "double from_below = b + nrpt_fmax(here - b, 0.0) * grow_below;",
+            "me.buffer = nrpt_adapt_buffer(",
+        ],
         other => panic!("no waypoints for {}", other.name()),
     }
 }
@@ -172,6 +200,41 @@ struct Report {
     /// Barriers, shared-memory accesses and shuffles in the swap part.
     swap_ops: Vec<(String, usize)>,
     calls: usize,
+    /// The step part's static instructions in each random-number function
+    /// (name, instructions, inlined copies).
+    step_rng: Vec<(&'static str, usize, usize)>,
+}
+
+/// Functions of the step whose inlined copies the report counts: name, the first line
+/// of the definition, and a line + opcode that occurs exactly `per copy` times in each
+/// copy.
+const RNG_FUNCTIONS: [(&str, &str, &str, &str, usize); 2] = [
+    (
+        "Philox4x32-10",
+        "NRPT_HD NrptBlock nrpt_philox(",
+        "nrpt_u32 n0 = hi1 ^ c1 ^ k0;",
+        "LOP3",
+        10,
+    ),
+    (
+        "Box-Muller",
+        "NRPT_HD NrptPair nrpt_box_muller_f32(",
+        "p.z0 = r * sc.c;",
+        "FMUL",
+        1,
+    ),
+];
+
+/// Lines `[first, end)` of the function whose definition starts at the line holding
+/// `head` (it ends where the next `NRPT_HD` definition starts).
+fn function_lines(source: &str, head: &str) -> (u32, u32) {
+    let at = source
+        .find(head)
+        .unwrap_or_else(|| panic!("{head:?} not in the program source"));
+    let first = source[..at].matches('\n').count() as u32 + 1;
+    let rest = &source[at + head.len()..];
+    let next = rest.find("\nNRPT_HD ").map_or(rest.len(), |i| i);
+    (first, first + rest[..next].matches('\n').count() as u32 + 1)
 }
 
 fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
@@ -211,8 +274,26 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
         for &latch in &l.latches {
             let last = &f.instrs[blocks[latch].end - 1];
             let t = text_of(last.inner);
-            if let Some(n) = trip_count(t) {
-                return Ok(n);
+            if let Some(inner) = inner_loop(t) {
+                let Some((line, op, per)) = inner.signature else {
+                    return Ok(inner.trips);
+                };
+                let copies = l
+                    .body
+                    .iter()
+                    .flat_map(|&b| &f.instrs[blocks[b].start..blocks[b].end])
+                    .filter(|i| i.opcode().starts_with(op) && text_of(i.inner).contains(line))
+                    .count();
+                if copies == 0 || copies % per != 0 {
+                    return Err(format!(
+                        "{name}: the loop of {:?} holds {copies} {op} of {line:?}, not a \
+                         multiple of {per}",
+                        t.trim()
+                    ));
+                }
+                // Unrolled u times: ⌈trips / u⌉ passes (a remainder pass counted whole).
+                let unroll = (copies / per) as f64;
+                return Ok((inner.trips / unroll).ceil());
             }
             texts.push(format!("line {}: {:?} ({})", last.inner, t.trim(), last.text));
         }
@@ -261,6 +342,23 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
         }
     }
     swap_ops.sort();
+    let mut step_rng = Vec::new();
+    for (label, head, line, op, per) in RNG_FUNCTIONS {
+        let (a, b) = function_lines(source, head);
+        let (mut n, mut marks) = (0, 0);
+        for &blk in &main.body {
+            for i in &f.instrs[blocks[blk].start..blocks[blk].end] {
+                if region(i) != "step" || !i.frames.iter().any(|l| (a..b).contains(l)) {
+                    continue;
+                }
+                n += 1;
+                if i.opcode().starts_with(op) && text_of(i.inner).contains(line) {
+                    marks += 1;
+                }
+            }
+        }
+        step_rng.push((label, n, marks / per));
+    }
     // Sanity: both phases are inside the loop, and the least path is no longer than
     // the worst case, part by part.
     assert!(worst.get("step") > 0.0 && worst.get("swap") > 0.0, "{name}: {worst:?}");
@@ -272,6 +370,7 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
         least,
         swap_ops,
         calls,
+        step_rng,
     }
 }
 
@@ -311,7 +410,7 @@ fn warp_instructions_per_chain_step() {
             .unwrap_or_else(|e| panic!("{e}"));
         let plain = disassemble(&ptxas, &nvdisasm, &dir, &format!("{mode:?}"), &ptx, false);
         let listing = disassemble(&ptxas, &nvdisasm, &dir, &format!("{mode:?}.lines"), &ptx_lines, true);
-        for kernel in [Kernel::Persistent2d] {
+        for kernel in [Kernel::Persistent2d, Kernel::Persistent2dWarp] {
             let r = analyse(&listing, &plain, &source, kernel);
             let per = |c: &sass::Counts, part: &str| c.get(part) / LANES;
             report!(
@@ -337,6 +436,22 @@ fn warp_instructions_per_chain_step() {
                     .collect::<Vec<_>>()
                     .join(", "),
                 r.calls
+            );
+            let mut saving = 0.0;
+            let rng: Vec<String> = r
+                .step_rng
+                .iter()
+                .map(|&(label, n, copies)| {
+                    let each = n as f64 / copies.max(1) as f64;
+                    saving += each;
+                    format!("{label} {n} instructions in {copies} inlined copies (~{each:.0} each)")
+                })
+                .collect();
+            report!(
+                "      step part: {}; one Philox block and one Box-Muller fewer per warp and \
+                 iteration (level 0's divergent Langevin draw) would save ~{:.1} per chain-step",
+                rng.join(", "),
+                saving / LANES
             );
         }
     }
