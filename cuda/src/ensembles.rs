@@ -749,8 +749,10 @@ mod tests {
                 assert_eq!(l.threads, l.group * w);
                 assert_eq!(l.threads % 32, 0, "P = {p}, E = {e}: {l:?}");
                 assert!(l.threads <= PERSISTENT_THREADS && l.shared_bytes == 0);
-                // No more blocks than one with fewer ensembles per block would need.
-                assert!(l.group >= 32 / w && (l.group <= e.max(1) || l.threads == 32));
+                // At least a warp, and no more ensembles a block than E rounded up to
+                // whole warps.
+                let per_warp = 32 / w;
+                assert!(l.group >= per_warp && l.group <= e.div_ceil(per_warp) * per_warp);
             }
         }
         // P = 16: two ensembles a warp, 32 a block.

@@ -1615,8 +1615,19 @@ fn warp_swap_phase_is_the_team_phase_bit_for_bit() {
                 .collect();
             let mut team_energies = energies.clone();
             // The team phase, then the persistent kernel's reset.
-            let (t_at, t_of, t_ladder, t_temps, t_trips, t_gates, t_flags, t_pairs, t_buf, t_stats, t_mom) =
-                &mut team;
+            let (
+                t_at,
+                t_of,
+                t_ladder,
+                t_temps,
+                t_trips,
+                t_gates,
+                t_flags,
+                t_pairs,
+                t_buf,
+                t_stats,
+                t_mom,
+            ) = &mut team;
             hm::swap_and_adapt(
                 &params,
                 key,
@@ -1696,5 +1707,8 @@ fn warp_swap_phase_is_the_team_phase_bit_for_bit() {
         }
         trips += stats.round_trips + stats.authors_round_trips;
     }
-    assert!(swaps > 10_000 && trips > 100, "swaps {swaps}, trips {trips}");
+    assert!(
+        swaps > 10_000 && trips > 100,
+        "swaps {swaps}, trips {trips}"
+    );
 }

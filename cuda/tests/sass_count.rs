@@ -96,11 +96,22 @@ fn run(cmd: &mut Command) -> String {
 }
 
 /// `nvdisasm -c [-gi]` of `ptx` assembled for sm_90 in `dir`.
-fn disassemble(ptxas: &Path, nvdisasm: &Path, dir: &Path, stem: &str, ptx: &str, lines: bool) -> String {
+fn disassemble(
+    ptxas: &Path,
+    nvdisasm: &Path,
+    dir: &Path,
+    stem: &str,
+    ptx: &str,
+    lines: bool,
+) -> String {
     let src = dir.join(format!("{stem}.ptx"));
     let bin = dir.join(format!("{stem}.cubin"));
     std::fs::write(&src, ptx).unwrap();
-    run(Command::new(ptxas).args(["-arch=sm_90"]).arg(&src).arg("-o").arg(&bin));
+    run(Command::new(ptxas)
+        .args(["-arch=sm_90"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin));
     let mut cmd = Command::new(nvdisasm);
     cmd.arg("-c");
     if lines {
@@ -142,28 +153,46 @@ fn inner_loop(text: &str) -> Option<InnerLoop> {
     let width = f64::from(nrpt_cuda::host_math::team_width(CHAINS, BLOCK));
     let warp = f64::from(nrpt_cuda::host_math::warp_width(CHAINS));
     let t = text.trim();
-    let (trips, signature) = if t.contains("for (nrpt_u32 off = team->width / 2u; off > 0u; off /= 2u)") {
-        // nrpt_team_sum: log₂ width shuffles.
-        (width.log2(), Some(("v += __shfl_xor_sync(team->mask", "SHFL", 1)))
-    } else if t.contains("for (nrpt_u32 off = width / 2u; off > 0u; off /= 2u)") {
-        // NrptWarpDevice::sum: log₂ W shuffles.
-        (warp.log2(), Some(("v += __shfl_xor_sync(0xffffffffu, v, off, width);", "SHFL", 1)))
-    } else if t.starts_with("for (nrpt_u32 j = 1u; j + 1u < P; ++j)") {
-        // The warp kernel's in-place ladder: one round per inner level, two shuffles each.
-        (p - 2.0, Some(("RegD below = w.shfl(eta, down), above = w.shfl(eta, up);", "SHFL", 2)))
-    } else if t.starts_with("NRPT_TEAM_FOR(") {
-        // Items ≤ P over `width` lanes (one pass for P ≤ width).
-        ((p / width).ceil(), None)
-    } else if t.starts_with("for (nrpt_u32 l = 1; l + 1u < P; ++l)") {
-        // The ladder recurrence over the inner levels (Jacobi or in place): one store of
-        // a rate per level.
-        (p - 2.0, Some(("NRPT_AT(r->ladder, l, st) =", "ST", 1)))
-    } else if t.starts_with("for (nrpt_u32 h = tau; h < G") {
-        // A team's ensembles: one (G = 32 ensembles, 32 teams).
-        (1.0, None)
-    } else {
-        return None;
-    };
+    let (trips, signature) =
+        if t.contains("for (nrpt_u32 off = team->width / 2u; off > 0u; off /= 2u)") {
+            // nrpt_team_sum: log₂ width shuffles.
+            (
+                width.log2(),
+                Some(("v += __shfl_xor_sync(team->mask", "SHFL", 1)),
+            )
+        } else if t.contains("for (nrpt_u32 off = width / 2u; off > 0u; off /= 2u)") {
+            // NrptWarpDevice::sum: log₂ W shuffles.
+            (
+                warp.log2(),
+                Some((
+                    "v += __shfl_xor_sync(0xffffffffu, v, off, width);",
+                    "SHFL",
+                    1,
+                )),
+            )
+        } else if t.starts_with("for (nrpt_u32 j = 1u; j + 1u < P; ++j)") {
+            // The warp kernel's in-place ladder: one round per inner level, two shuffles each.
+            (
+                p - 2.0,
+                Some((
+                    "RegD below = w.shfl(eta, down), above = w.shfl(eta, up);",
+                    "SHFL",
+                    2,
+                )),
+            )
+        } else if t.starts_with("NRPT_TEAM_FOR(") {
+            // Items ≤ P over `width` lanes (one pass for P ≤ width).
+            ((p / width).ceil(), None)
+        } else if t.starts_with("for (nrpt_u32 l = 1; l + 1u < P; ++l)") {
+            // The ladder recurrence over the inner levels (Jacobi or in place): one store of
+            // a rate per level.
+            (p - 2.0, Some(("NRPT_AT(r->ladder, l, st) =", "ST", 1)))
+        } else if t.starts_with("for (nrpt_u32 h = tau; h < G") {
+            // A team's ensembles: one (G = 32 ensembles, 32 teams).
+            (1.0, None)
+        } else {
+            return None;
+        };
     Some(InnerLoop { trips, signature })
 }
 
@@ -193,6 +222,9 @@ fn waypoints(kernel: Kernel) -> &'static [&'static str] {
         other => panic!("no waypoints for {}", other.name()),
     }
 }
+
+/// Whether an instruction is one of a waypoint's.
+type Waypoint<'a> = Box<dyn Fn(&sass::Instr) -> bool + 'a>;
 
 struct Report {
     worst: sass::Counts,
@@ -249,13 +281,23 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
     );
     let blocks = sass::blocks(&f).unwrap_or_else(|e| panic!("{e}"));
     let loops = sass::loops(&blocks).unwrap_or_else(|e| panic!("{e}"));
-    let size = |l: &sass::Loop| -> usize { l.body.iter().map(|&x| blocks[x].end - blocks[x].start).sum() };
+    let size = |l: &sass::Loop| -> usize {
+        l.body
+            .iter()
+            .map(|&x| blocks[x].end - blocks[x].start)
+            .sum()
+    };
     let main = loops
         .iter()
         .max_by_key(|l| size(l))
         .unwrap_or_else(|| panic!("{name}: no loop in the SASS"));
     let lines: Vec<&str> = source.lines().collect();
-    let text_of = |line: u32| lines.get(line.saturating_sub(1) as usize).copied().unwrap_or("");
+    let text_of = |line: u32| {
+        lines
+            .get(line.saturating_sub(1) as usize)
+            .copied()
+            .unwrap_or("")
+    };
     let step = marker_line(source, name, "// sass-count: step");
     let swap = marker_line(source, name, "// sass-count: swap");
     let end = marker_line(source, name, "// sass-count: end");
@@ -282,7 +324,10 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
                     .body
                     .iter()
                     .flat_map(|&b| &f.instrs[blocks[b].start..blocks[b].end])
-                    .filter(|i| i.opcode().starts_with(op) && text_of(i.inner).contains(line))
+                    .filter(|i| {
+                        i.opcode().starts_with(op)
+                            && i.frames.iter().any(|&f| text_of(f).contains(line))
+                    })
                     .count();
                 if copies == 0 || copies % per != 0 {
                     return Err(format!(
@@ -295,7 +340,12 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
                 let unroll = (copies / per) as f64;
                 return Ok((inner.trips / unroll).ceil());
             }
-            texts.push(format!("line {}: {:?} ({})", last.inner, t.trim(), last.text));
+            texts.push(format!(
+                "line {}: {:?} ({})",
+                last.inner,
+                t.trim(),
+                last.text
+            ));
         }
         Err(format!(
             "{name}: an inner loop at {:#x} has no trip count in sass_count.rs's table; its \
@@ -305,16 +355,18 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
         ))
     };
     let wanted = waypoints(kernel);
-    let tests: Vec<Box<dyn Fn(&sass::Instr) -> bool>> = wanted
+    let tests: Vec<Waypoint> = wanted
         .iter()
         .map(|w| {
             let w = *w;
             let lines = &lines;
             Box::new(move |i: &sass::Instr| {
-                i.frames
-                    .iter()
-                    .any(|&l| lines.get(l.saturating_sub(1) as usize).is_some_and(|t| t.contains(w)))
-            }) as Box<dyn Fn(&sass::Instr) -> bool>
+                i.frames.iter().any(|&l| {
+                    lines
+                        .get(l.saturating_sub(1) as usize)
+                        .is_some_and(|t| t.contains(w))
+                })
+            }) as Waypoint
         })
         .collect();
     let required: Vec<&dyn Fn(&sass::Instr) -> bool> = tests.iter().map(|b| b.as_ref()).collect();
@@ -334,7 +386,10 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
             }
             let base = op.split('.').next().unwrap_or("");
             if matches!(base, "BAR" | "LDS" | "STS" | "ATOMS" | "SHFL" | "WARPSYNC") {
-                match swap_ops.iter_mut().find(|(o, _): &&mut (String, usize)| o == base) {
+                match swap_ops
+                    .iter_mut()
+                    .find(|(o, _): &&mut (String, usize)| o == base)
+                {
                     Some((_, n)) => *n += 1,
                     None => swap_ops.push((base.to_string(), 1)),
                 }
@@ -359,11 +414,35 @@ fn analyse(listing: &str, plain: &str, source: &str, kernel: Kernel) -> Report {
         }
         step_rng.push((label, n, marks / per));
     }
+    // The warp kernel's claim: its swap phase touches no shared memory and waits at no
+    // barrier (shuffles only), and nothing in its loop spills to local memory.
+    if kernel == Kernel::Persistent2dWarp {
+        assert!(
+            swap_ops.iter().all(|(o, _)| o == "SHFL"),
+            "{name}: the swap phase has {swap_ops:?}"
+        );
+        let local = main
+            .body
+            .iter()
+            .flat_map(|&b| &f.instrs[blocks[b].start..blocks[b].end])
+            .filter(|i| i.opcode().starts_with("LDL") || i.opcode().starts_with("STL"))
+            .count();
+        assert_eq!(
+            local, 0,
+            "{name}: local-memory accesses in the iteration loop"
+        );
+    }
     // Sanity: both phases are inside the loop, and the least path is no longer than
     // the worst case, part by part.
-    assert!(worst.get("step") > 0.0 && worst.get("swap") > 0.0, "{name}: {worst:?}");
+    assert!(
+        worst.get("step") > 0.0 && worst.get("swap") > 0.0,
+        "{name}: {worst:?}"
+    );
     for r in ["step", "swap", "loop"] {
-        assert!(least.get(r) <= worst.get(r), "{name} {r}: {least:?} > {worst:?}");
+        assert!(
+            least.get(r) <= worst.get(r),
+            "{name} {r}: {least:?} > {worst:?}"
+        );
     }
     Report {
         worst,
@@ -409,7 +488,14 @@ fn warp_instructions_per_chain_step() {
         let ptx_lines = nrpt_cuda::ptx_cache::nvrtc_compile("nrpt_kernels.cu", &source, &options)
             .unwrap_or_else(|e| panic!("{e}"));
         let plain = disassemble(&ptxas, &nvdisasm, &dir, &format!("{mode:?}"), &ptx, false);
-        let listing = disassemble(&ptxas, &nvdisasm, &dir, &format!("{mode:?}.lines"), &ptx_lines, true);
+        let listing = disassemble(
+            &ptxas,
+            &nvdisasm,
+            &dir,
+            &format!("{mode:?}.lines"),
+            &ptx_lines,
+            true,
+        );
         for kernel in [Kernel::Persistent2d, Kernel::Persistent2dWarp] {
             let r = analyse(&listing, &plain, &source, kernel);
             let per = |c: &sass::Counts, part: &str| c.get(part) / LANES;

@@ -119,10 +119,10 @@ fn every_engine_makes_the_reference_run() {
         engines.push((name, Run::cpu(&cpu(s, 1), &job).unwrap()));
     }
     for path in [
-            KernelPath::StepSwap,
-            KernelPath::Persistent,
-            KernelPath::PersistentWarp,
-        ] {
+        KernelPath::StepSwap,
+        KernelPath::Persistent,
+        KernelPath::PersistentWarp,
+    ] {
         assert_eq!(kernels::unsupported(&job, path), None);
         engines.push((path.label(), kernels::run(&job, path)));
     }

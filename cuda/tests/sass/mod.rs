@@ -189,11 +189,15 @@ pub fn blocks(f: &Function) -> Result<Vec<Block>, String> {
         let fall = (e < n).then(|| block_of[&e]);
         match base {
             "BRA" if op != "BRA.DIV" => {
-                let t = target(last)?.ok_or_else(|| format!("BRA without a label: {:?}", last.text))?;
+                let t =
+                    target(last)?.ok_or_else(|| format!("BRA without a label: {:?}", last.text))?;
                 succs.push(block_of[&t]);
                 // `@P BRA` or `BRA P, target` (branch on a second predicate).
                 let conditional = last.predicated()
-                    || last.text.split_once("BRA").is_some_and(|(_, r)| r.trim_start().starts_with(['P', '!']));
+                    || last
+                        .text
+                        .split_once("BRA")
+                        .is_some_and(|(_, r)| r.trim_start().starts_with(['P', '!']));
                 if conditional && let Some(fb) = fall {
                     succs.push(fb);
                 }
@@ -208,7 +212,11 @@ pub fn blocks(f: &Function) -> Result<Vec<Block>, String> {
             _ => succs.extend(fall),
         }
         succs.dedup();
-        out.push(Block { start: s, end: e, succs });
+        out.push(Block {
+            start: s,
+            end: e,
+            succs,
+        });
     }
     Ok(out)
 }
@@ -420,7 +428,7 @@ pub fn count_loop(
             .body
             .iter()
             .copied()
-            .filter(|&b| f.instrs[blocks[b].start..blocks[b].end].iter().any(|i| w(i)))
+            .filter(|&b| f.instrs[blocks[b].start..blocks[b].end].iter().any(w))
             .collect();
         let top = hits.iter().map(|b| mult[b]).fold(0.0, f64::max);
         for b in hits {
@@ -432,8 +440,12 @@ pub fn count_loop(
     let all_marks = marks.values().fold(0u32, |a, m| a | m);
     let full = (1u32 << required.len()) - 1;
     if all_marks != full {
-        let missing: Vec<usize> = (0..required.len()).filter(|k| all_marks & (1 << k) == 0).collect();
-        return Err(format!("waypoints {missing:?} match no instruction of the loop"));
+        let missing: Vec<usize> = (0..required.len())
+            .filter(|k| all_marks & (1 << k) == 0)
+            .collect();
+        return Err(format!(
+            "waypoints {missing:?} match no instruction of the loop"
+        ));
     }
     // Cheapest path over the body without back edges (edges to any loop header from
     // inside that loop), from the header to a latch of the main loop, by (block,
@@ -451,7 +463,11 @@ pub fn count_loop(
             }
         }
     }
-    let mut ready: Vec<usize> = indeg.iter().filter(|(_, d)| **d == 0).map(|(b, _)| *b).collect();
+    let mut ready: Vec<usize> = indeg
+        .iter()
+        .filter(|(_, d)| **d == 0)
+        .map(|(b, _)| *b)
+        .collect();
     let mut order = Vec::new();
     while let Some(b) = ready.pop() {
         order.push(b);
@@ -474,7 +490,9 @@ pub fn count_loop(
     best.insert(start, (block_counts(main.header).total(), None));
     for &b in &order {
         for m in 0..=full {
-            let Some(&(cost, _)) = best.get(&(b, m)) else { continue };
+            let Some(&(cost, _)) = best.get(&(b, m)) else {
+                continue;
+            };
             for &s in &blocks[b].succs {
                 if forward(b, s) {
                     let next = (s, m | marks[&s]);
