@@ -299,8 +299,8 @@ pub struct Loop {
 }
 
 /// The natural loops (back edges: an edge to a block that dominates its source), one
-/// per header. Fails on an edge to an earlier block that is no back edge (an
-/// irreducible flow graph).
+/// per header. A jump backwards that is no back edge (the divergent-shuffle fallback
+/// returning into its loop) makes no loop.
 pub fn loops(blocks: &[Block]) -> Result<Vec<Loop>, String> {
     let idom = dominators(blocks);
     let dominates = |a: usize, mut b: usize| -> bool {
@@ -339,10 +339,6 @@ pub fn loops(blocks: &[Block]) -> Result<Vec<Loop>, String> {
                         work.extend(preds[x].iter().copied());
                     }
                 }
-            } else if blocks[h].start <= blocks[b].start && h != b {
-                // A jump backwards that is no back edge: the divergent-shuffle fallback
-                // returning into its loop is the usual case; nothing to do, the
-                // dominator test above is what finds loops.
             }
         }
     }
