@@ -9,6 +9,7 @@
 # later steps), but always half of what is left (the earlier steps matter more); 0 when
 # fewer than 5 seconds are left.
 budget() {
+    # shellcheck disable=SC2154 # deadline: set by the caller (gpu-check.sh, the tests)
     local left=$((deadline - SECONDS - 5)) b
     b=$((left - $2))
     [ "$b" -lt $((left / 2)) ] && b=$((left / 2))

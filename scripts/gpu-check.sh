@@ -541,7 +541,7 @@ if [ "$have_driver" = 1 ]; then
         record "test nvrtc" "not run" "the kernels come from the carried PTX (no NVRTC used)"
     fi
 else
-    for s in bench "sanitizer memcheck" "sanitizer racecheck" "nrpt bench" "test host_parity" "test nvrtc"; do
+    for s in bench "sanitizer memcheck" "sanitizer racecheck" "nrpt bench" "mlp bench" "test host_parity" "test nvrtc"; do
         record "$s" "not run" "no CUDA driver"
     done
 fi
