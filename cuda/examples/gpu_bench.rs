@@ -935,4 +935,48 @@ mod tests {
             .is_ok()
         );
     }
+
+    /// gpu_bench.json (written by hand, without serde) is valid JSON with every row's
+    /// device and end-to-end figures and every figure's mode, target and ratio.
+    #[test]
+    fn the_json_parses_and_carries_both_modes() {
+        let [exact, fast] = BENCH_MODES;
+        let rows = vec![
+            row("2d persistent", exact, 4096, 2, 1e10),
+            row("2d persistent", fast, 4096, 2, 3e10),
+        ];
+        let info = nrpt_cuda::DeviceInfo {
+            ordinal: 0,
+            name: "a \"quoted\" GPU".to_string(),
+            compute_capability: (9, 0),
+            memory_bytes: 1 << 30,
+            multiprocessors: 132,
+        };
+        let lim = limits();
+        let figures = targets(&rows, &lim, &BTreeMap::new());
+        let text = to_json(&info, true, &lim, &rows, &figures);
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let r = &v["rows"][1];
+        assert_eq!(r["math"], mode_name(fast));
+        assert_eq!(
+            r["device_seconds_each"].as_array().unwrap().len(),
+            MIN_REPETITIONS
+        );
+        assert_eq!(r["end_to_end_seconds"].as_f64(), Some(2.0));
+        let names: Vec<&str> = v["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        for m in BENCH_MODES {
+            let name = format!("persistent_2d_{}_chain_steps_per_s", mode_name(m));
+            assert!(names.contains(&name.as_str()), "{names:?}");
+        }
+        let f = &v["figures"][1];
+        assert_eq!(f["math"], mode_name(fast));
+        assert_eq!(f["target"].as_f64(), Some(6e10));
+        assert!((f["ratio_to_target"].as_f64().unwrap() - 0.5).abs() < 1e-6);
+    }
 }
