@@ -1,8 +1,8 @@
 //! How GPU figures are measured: CUDA events around the iterations alone, the median of
 //! repetitions, and the targets each math mode is judged against.
 //!
-//! - [`DeviceClock`] (used by [`GpuEnsembles`](crate::GpuEnsembles) and
-//!   [`GpuMlp`](crate::mlp::GpuMlp) when timing is on) records one event after each
+//! - A device clock (used by [`GpuEnsembles`](crate::GpuEnsembles) and
+//!   [`GpuMlp`](crate::mlp::GpuMlp) when timing is on: `time_device`) records one event after each
 //!   chunk's upload of adaptation constants and one after its last launch, and adds
 //!   the time between them: set-up, uploads, snapshots and downloads are outside every
 //!   timed interval; the host's gaps between chunks are too.
