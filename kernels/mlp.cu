@@ -14,8 +14,10 @@ struct NrptMlpDeviceExec {
     }
 };
 
-/// Iteration k of every chain: block c is chain c = e·P + r.
-extern "C" __global__ void __launch_bounds__(NRPT_MLP_THREADS)
+/// Iteration k of every chain: block c is chain c = e·P + r. At least three blocks per
+/// SM (what the default network's shared memory allows; cuda/tests/mlp_nvrtc.rs
+/// asserts it): at most 136 registers a thread.
+extern "C" __global__ void __launch_bounds__(NRPT_MLP_THREADS, 3)
     mlp_step(NrptMlpParams p, nrpt_u64 k, NrptMlpArrays a) {
     extern __shared__ float nrpt_mlp_sm[];
     NrptMlpDeviceExec ex;

@@ -6,7 +6,7 @@
 #include "source_step.cuh"
 
 /// One thread per chain, f32 states, D ≤ NRPT_SOURCE_MAX_DIM (checked by the launcher).
-extern "C" __global__ void __launch_bounds__(256) step_source(NrptGpuParams p, nrpt_u64 k, NrptArrays a) {
+extern "C" __global__ void __launch_bounds__(256, 4) step_source(NrptGpuParams p, nrpt_u64 k, NrptArrays a) {
     const nrpt_u32 P = p.core.chains, D = p.core.dim;
     nrpt_u64 c = (nrpt_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= (nrpt_u64)p.ensembles * P) return;

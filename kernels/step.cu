@@ -12,7 +12,10 @@ __device__ __forceinline__ NrptLevelCoeffs level_of_chain(const NrptChainCfg& cf
 }
 
 /// D = 2 (Modes2d, or SumModes with D = 2): one thread per chain, f32 states.
-extern "C" __global__ void __launch_bounds__(256) step_2d(NrptGpuParams p, nrpt_u64 k, NrptArrays a) {
+// The launch bounds state the occupancy the launchers count on and that
+// cuda/tests/nvrtc.rs asserts: 256-thread blocks, at least 4 per SM (at most 64
+// registers a thread on sm_90).
+extern "C" __global__ void __launch_bounds__(256, 4) step_2d(NrptGpuParams p, nrpt_u64 k, NrptArrays a) {
     const nrpt_u32 P = p.core.chains;
     nrpt_u64 c = (nrpt_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= (nrpt_u64)p.ensembles * P) return;
@@ -54,9 +57,9 @@ __device__ void step_seq(const NrptGpuParams& p, nrpt_u64 k, const NrptArrays& a
     a.energies[base + level] = nrpt_chain_step_seq<S, NRPT_SEQ_TREE_HI>(&cfg, &l, s, x, v);
 }
 
-extern "C" __global__ void __launch_bounds__(256) step_seq_f32(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreF32>(p, k, a); }
-extern "C" __global__ void __launch_bounds__(256) step_seq_bf16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreBf16>(p, k, a); }
-extern "C" __global__ void __launch_bounds__(256) step_seq_f16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreF16>(p, k, a); }
+extern "C" __global__ void __launch_bounds__(256, 4) step_seq_f32(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreF32>(p, k, a); }
+extern "C" __global__ void __launch_bounds__(256, 4) step_seq_bf16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreBf16>(p, k, a); }
+extern "C" __global__ void __launch_bounds__(256, 4) step_seq_f16(NrptGpuParams p, nrpt_u64 k, NrptArrays a) { step_seq<NrptStoreF16>(p, k, a); }
 
 /// Most threads per chain of the cooperative step.
 #define NRPT_BLOCK_MAX_THREADS 256u

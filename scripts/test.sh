@@ -38,6 +38,9 @@ echo "ok: no std/alloc features"
 step "nrpt-core links into a bare-metal binary with no allocator"
 (cd core/nostd-check && cargo build --release)
 
+step "the GPU check's verdicts and summary on captured outputs, and the check failing here (seconds, no GPU)"
+scripts/test-gpu-check.sh
+
 step "NVRTC 13.0 and ptxas from pip (the kernels compile in the tests; no GPU needed)"
 source scripts/nvrtc-env.sh
 export NRPT_REQUIRE_NVRTC=1

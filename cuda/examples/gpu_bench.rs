@@ -1,25 +1,39 @@
 //! GPU throughput bench, with the device's own limits measured in the same run.
 //!
 //! - chain-steps per second for E·P from 4,096 to 4,194,304 chains (2D persistent
-//!   kernel, exact and FMA math; 2D step + swap kernels) against the target of
-//!   5·10¹⁰ chain-steps/s for the persistent kernel;
-//! - the D = 1024 step (f32, bf16, f16 storage) as a share of the measured
-//!   device-to-device copy bandwidth (`cudaMemcpy`, bytes read + written), against the
-//!   target of 70 % for f32;
+//!   kernel in every mode of `nrpt_cuda::timing::BENCH_MODES`, 2D step + swap kernels
+//!   exact), each mode against its own target (2·10¹⁰ exact, 6·10¹⁰ fast);
+//! - the D = 1024 step (f32 in every mode; bf16, f16 storage exact) as a share of the
+//!   measured device-to-device copy bandwidth (`cudaMemcpy`, bytes read + written) and
+//!   against the compute limit it is bound by: the FP32 issue rate measured by the
+//!   FMA micro-kernel, as issue slots per coordinate-step, and as a share of it where
+//!   the SASS instructions per coordinate are given (`--sass-per-coordinate`);
 //! - the FP32 peak: an FMA-bound micro-kernel beside SMs × clock × lanes × 2 (the
-//!   yardstick of the MLP figures, whose target is 30 % of it).
+//!   yardstick of the MLP figures).
+//!
+//! Every figure is timed by CUDA events around the iterations alone (set-up, uploads,
+//! snapshots and downloads outside), after a warm-up, the median of
+//! `nrpt_cuda::timing::MIN_REPETITIONS` repetitions of at least
+//! `nrpt_cuda::timing::MIN_ITERATIONS` iterations; each row also gives its set-up
+//! seconds and the end-to-end seconds of a repetition (iterations, then the snapshot
+//! and the states downloaded) apart. A headline is the best size of one mode, never
+//! the best over modes.
 //!
 //! Writes `gpu_bench.json` to `--out DIR` (default `$OUT`, else the current folder) and
 //! prints a table last.
 //!
 //! Usage:
-//!   gpu_bench [--out DIR] [--quick]     the bench (`--quick`: fewer sizes)
+//!   gpu_bench [--out DIR] [--quick] [--sass-per-coordinate MODE=N,…]
+//!                                       the bench (`--quick`: fewer sizes; N: SASS
+//!                                       instructions per coordinate of the D = 1024
+//!                                       f32 step in mode MODE, e.g. exact=175)
 //!   gpu_bench --tiny                    every kernel path on a tiny case, checked for
 //!                                       finite results (what compute-sanitizer runs)
 //!   gpu_bench --emit-ptx DIR [--arch A] compiles every program with NVRTC (no GPU
 //!                                       needed) into DIR for NRPT_CUDA_PTX_DIR (A:
 //!                                       compute_90 by default)
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,33 +42,39 @@ use nrpt_core::TemperingOptions;
 use nrpt_core::explore::Explorer;
 use nrpt_cuda::limits;
 use nrpt_cuda::ptx_cache;
+use nrpt_cuda::timing::{
+    BENCH_MODES, MIN_ITERATIONS, MIN_REPETITIONS, Repetitions, mode_name, target_2d_chain_steps,
+};
 use nrpt_cuda::{
     CudaError, EnsembleConfig, ExecutionPath, Gpu, GpuEnsembles, GpuTarget, MathMode, Precision,
 };
 
-/// The 2D toy's persistent kernel: chain-steps per second it should reach on an H200.
-const TARGET_2D_PERSISTENT: f64 = 5e10;
-/// The D = 1024 f32 step: the share of the copy bandwidth it should reach.
-const TARGET_D1024_SHARE: f64 = 0.70;
-
-const USAGE: &str =
-    "usage: gpu_bench [--out DIR] [--quick] | --tiny | --emit-ptx DIR [--arch compute_XY]";
+const USAGE: &str = "usage: gpu_bench [--out DIR] [--quick] [--sass-per-coordinate MODE=N,…] | \
+     --tiny | --emit-ptx DIR [--arch compute_XY]";
 
 /// One measured configuration.
 struct Row {
-    /// What ran.
+    /// What ran (without the mode).
     kind: String,
+    /// The math mode's name.
+    math: String,
     /// E·P.
     chains: u64,
     /// D.
     dim: usize,
-    /// Iterations timed.
+    /// Iterations of each timed repetition.
     iterations: u64,
-    /// Seconds.
+    /// Seconds of the set-up (allocation, initial states, module loading) and warm-up.
+    setup_seconds: f64,
+    /// Every repetition's device and end-to-end seconds.
+    reps: Repetitions,
+    /// Median device seconds of a repetition.
     seconds: f64,
-    /// Chain-steps per second.
+    /// Chain-steps per second on the device (median).
     rate: f64,
-    /// State bytes read + written per second (D-dimensional rows), else 0.
+    /// Chain-steps per second end to end (median).
+    end_to_end_rate: f64,
+    /// State bytes read + written per second on the device (D-dimensional rows), else 0.
     bytes_per_s: f64,
 }
 
@@ -69,9 +89,16 @@ struct Limits {
 
 /// What the command line asks for.
 enum Mode {
-    Bench { out: PathBuf, quick: bool },
+    Bench {
+        out: PathBuf,
+        quick: bool,
+        sass: BTreeMap<String, f64>,
+    },
     Tiny,
-    EmitPtx { dir: PathBuf, arch: String },
+    EmitPtx {
+        dir: PathBuf,
+        arch: String,
+    },
 }
 
 fn main() {
@@ -83,7 +110,7 @@ fn main() {
         }
     };
     let result = match mode {
-        Mode::Bench { out, quick } => bench(&out, quick),
+        Mode::Bench { out, quick, sass } => bench(&out, quick, &sass),
         Mode::Tiny => tiny(),
         Mode::EmitPtx { dir, arch } => emit(&dir, &arch),
     };
@@ -99,6 +126,7 @@ fn parse(args: Vec<String>) -> Result<Mode, String> {
     let mut tiny = false;
     let mut emit = None;
     let mut arch = None;
+    let mut sass = BTreeMap::new();
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
@@ -108,6 +136,7 @@ fn parse(args: Vec<String>) -> Result<Mode, String> {
             "--tiny" => tiny = true,
             "--emit-ptx" => emit = Some(PathBuf::from(value("--emit-ptx")?)),
             "--arch" => arch = Some(value("--arch")?),
+            "--sass-per-coordinate" => sass = parse_sass(&value("--sass-per-coordinate")?)?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -133,8 +162,36 @@ fn parse(args: Vec<String>) -> Result<Mode, String> {
                 .or_else(|| std::env::var_os("OUT").map(PathBuf::from))
                 .unwrap_or_else(|| PathBuf::from(".")),
             quick,
+            sass,
         }),
     }
+}
+
+/// `exact=175,fma=140`: SASS instructions per coordinate of the D = 1024 f32 step by
+/// mode name (a name of `BENCH_MODES`, a positive count).
+fn parse_sass(text: &str) -> Result<BTreeMap<String, f64>, String> {
+    let names: Vec<String> = BENCH_MODES.iter().map(|m| mode_name(*m)).collect();
+    let mut out = BTreeMap::new();
+    for item in text.split(',').filter(|s| !s.is_empty()) {
+        let (name, n) = item
+            .split_once('=')
+            .ok_or(format!("--sass-per-coordinate: `{item}` is not MODE=N"))?;
+        if !names.iter().any(|m| m == name) {
+            return Err(format!(
+                "--sass-per-coordinate: no mode `{name}` (modes: {})",
+                names.join(", ")
+            ));
+        }
+        let n: f64 = n
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite() && *n > 0.0)
+            .ok_or(format!(
+                "--sass-per-coordinate: `{n}` is not a positive count"
+            ))?;
+        out.insert(name.to_string(), n);
+    }
+    Ok(out)
 }
 
 /// `--emit-ptx`: every program compiled by NVRTC, written with its manifest.
@@ -301,7 +358,66 @@ fn measure_limits(gpu: &Gpu) -> Result<Limits, CudaError> {
     })
 }
 
-fn bench(out_dir: &std::path::Path, quick: bool) -> Result<(), CudaError> {
+/// One row: the run set up and warmed up (`warm` iterations, untimed), then
+/// [`MIN_REPETITIONS`] repetitions of `iterations` iterations, each timed on the device
+/// (CUDA events around the iterations) and end to end (the iterations, the snapshot
+/// and the states downloaded, by the wall clock).
+fn measure(
+    gpu: &Arc<Gpu>,
+    kind: &str,
+    config: &EnsembleConfig,
+    iterations: u64,
+    warm: u64,
+) -> Result<Row, CudaError> {
+    let iterations = iterations.max(MIN_ITERATIONS);
+    let t = Instant::now();
+    let mut run = GpuEnsembles::new(gpu, config)?;
+    run.advance(warm)?;
+    let setup_seconds = t.elapsed().as_secs_f64();
+    let mut reps = Repetitions::default();
+    for _ in 0..MIN_REPETITIONS {
+        let t = Instant::now();
+        let device = run.advance_timed(iterations)?;
+        std::hint::black_box(run.snapshot()?);
+        std::hint::black_box(run.states()?);
+        reps.push(device, t.elapsed().as_secs_f64());
+    }
+    let (Some(seconds), Some(end_to_end)) = (reps.device_seconds(), reps.end_to_end_seconds())
+    else {
+        return Err(CudaError::Unsupported(format!(
+            "{kind}: the event timers gave no usable time ({:?})",
+            reps.device
+        )));
+    };
+    let chains = (config.ensembles * config.chains) as u64;
+    let dim = config.target.dim();
+    let rate = chains as f64 * iterations as f64 / seconds;
+    // A D-dimensional step reads and writes each chain's D coordinates once.
+    let bytes_per_s = if dim > 2 {
+        2.0 * (dim * config.precision.bytes()) as f64 * rate
+    } else {
+        0.0
+    };
+    Ok(Row {
+        kind: kind.to_string(),
+        math: mode_name(config.math),
+        chains,
+        dim,
+        iterations,
+        setup_seconds,
+        reps,
+        seconds,
+        rate,
+        end_to_end_rate: chains as f64 * iterations as f64 / end_to_end,
+        bytes_per_s,
+    })
+}
+
+fn bench(
+    out_dir: &std::path::Path,
+    quick: bool,
+    sass: &BTreeMap<String, f64>,
+) -> Result<(), CudaError> {
     let gpu = open()?;
     let info = gpu.info().clone();
     let lim = measure_limits(&gpu)?;
@@ -315,15 +431,12 @@ fn bench(out_dir: &std::path::Path, quick: bool) -> Result<(), CudaError> {
     };
     let p = 16usize;
     let options = TemperingOptions::default();
-    for &(kind, path, math) in &[
-        ("2d persistent", ExecutionPath::Persistent, MathMode::Exact),
-        (
-            "2d persistent fma",
-            ExecutionPath::Persistent,
-            MathMode::Fma,
-        ),
-        ("2d step+swap", ExecutionPath::StepSwap, MathMode::Exact),
-    ] {
+    let mut kinds: Vec<(&str, ExecutionPath, MathMode)> = BENCH_MODES
+        .iter()
+        .map(|&m| ("2d persistent", ExecutionPath::Persistent, m))
+        .collect();
+    kinds.push(("2d step+swap", ExecutionPath::StepSwap, MathMode::Exact));
+    for (kind, path, math) in kinds {
         for &chains in sizes {
             let e = (chains as usize) / p;
             let config = EnsembleConfig {
@@ -331,30 +444,24 @@ fn bench(out_dir: &std::path::Path, quick: bool) -> Result<(), CudaError> {
                 math,
                 ..EnsembleConfig::new(options, GpuTarget::Modes2d, e, p)
             };
-            let mut run = GpuEnsembles::new(&gpu, &config)?;
+            // About 4·10⁹ chain-steps per repetition for the persistent kernel, 4·10⁸
+            // for the step + swap kernels (one launch pair per iteration).
             let budget = if path == ExecutionPath::Persistent {
                 4e9
             } else {
                 4e8
             };
-            let iters = ((budget / chains as f64) as u64).clamp(64, 16_384);
-            run.advance(iters.min(256))?; // warm-up (and JIT of the module)
-            gpu.synchronize()?;
-            let t = Instant::now();
-            run.advance(iters)?;
-            gpu.synchronize()?;
-            let s = t.elapsed().as_secs_f64();
-            let rate = chains as f64 * iters as f64 / s;
-            println!("{kind:<20} E·P = {chains:>9}: {rate:.3e} chain-steps/s");
-            rows.push(Row {
-                kind: kind.to_string(),
-                chains,
-                dim: 2,
-                iterations: iters,
-                seconds: s,
-                rate,
-                bytes_per_s: 0.0,
-            });
+            let iters = ((budget / chains as f64) as u64).clamp(MIN_ITERATIONS, 16_384);
+            let r = measure(&gpu, kind, &config, iters, iters.min(256))?;
+            println!(
+                "{kind:<16} {:<6} E·P = {chains:>9}: {:.3e} chain-steps/s on the device \
+                 (median of {}), {:.3e} end to end",
+                r.math,
+                r.rate,
+                r.reps.device.len(),
+                r.end_to_end_rate
+            );
+            rows.push(r);
         }
     }
 
@@ -368,45 +475,35 @@ fn bench(out_dir: &std::path::Path, quick: bool) -> Result<(), CudaError> {
     let d_sizes: &[u64] = if quick {
         &[65_536]
     } else {
-        &[4096, 16_384, 65_536, 131_072]
+        &[16_384, 65_536, 131_072]
     };
-    for precision in [Precision::F32, Precision::Bf16, Precision::F16] {
+    let mut d_kinds: Vec<(Precision, MathMode)> =
+        BENCH_MODES.iter().map(|&m| (Precision::F32, m)).collect();
+    d_kinds.push((Precision::Bf16, MathMode::Exact));
+    d_kinds.push((Precision::F16, MathMode::Exact));
+    for (precision, math) in d_kinds {
         for &chains in d_sizes {
             let e = chains as usize / p;
             let config = EnsembleConfig {
                 precision,
+                math,
                 ..EnsembleConfig::new(wide, GpuTarget::SumModes { dim: d }, e, p)
             };
-            let mut run = GpuEnsembles::new(&gpu, &config)?;
-            let iters = ((2e7 / chains as f64) as u64).clamp(10, 500);
-            run.advance(5)?;
-            gpu.synchronize()?;
-            let t = Instant::now();
-            run.advance(iters)?;
-            gpu.synchronize()?;
-            let s = t.elapsed().as_secs_f64();
-            let rate = chains as f64 * iters as f64 / s;
-            // Each chain-step reads and writes its D coordinates once.
-            let bytes = 2.0 * (d * precision.bytes()) as f64 * rate;
             let kind = format!("D=1024 step {precision:?}");
+            let r = measure(&gpu, &kind, &config, MIN_ITERATIONS, 5)?;
             println!(
-                "{kind:<20} E·P = {chains:>9}: {rate:.3e} chain-steps/s, {:.1} GB/s ({:.0}% of copy)",
-                bytes / 1e9,
-                100.0 * bytes / copy_bps
+                "{kind:<16} {:<6} E·P = {chains:>9}: {:.3e} chain-steps/s on the device, \
+                 {:.1} GB/s ({:.0}% of copy)",
+                r.math,
+                r.rate,
+                r.bytes_per_s / 1e9,
+                100.0 * r.bytes_per_s / copy_bps
             );
-            rows.push(Row {
-                kind,
-                chains,
-                dim: d,
-                iterations: iters,
-                seconds: s,
-                rate,
-                bytes_per_s: bytes,
-            });
+            rows.push(r);
         }
     }
 
-    let targets = targets(&rows, &lim);
+    let targets = targets(&rows, &lim, sass);
     let json = to_json(&info, quick, &lim, &rows, &targets);
     let path = out_dir.join("gpu_bench.json");
     if let Err(e) = std::fs::create_dir_all(out_dir).and_then(|_| std::fs::write(&path, json)) {
@@ -417,8 +514,8 @@ fn bench(out_dir: &std::path::Path, quick: bool) -> Result<(), CudaError> {
 
     println!();
     println!(
-        "{:<20} {:>10} {:>6} {:>7} {:>14} {:>10}",
-        "kernel", "E·P", "D", "iters", "chain-steps/s", "% copy BW"
+        "{:<16} {:<6} {:>9} {:>5} {:>6} {:>13} {:>13} {:>8} {:>8}",
+        "kernel", "math", "E·P", "D", "iters", "device c-s/s", "e2e c-s/s", "setup s", "% copy"
     );
     for r in &rows {
         let pct = if r.bytes_per_s > 0.0 {
@@ -427,18 +524,26 @@ fn bench(out_dir: &std::path::Path, quick: bool) -> Result<(), CudaError> {
             "-".to_string()
         };
         println!(
-            "{:<20} {:>10} {:>6} {:>7} {:>14.3e} {:>10}",
-            r.kind, r.chains, r.dim, r.iterations, r.rate, pct
+            "{:<16} {:<6} {:>9} {:>5} {:>6} {:>13.3e} {:>13.3e} {:>8.2} {:>8}",
+            r.kind,
+            r.math,
+            r.chains,
+            r.dim,
+            r.iterations,
+            r.rate,
+            r.end_to_end_rate,
+            r.setup_seconds,
+            pct
         );
     }
     println!();
     println!(
-        "{:<44} {:>12} {:>10} {:>8} {:>5}",
+        "{:<50} {:>12} {:>10} {:>8} {:>5}",
         "figure", "value", "target", "ratio", "met"
     );
     for t in &targets {
         println!(
-            "{:<44} {:>12} {:>10} {:>8} {:>5}",
+            "{:<50} {:>12} {:>10} {:>8} {:>5}",
             t.what,
             fmt_value(t.value, t.percent),
             t.target
@@ -453,7 +558,9 @@ fn bench(out_dir: &std::path::Path, quick: bool) -> Result<(), CudaError> {
 /// One headline figure, its reference and its target.
 struct Figure {
     /// Key in the JSON.
-    name: &'static str,
+    name: String,
+    /// The math mode's name, where the figure is one mode's.
+    math: Option<String>,
     /// In words.
     what: String,
     /// The figure (None: not measured).
@@ -483,43 +590,111 @@ fn fmt_value(v: Option<f64>, percent: bool) -> String {
     }
 }
 
+/// The fastest row (by device time) of those `pred` takes: the best size of one kind
+/// and mode.
 fn best(rows: &[Row], pred: impl Fn(&Row) -> bool) -> Option<&Row> {
     rows.iter()
         .filter(|r| pred(r))
         .max_by(|a, b| a.rate.total_cmp(&b.rate))
 }
 
-fn targets(rows: &[Row], lim: &Limits) -> Vec<Figure> {
+/// Thread-instructions per second the SMs can issue, from the FMA micro-kernel: one
+/// FMA (2 flops) per FP32 lane and clock is the SM's full issue rate (4 warp
+/// instructions per clock on sm_80 and later), so GFLOP/s / 2 is the issue limit.
+fn issue_limit(lim: &Limits) -> Option<f64> {
+    lim.fp32_measured.map(|g| g * 1e9 / 2.0)
+}
+
+/// The headline figures, each of one mode against that mode's target.
+fn targets(rows: &[Row], lim: &Limits, sass: &BTreeMap<String, f64>) -> Vec<Figure> {
     let mut out = Vec::new();
-    let persistent = best(rows, |r| r.kind.starts_with("2d persistent"));
+    for mode in BENCH_MODES {
+        let m = mode_name(mode);
+        let persistent = best(rows, |r| r.kind == "2d persistent" && r.math == m);
+        out.push(Figure {
+            name: format!("persistent_2d_{m}_chain_steps_per_s"),
+            math: Some(m.clone()),
+            what: format!("2D persistent kernel, {m}, chain-steps/s"),
+            value: persistent.map(|r| r.rate),
+            target: Some(target_2d_chain_steps(mode)),
+            percent: false,
+            note: persistent.map_or("no row".to_string(), |r| {
+                format!(
+                    "best size of this mode: E·P = {}, median device time of {} × {} \
+                     iterations {:.4} s (CUDA events); end to end {:.3e} chain-steps/s",
+                    r.chains,
+                    r.reps.device.len(),
+                    r.iterations,
+                    r.seconds,
+                    r.end_to_end_rate
+                )
+            }),
+        });
+    }
+    for mode in BENCH_MODES {
+        let m = mode_name(mode);
+        let wide = best(rows, |r| r.kind == "D=1024 step F32" && r.math == m);
+        out.push(Figure {
+            name: format!("d1024_f32_{m}_share_of_copy_bandwidth"),
+            math: Some(m.clone()),
+            what: format!("D=1024 f32 step, {m} / cudaMemcpy D2D bandwidth"),
+            value: wide.map(|r| r.bytes_per_s / (lim.copy_gbs * 1e9)),
+            target: None,
+            percent: true,
+            note: wide.map_or("no row".to_string(), |r| {
+                format!(
+                    "best size E·P = {}: {:.1} GB/s of state read + written against {:.1} \
+                     GB/s; no target: the step is compute-bound (issue 23), see the issue \
+                     limit figures",
+                    r.chains,
+                    r.bytes_per_s / 1e9,
+                    lim.copy_gbs
+                )
+            }),
+        });
+        // The compute limit: issue slots per coordinate-step at the measured rate.
+        let budget = match (wide, issue_limit(lim)) {
+            (Some(r), Some(issue)) => Some(issue / (r.rate * r.dim as f64)),
+            _ => None,
+        };
+        out.push(Figure {
+            name: format!("d1024_f32_{m}_issue_slots_per_coordinate"),
+            math: Some(m.clone()),
+            what: format!("D=1024 f32 step, {m}: issue slots per coord"),
+            value: budget,
+            target: None,
+            percent: false,
+            note: match budget {
+                Some(_) => "thread-instructions the SMs could issue per coordinate-step at \
+                            the measured rate (FP32 FMA issue rate / coordinate-steps per \
+                            second): a SASS count per coordinate over it is the share of \
+                            the compute limit reached"
+                    .to_string(),
+                None => "not measured (no D=1024 row or no FP32 measurement)".to_string(),
+            },
+        });
+        let count = sass.get(&m).copied();
+        out.push(Figure {
+            name: format!("d1024_f32_{m}_share_of_issue_limit"),
+            math: Some(m.clone()),
+            what: format!("D=1024 f32 step, {m} / compute (issue) limit"),
+            value: match (count, budget) {
+                (Some(n), Some(b)) => Some(n / b),
+                _ => None,
+            },
+            target: None,
+            percent: true,
+            note: match count {
+                Some(n) => format!("{n} SASS instructions per coordinate (given)"),
+                None => "needs the SASS instructions per coordinate of this mode: \
+                         gpu_bench --sass-per-coordinate MODE=N"
+                    .to_string(),
+            },
+        });
+    }
     out.push(Figure {
-        name: "persistent_2d_chain_steps_per_s",
-        what: "2D persistent kernel, chain-steps/s".to_string(),
-        value: persistent.map(|r| r.rate),
-        target: Some(TARGET_2D_PERSISTENT),
-        percent: false,
-        note: persistent.map_or("no row".to_string(), |r| {
-            format!("best row: {}, E·P = {}", r.kind, r.chains)
-        }),
-    });
-    let wide = best(rows, |r| r.kind == "D=1024 step F32");
-    out.push(Figure {
-        name: "d1024_f32_share_of_copy_bandwidth",
-        what: "D=1024 f32 step / cudaMemcpy D2D bandwidth".to_string(),
-        value: wide.map(|r| r.bytes_per_s / (lim.copy_gbs * 1e9)),
-        target: Some(TARGET_D1024_SHARE),
-        percent: true,
-        note: wide.map_or("no row".to_string(), |r| {
-            format!(
-                "best row E·P = {}: {:.1} GB/s of state read + written against {:.1} GB/s",
-                r.chains,
-                r.bytes_per_s / 1e9,
-                lim.copy_gbs
-            )
-        }),
-    });
-    out.push(Figure {
-        name: "fp32_measured_share_of_theoretical",
+        name: "fp32_measured_share_of_theoretical".to_string(),
+        math: None,
         what: "FP32 FMA micro-kernel / theoretical peak".to_string(),
         value: match (lim.fp32_measured, lim.fp32_theoretical) {
             (Some(m), Some(t)) => Some(m / t),
@@ -588,17 +763,40 @@ fn to_json(
     s += &format!("    \"fp32_note\": {},\n", js(&lim.fp32_note));
     s += "    \"bandwidth_counts\": \"bytes read + bytes written, 1e9 bytes per GB\"\n";
     s += "  },\n";
+    s += &format!(
+        "  \"timing\": {},\n",
+        js(&format!(
+            "CUDA events around the iterations alone, median of {MIN_REPETITIONS} repetitions \
+             of at least {MIN_ITERATIONS} iterations after a warm-up; end to end: the \
+             repetition's iterations, snapshot and states download by the wall clock; set-up \
+             apart"
+        ))
+    );
     s += "  \"rows\": [\n";
     for (i, r) in rows.iter().enumerate() {
         let share = (r.bytes_per_s > 0.0).then(|| r.bytes_per_s / (lim.copy_gbs * 1e9));
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|x| jn(Some(*x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         s += &format!(
-            "    {{\"kernel\": {}, \"chains\": {}, \"dim\": {}, \"iterations\": {}, \"seconds\": {}, \"chain_steps_per_s\": {}, \"state_gbs\": {}, \"share_of_copy_bandwidth\": {}}}{}\n",
+            "    {{\"kernel\": {}, \"math\": {}, \"chains\": {}, \"dim\": {}, \"iterations\": {}, \"repetitions\": {}, \"seconds\": {}, \"device_seconds\": {}, \"end_to_end_seconds\": {}, \"setup_seconds\": {}, \"device_seconds_each\": [{}], \"end_to_end_seconds_each\": [{}], \"chain_steps_per_s\": {}, \"end_to_end_chain_steps_per_s\": {}, \"state_gbs\": {}, \"share_of_copy_bandwidth\": {}}}{}\n",
             js(&r.kind),
+            js(&r.math),
             r.chains,
             r.dim,
             r.iterations,
+            r.reps.device.len(),
             jn(Some(r.seconds)),
+            jn(Some(r.seconds)),
+            jn(r.reps.end_to_end_seconds()),
+            jn(Some(r.setup_seconds)),
+            list(&r.reps.device),
+            list(&r.reps.end_to_end),
             jn(Some(r.rate)),
+            jn(Some(r.end_to_end_rate)),
             jn((r.bytes_per_s > 0.0).then_some(r.bytes_per_s / 1e9)),
             jn(share),
             if i + 1 < rows.len() { "," } else { "" }
@@ -608,8 +806,9 @@ fn to_json(
     s += "  \"figures\": [\n";
     for (i, f) in figures.iter().enumerate() {
         s += &format!(
-            "    {{\"name\": {}, \"what\": {}, \"value\": {}, \"target\": {}, \"ratio_to_target\": {}, \"met\": {}, \"note\": {}}}{}\n",
-            js(f.name),
+            "    {{\"name\": {}, \"math\": {}, \"what\": {}, \"value\": {}, \"target\": {}, \"ratio_to_target\": {}, \"met\": {}, \"note\": {}}}{}\n",
+            js(&f.name),
+            f.math.as_deref().map_or("null".to_string(), js),
             js(&f.what),
             jn(f.value),
             jn(f.target),
@@ -621,4 +820,163 @@ fn to_json(
     }
     s += "  ]\n}\n";
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: &str, mode: MathMode, chains: u64, dim: usize, rate: f64) -> Row {
+        let mut reps = Repetitions::default();
+        for _ in 0..MIN_REPETITIONS {
+            reps.push(1.0, 2.0);
+        }
+        Row {
+            kind: kind.to_string(),
+            math: mode_name(mode),
+            chains,
+            dim,
+            iterations: MIN_ITERATIONS,
+            setup_seconds: 0.5,
+            reps,
+            seconds: 1.0,
+            rate,
+            end_to_end_rate: rate / 2.0,
+            bytes_per_s: if dim > 2 {
+                2.0 * 4.0 * dim as f64 * rate
+            } else {
+                0.0
+            },
+        }
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            copy_gbs: 4000.0,
+            copy_kernel_gbs: None,
+            fp32_measured: Some(60_000.0),
+            fp32_theoretical: Some(67_000.0),
+            fp32_note: String::new(),
+        }
+    }
+
+    /// Each mode's headline is the best size of that mode against that mode's
+    /// target: a faster fast mode never lifts the exact figure.
+    #[test]
+    fn headlines_are_per_mode_never_the_best_of_modes() {
+        let [exact, fast] = BENCH_MODES;
+        let rows = vec![
+            row("2d persistent", exact, 4096, 2, 1e10),
+            row("2d persistent", exact, 65_536, 2, 1.5e10),
+            row("2d persistent", fast, 65_536, 2, 4e10),
+            row("2d step+swap", exact, 65_536, 2, 9e10),
+        ];
+        let figures = targets(&rows, &limits(), &BTreeMap::new());
+        let get = |name: String| figures.iter().find(|f| f.name == name).unwrap();
+        let e = get(format!(
+            "persistent_2d_{}_chain_steps_per_s",
+            mode_name(exact)
+        ));
+        assert_eq!(e.value, Some(1.5e10));
+        assert_eq!(e.target, Some(2e10));
+        assert_eq!(e.met(), Some(false));
+        let f = get(format!(
+            "persistent_2d_{}_chain_steps_per_s",
+            mode_name(fast)
+        ));
+        assert_eq!(f.value, Some(4e10));
+        assert_eq!(f.target, Some(6e10));
+        assert!((f.ratio().unwrap() - 4.0 / 6.0).abs() < 1e-12);
+    }
+
+    /// The D = 1024 step against the compute limit: issue slots per coordinate from the
+    /// FP32 rate, and the share of it once the SASS count is given.
+    #[test]
+    fn the_wide_step_is_judged_against_the_issue_limit() {
+        let [exact, fast] = BENCH_MODES;
+        let rows = vec![
+            row("D=1024 step F32", exact, 65_536, 1024, 1e8),
+            row("D=1024 step F32", fast, 65_536, 1024, 2e8),
+        ];
+        let sass = parse_sass("exact=150").unwrap();
+        let figures = targets(&rows, &limits(), &sass);
+        let get = |name: String| figures.iter().find(|f| f.name == name).unwrap();
+        let m = mode_name(exact);
+        // 3·10¹³ instructions/s over 1.024·10¹¹ coordinate-steps/s.
+        let slots = get(format!("d1024_f32_{m}_issue_slots_per_coordinate"));
+        let want = 60_000.0e9 / 2.0 / (1e8 * 1024.0);
+        assert!((slots.value.unwrap() - want).abs() < 1e-9 * want);
+        let share = get(format!("d1024_f32_{m}_share_of_issue_limit"));
+        assert!((share.value.unwrap() - 150.0 / want).abs() < 1e-12);
+        let unknown = get(format!(
+            "d1024_f32_{}_share_of_issue_limit",
+            mode_name(fast)
+        ));
+        assert_eq!(unknown.value, None);
+        let copy = get(format!("d1024_f32_{m}_share_of_copy_bandwidth"));
+        assert!((copy.value.unwrap() - 8.0 * 1024.0 * 1e8 / 4000e9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn sass_counts_parse_by_mode_name() {
+        let m = parse_sass("exact=175,fma=140.5").unwrap();
+        assert_eq!(m.get("exact"), Some(&175.0));
+        assert_eq!(m.get("fma"), Some(&140.5));
+        assert!(parse_sass("slow=1").is_err());
+        assert!(parse_sass("exact=-3").is_err());
+        assert!(parse_sass("exact").is_err());
+        assert!(
+            parse(
+                "--sass-per-coordinate exact=1"
+                    .split(' ')
+                    .map(String::from)
+                    .collect()
+            )
+            .is_ok()
+        );
+    }
+
+    /// gpu_bench.json (written by hand, without serde) is valid JSON with every row's
+    /// device and end-to-end figures and every figure's mode, target and ratio.
+    #[test]
+    fn the_json_parses_and_carries_both_modes() {
+        let [exact, fast] = BENCH_MODES;
+        let rows = vec![
+            row("2d persistent", exact, 4096, 2, 1e10),
+            row("2d persistent", fast, 4096, 2, 3e10),
+        ];
+        let info = nrpt_cuda::DeviceInfo {
+            ordinal: 0,
+            name: "a \"quoted\" GPU".to_string(),
+            compute_capability: (9, 0),
+            memory_bytes: 1 << 30,
+            multiprocessors: 132,
+        };
+        let lim = limits();
+        let figures = targets(&rows, &lim, &BTreeMap::new());
+        let text = to_json(&info, true, &lim, &rows, &figures);
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let r = &v["rows"][1];
+        assert_eq!(r["math"], mode_name(fast));
+        assert_eq!(
+            r["device_seconds_each"].as_array().unwrap().len(),
+            MIN_REPETITIONS
+        );
+        assert_eq!(r["end_to_end_seconds"].as_f64(), Some(2.0));
+        let names: Vec<&str> = v["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        for m in BENCH_MODES {
+            let name = format!("persistent_2d_{}_chain_steps_per_s", mode_name(m));
+            assert!(names.contains(&name.as_str()), "{names:?}");
+        }
+        let f = &v["figures"][1];
+        assert_eq!(f["math"], mode_name(fast));
+        assert_eq!(f["target"].as_f64(), Some(6e10));
+        assert!((f["ratio_to_target"].as_f64().unwrap() - 0.5).abs() < 1e-6);
+    }
 }

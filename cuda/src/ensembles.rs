@@ -20,6 +20,7 @@ use crate::params::{
     Arrays, BlockShape, ExecutionPath, GpuParams, GpuTarget, IterConsts, MathMode, Noise, Precision,
 };
 use crate::snapshot::Snapshot;
+use crate::timing::DeviceClock;
 
 /// Most iterations one persistent launch (or one chunk of step/swap launches) covers.
 const CHUNK: u64 = 4096;
@@ -255,6 +256,7 @@ pub struct GpuEnsembles {
     funcs: Functions,
     iteration: u64,
     recorded: Option<Vec<u8>>,
+    clock: DeviceClock,
 }
 
 fn grid(items: u64, threads: u32) -> Result<LaunchConfig, CudaError> {
@@ -313,6 +315,7 @@ impl GpuEnsembles {
             funcs,
             iteration: 0,
             recorded: None,
+            clock: DeviceClock::default(),
         };
         run.start(&ladder0, &temps0, options.initial_buffer)?;
         Ok(run)
@@ -460,6 +463,35 @@ impl GpuEnsembles {
             .unwrap_or_default()
     }
 
+    /// Starts (`true`) or stops timing the iterations on the device, and resets the
+    /// total of [`device_seconds`](Self::device_seconds). While it is on, each chunk of
+    /// [`advance`](Self::advance) is timed by CUDA events recorded after the upload of
+    /// its adaptation constants and after its last launch (crate::timing).
+    pub fn time_device(&mut self, on: bool) {
+        self.clock.set(on);
+    }
+
+    /// Seconds the device spent on the iterations advanced since timing was turned on
+    /// ([`time_device`](Self::time_device)); set-up, uploads and downloads excluded.
+    pub fn device_seconds(&self) -> f64 {
+        self.clock.seconds()
+    }
+
+    /// Runs `iterations` iterations and returns the seconds the device spent on them
+    /// (CUDA events, as [`time_device`](Self::time_device)); timing stays as it was.
+    pub fn advance_timed(&mut self, iterations: u64) -> Result<f64, CudaError> {
+        let (on, before) = (self.clock.is_on(), self.clock.seconds());
+        if !on {
+            self.clock.set(true);
+        }
+        let result = self.advance(iterations);
+        let seconds = self.clock.seconds() - if on { before } else { 0.0 };
+        if !on {
+            self.clock.set(false);
+        }
+        result.map(|()| seconds)
+    }
+
     /// Runs `iterations` iterations of every ensemble, all on the device.
     pub fn advance(&mut self, iterations: u64) -> Result<(), CudaError> {
         let mut done = 0;
@@ -492,6 +524,7 @@ impl GpuEnsembles {
         };
         let rp = record_d.as_ref().map_or(0, |r| ptr(self.gpu.stream(), r));
         let (params, arrays) = (self.params, self.arrays);
+        let started = self.clock.start(&s)?;
         if let Some((f, launch)) = &self.funcs.persistent {
             let blocks = u32::try_from(e.div_ceil(u64::from(launch.group)))
                 .map_err(|_| CudaError::Unsupported("too many ensembles".into()))?;
@@ -560,6 +593,7 @@ impl GpuEnsembles {
                 unsafe { b.launch(swap_cfg) }.map_err(driver("launching swap_adapt"))?;
             }
         }
+        self.clock.stop(&s, started)?;
         if let (Some(rec), Some(out)) = (record_d.as_ref(), self.recorded.as_mut()) {
             let host = s
                 .clone_dtoh(rec)

@@ -33,6 +33,7 @@ pub mod params;
 pub mod ptx_cache;
 mod snapshot;
 pub mod source;
+pub mod timing;
 
 pub use device::{DeviceInfo, Gpu};
 pub use ensembles::{EnsembleConfig, GpuEnsembles};

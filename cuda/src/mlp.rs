@@ -43,6 +43,7 @@ use crate::exchange_state::{ExchangeState, ptr};
 use crate::kernels;
 use crate::params::{Arrays, GpuParams, IterConsts, MathMode};
 use crate::snapshot::Snapshot;
+use crate::timing::DeviceClock;
 
 /// The headers and the kernel file of the program, embedded at build time (through the
 /// crate's `kernels` link, as in `kernels.rs`).
@@ -182,6 +183,7 @@ pub struct GpuMlp {
     gather: CudaFunction,
     shared: u32,
     iteration: u64,
+    clock: DeviceClock,
 }
 
 impl GpuMlp {
@@ -291,6 +293,7 @@ impl GpuMlp {
             gather: function(MlpKernel::GatherTarget)?,
             shared,
             iteration: 0,
+            clock: DeviceClock::default(),
         };
         run.gpu.synchronize()?;
         Ok(run)
@@ -314,6 +317,22 @@ impl GpuMlp {
     /// Iterations done.
     pub fn iteration(&self) -> u64 {
         self.iteration
+    }
+
+    /// Starts (`true`) or stops timing the iterations on the device, and resets the
+    /// total of [`device_seconds`](Self::device_seconds): each chunk of
+    /// [`advance`](Self::advance) is then timed by CUDA events recorded after the
+    /// upload of its adaptation constants and after its last launch (crate::timing).
+    /// The drawing of initial states, the upload of the data and of the states, module
+    /// loading and downloads are never inside.
+    pub fn time_device(&mut self, on: bool) {
+        self.clock.set(on);
+    }
+
+    /// Seconds the device spent on the iterations advanced since timing was turned on
+    /// ([`time_device`](Self::time_device)).
+    pub fn device_seconds(&self) -> f64 {
+        self.clock.seconds()
     }
 
     /// Runs `iterations` iterations of every ensemble, all on the device.
@@ -351,6 +370,7 @@ impl GpuMlp {
         let (params, arrays, exchange, gpu_arrays) =
             (self.params, self.step_arrays, self.exchange, self.arrays);
         let record: u64 = 0;
+        let started = self.clock.start(&s)?;
         for i in 0..n {
             let k = k0 + i;
             let mut b = s.launch_builder(&self.step);
@@ -374,6 +394,7 @@ impl GpuMlp {
             // pairs, E buffers and stats; one block per ensemble.
             unsafe { b.launch(exchange_cfg) }.map_err(driver("launching mlp_exchange"))?;
         }
+        self.clock.stop(&s, started)?;
         self.gpu.synchronize()?;
         drop(consts_d);
         self.iteration += n;

@@ -409,3 +409,47 @@ fn half_storage_runs() {
         );
     }
 }
+
+/// Device timing (CUDA events around each chunk's launches) changes no result: a timed
+/// run ends in the same bits as an untimed one, on both paths; its seconds are
+/// positive, add up over calls, and `advance_timed` returns those of its own
+/// iterations.
+#[test]
+fn device_timing_leaves_results_alone() {
+    let Some(gpu) = gpu_or_skip("device_timing_leaves_results_alone") else {
+        return;
+    };
+    for path in [ExecutionPath::Persistent, ExecutionPath::StepSwap] {
+        let config = EnsembleConfig {
+            path,
+            ..EnsembleConfig::new(TemperingOptions::default(), GpuTarget::Modes2d, 64, 16)
+        };
+        let mut plain = GpuEnsembles::new(&gpu, &config).unwrap();
+        plain.advance(300).unwrap();
+        let mut timed = GpuEnsembles::new(&gpu, &config).unwrap();
+        timed.time_device(true);
+        timed.advance(100).unwrap();
+        let first = timed.device_seconds();
+        let own = timed.advance_timed(200).unwrap();
+        let total = timed.device_seconds();
+        assert!(first > 0.0 && own > 0.0, "{path:?}: {first} s, {own} s");
+        assert!(
+            (total - (first + own)).abs() <= 1e-9 * total.max(1.0),
+            "{path:?}: {total} s is not {first} s + {own} s"
+        );
+        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+        assert_eq!(
+            bits(plain.states().unwrap()),
+            bits(timed.states().unwrap()),
+            "{path:?}: timing changed the states"
+        );
+        timed.time_device(false);
+        timed.advance(10).unwrap();
+        assert_eq!(
+            timed.device_seconds(),
+            0.0,
+            "{path:?}: timing off still counts"
+        );
+        println!("{path:?}: 300 iterations of 64 × 16 chains: {total:.3e} s on the device");
+    }
+}

@@ -188,7 +188,10 @@ pub enum Command {
     /// Measure the engine's speed in chain-steps per second.
     ///
     /// One chain-step is one exploration step of one chain with its share of the
-    /// energy, swap, adaptation and book-keeping work.
+    /// energy, swap, adaptation and book-keeping work. On the GPU (`--backend cuda`)
+    /// every math mode is timed by CUDA events around the iterations alone (the median
+    /// of 3 runs after a warm-up; set-up, uploads and downloads reported apart as end
+    /// to end), each against its own target.
     Bench(BenchArgs),
     /// List the GPUs the CUDA engine can use, or say plainly why there is none.
     Devices,

@@ -4,7 +4,9 @@
 //! run by the CUDA engine equals, bit for bit, the same run of the kernels' code on the
 //! CPU (nrpt-cuda's `HostMlp`, which the CPU tests compare with nrpt-core): samples,
 //! final states, ladders, buffers and counts. Without a GPU that comparison says that
-//! it was skipped; with `NRPT_REQUIRE_GPU=1` it fails instead.
+//! it was skipped; with `NRPT_REQUIRE_GPU=1` it fails instead. On a GPU the
+//! no-driver test checks the other side instead of skipping: the engine opens, takes a
+//! small classifier job, and times its iterations on the device.
 
 use std::sync::Arc;
 
@@ -22,7 +24,7 @@ use common::{gpu_required, nrpt, report};
 #[test]
 fn without_a_driver_cuda_is_refused_and_auto_runs_on_the_cpu() {
     if nrpt_cuda::device::driver_present().is_ok() {
-        report("without_a_driver: skipped: this machine has a CUDA driver");
+        with_a_driver_the_engine_takes_and_times_a_classifier_job();
         return;
     }
     let small = ["-e", "1", "-p", "2", "-n", "2", "--hidden", "8"];
@@ -64,6 +66,38 @@ fn without_a_driver_cuda_is_refused_and_auto_runs_on_the_cpu() {
     assert!(v.get("math").is_none(), "{v}");
 }
 
+/// The driver-present side of the test above (which cannot run `nrpt` on the GPU
+/// machine, where this executable travels without it): the engine opens, does not
+/// refuse a small classifier job, and its device timing is positive and no longer
+/// than the run.
+fn with_a_driver_the_engine_takes_and_times_a_classifier_job() {
+    let gpu = CudaBackend::open(0).unwrap_or_else(|e| panic!("a driver, but {e}"));
+    let model = Model::new(Arc::new(nrpt::data::digits()), &[8], 16, 1.0).unwrap();
+    let job = model
+        .tempering_job(&Sampling {
+            chains: 2,
+            seeds: 1,
+            iterations: 4,
+            ..Sampling::default()
+        })
+        .unwrap();
+    assert_eq!(gpu.unsupported(&job), None);
+    let started = std::time::Instant::now();
+    let (out, device) = gpu
+        .run_timed(&job, &nrpt::engine::unobserved)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let wall = started.elapsed().as_secs_f64();
+    assert_eq!(out.backend, "cuda");
+    assert!(
+        device > 0.0 && device <= wall,
+        "device seconds {device} outside (0, {wall}]"
+    );
+    report(&format!(
+        "with_a_driver: the CUDA engine ran a classifier job: {device:.2e} s on the device, \
+         {wall:.3} s in all"
+    ));
+}
+
 #[test]
 fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
     let gpu = match CudaBackend::open(0) {
@@ -96,9 +130,14 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
         })
         .unwrap();
     assert_eq!(gpu.unsupported(&job), None);
-    let out = gpu
-        .run(&job, &nrpt::engine::unobserved)
+    // Timed: the events around each chunk must leave the results alone.
+    let (out, device) = gpu
+        .run_timed(&job, &nrpt::engine::unobserved)
         .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        device > 0.0 && device.is_finite(),
+        "device seconds {device}"
+    );
 
     let target = job
         .target

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::cli::BenchArgs;
 use crate::config::RunConfig;
 use crate::config::TargetName;
+use crate::engine::cuda::CudaBackend;
 use crate::engine::{Backend, EngineError, Record};
 
 /// The answer of `nrpt bench`.
@@ -38,6 +39,78 @@ pub struct BenchReport {
     pub coordinate_steps_per_sec: f64,
     /// Round trips per 1000 iterations (sanity check).
     pub round_trips_per_1000: f64,
+    /// CUDA only: the first mode of `modes` (the exact one), whose figures the fields
+    /// above then hold: `seconds` and `chain_steps_per_sec` are device-timed medians.
+    #[serde(flatten)]
+    pub device: Option<DeviceFigures>,
+    /// CUDA only: the device's limits measured in the same run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<DeviceLimits>,
+    /// CUDA only: every math mode (nrpt_cuda::timing::BENCH_MODES), each against its
+    /// own target.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<ModeReport>,
+}
+
+/// The device's limits measured by a CUDA bench in the same run (nrpt_cuda::limits):
+/// the yardsticks of its ratios.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceLimits {
+    /// Device-to-device `cudaMemcpy` bandwidth, GB/s of bytes read plus written.
+    pub copy_memcpy_d2d_gbs: f64,
+    /// The FP32 peak measured by an FMA-bound micro-kernel, GFLOP/s (MLP benches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp32_measured_gflops: Option<f64>,
+    /// SMs × clock × FP32 lanes × 2, GFLOP/s (MLP benches; NaN where not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp32_theoretical_gflops: Option<f64>,
+}
+
+/// How one configuration was timed on the device: CUDA events around the iterations
+/// alone, the median of `repetitions` runs after a warm-up, and the same runs end to
+/// end (set-up, uploads, downloads and the final snapshot included) apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceFigures {
+    /// The kernels' floating-point contract (nrpt_cuda::timing::mode_name).
+    pub math: String,
+    /// Timed runs after the warm-up.
+    pub repetitions: usize,
+    /// Median seconds on the device of the iterations (CUDA events).
+    pub device_seconds: f64,
+    /// Median wall-clock seconds of a whole run (set-up, uploads, downloads included).
+    pub end_to_end_seconds: f64,
+    /// E · P · iterations / end_to_end_seconds.
+    pub end_to_end_chain_steps_per_sec: f64,
+    /// Device seconds of every repetition.
+    pub device_seconds_each: Vec<f64>,
+    /// End-to-end seconds of every repetition.
+    pub end_to_end_seconds_each: Vec<f64>,
+    /// The 2D toy: the chain-steps per second this mode should reach on an H200
+    /// (nrpt_cuda::timing::target_2d_chain_steps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_chain_steps_per_sec: Option<f64>,
+    /// chain_steps_per_sec / target_chain_steps_per_sec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_target: Option<f64>,
+    /// D > 2: state bytes read and written per second (2 · D · 4 bytes per chain-step),
+    /// GB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_gbs: Option<f64>,
+    /// state_gbs / the measured copy bandwidth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share_of_copy_bandwidth: Option<f64>,
+}
+
+/// One math mode of a CUDA bench.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModeReport {
+    /// E · P · iterations / device_seconds.
+    pub chain_steps_per_sec: f64,
+    /// Round trips per 1000 iterations (of the last repetition).
+    pub round_trips_per_1000: f64,
+    /// The timing.
+    #[serde(flatten)]
+    pub device: DeviceFigures,
 }
 
 /// Runs the command on `backend`.
@@ -63,6 +136,9 @@ pub fn run(
         }
     };
     let job = config.job(Record::NOTHING)?;
+    if let Some(cuda) = backend.as_cuda() {
+        return run_cuda(cuda, &job, json);
+    }
     // A short warm-up run (page faults, thread pool start).
     let warm = crate::engine::Job {
         iterations: job.iterations.min(50),
@@ -91,6 +167,9 @@ pub fn run(
         coordinate_steps_per_sec: steps * job.target.dim() as f64 / seconds,
         round_trips_per_1000: out.total_stats().round_trips as f64 * 1000.0
             / (job.ensembles as f64 * job.iterations as f64),
+        device: None,
+        limits: None,
+        modes: Vec::new(),
     };
     if json {
         say!("{}", serde_json::to_string(&report)?)?;
@@ -107,6 +186,169 @@ pub fn run(
             seconds,
             report.chain_steps_per_sec,
             report.coordinate_steps_per_sec
+        )?;
+    }
+    Ok(())
+}
+
+/// A job's warm-up: its first min(`most`, N) iterations.
+fn warm_up(job: &crate::engine::Job, most: u64) -> crate::engine::Job {
+    crate::engine::Job {
+        iterations: job.iterations.min(most),
+        ..job.clone()
+    }
+}
+
+/// `cuda` running `job` in `mode`: an untimed warm-up (module loading and JIT), then
+/// [`MIN_REPETITIONS`](nrpt_cuda::timing::MIN_REPETITIONS) runs, each timed on the
+/// device (CUDA events around the iterations) and end to end (wall clock around the
+/// whole run); the output of the last.
+fn time_cuda(
+    cuda: &CudaBackend,
+    job: &crate::engine::Job,
+    mode: nrpt_cuda::MathMode,
+    warm_iterations: u64,
+) -> Result<(DeviceFigures, crate::engine::RunOutput)> {
+    use nrpt_cuda::timing::{MIN_REPETITIONS, Repetitions, mode_name};
+    let b = cuda.clone().with_math(mode);
+    b.run(&warm_up(job, warm_iterations), &crate::interrupt::flow)?;
+    let mut reps = Repetitions::default();
+    let mut last = None;
+    for _ in 0..MIN_REPETITIONS {
+        let started = Instant::now();
+        let (out, device) = b.run_timed(job, &crate::interrupt::flow)?;
+        reps.push(device, started.elapsed().as_secs_f64());
+        last = Some(out);
+    }
+    let (Some(device), Some(end_to_end), Some(out)) =
+        (reps.device_seconds(), reps.end_to_end_seconds(), last)
+    else {
+        return Err(EngineError::Backend {
+            backend: "cuda",
+            message: format!("no device timing: the event timers read {:?}", reps.device),
+        }
+        .into());
+    };
+    let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
+    let figures = DeviceFigures {
+        math: mode_name(mode),
+        repetitions: reps.device.len(),
+        device_seconds: device,
+        end_to_end_seconds: end_to_end,
+        end_to_end_chain_steps_per_sec: steps / end_to_end,
+        device_seconds_each: reps.device,
+        end_to_end_seconds_each: reps.end_to_end,
+        target_chain_steps_per_sec: None,
+        ratio_to_target: None,
+        state_gbs: None,
+        share_of_copy_bandwidth: None,
+    };
+    Ok((figures, out))
+}
+
+/// `nrpt bench --backend cuda` on the 2D toy or sum-modes: every mode of
+/// [`BENCH_MODES`](nrpt_cuda::timing::BENCH_MODES) timed by [`time_cuda`], beside the
+/// copy bandwidth measured in the same run; the report's own figures are the first
+/// mode's (exact).
+fn run_cuda(cuda: &CudaBackend, job: &crate::engine::Job, json: bool) -> Result<()> {
+    use nrpt_cuda::timing::{BENCH_MODES, target_2d_chain_steps};
+    if let Some(why) = cuda.unsupported(job) {
+        return Err(EngineError::Backend {
+            backend: "cuda",
+            message: format!("{why}: run it with --backend cpu"),
+        }
+        .into());
+    }
+    let copy =
+        nrpt_cuda::limits::copy_bandwidth_gbs(cuda.gpu()).map_err(|e| EngineError::Backend {
+            backend: "cuda",
+            message: format!("measuring the copy bandwidth: {e}"),
+        })?;
+    let limits = DeviceLimits {
+        copy_memcpy_d2d_gbs: copy,
+        fp32_measured_gflops: None,
+        fp32_theoretical_gflops: None,
+    };
+    let d = job.target.dim();
+    let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
+    let mut modes = Vec::new();
+    for mode in BENCH_MODES {
+        let (mut f, out) = time_cuda(cuda, job, mode, 50)?;
+        let rate = steps / f.device_seconds;
+        if d == 2 {
+            let target = target_2d_chain_steps(mode);
+            f.target_chain_steps_per_sec = Some(target);
+            f.ratio_to_target = Some(rate / target);
+        } else {
+            // Each chain-step reads and writes its D f32 coordinates once.
+            let gbs = 2.0 * (d * 4) as f64 * rate / 1e9;
+            f.state_gbs = Some(gbs);
+            f.share_of_copy_bandwidth = Some(gbs / copy);
+        }
+        modes.push(ModeReport {
+            chain_steps_per_sec: rate,
+            round_trips_per_1000: out.total_stats().round_trips as f64 * 1000.0
+                / (job.ensembles as f64 * job.iterations as f64),
+            device: f,
+        });
+    }
+    let first = modes[0].clone();
+    let report = BenchReport {
+        backend: cuda.name(),
+        ensembles: job.ensembles,
+        chains: job.chains,
+        iterations: job.iterations,
+        window: job.options.scheme.window_code(),
+        threads: 0,
+        seconds: first.device.device_seconds,
+        chain_steps_per_sec: first.chain_steps_per_sec,
+        target: job.target.name(),
+        dim: d,
+        coordinate_steps_per_sec: first.chain_steps_per_sec * d as f64,
+        round_trips_per_1000: first.round_trips_per_1000,
+        device: Some(first.device),
+        limits: Some(limits),
+        modes,
+    };
+    if json {
+        say!("{}", serde_json::to_string(&report)?)?;
+        return Ok(());
+    }
+    say!(
+        "cuda on {} (D = {}): {} ensembles × {} chains × {} iterations, median of {} runs \
+         after a warm-up; device time by CUDA events around the iterations, end to end \
+         apart (copy bandwidth {:.0} GB/s):",
+        report.target,
+        d,
+        report.ensembles,
+        report.chains,
+        report.iterations,
+        nrpt_cuda::timing::MIN_REPETITIONS,
+        copy
+    )?;
+    for m in &report.modes {
+        let f = &m.device;
+        let against = match (f.ratio_to_target, f.share_of_copy_bandwidth) {
+            (Some(r), _) => format!(
+                ", {:.2} of the target {:.1e}",
+                r,
+                f.target_chain_steps_per_sec.unwrap_or(f64::NAN)
+            ),
+            (None, Some(share)) => format!(
+                ", {:.1} GB/s of states = {:.0}% of the copy bandwidth",
+                f.state_gbs.unwrap_or(f64::NAN),
+                100.0 * share
+            ),
+            _ => String::new(),
+        };
+        say!(
+            "  {:<6} {:.3e} chain-steps/s on the device ({:.4} s){against}; end to end {:.3e} \
+             chain-steps/s ({:.3} s)",
+            f.math,
+            m.chain_steps_per_sec,
+            f.device_seconds,
+            f.end_to_end_chain_steps_per_sec,
+            f.end_to_end_seconds
         )?;
     }
     Ok(())
@@ -187,7 +429,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
 }
 
 /// The answer of `nrpt bench --model mlp`.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct MlpReport {
     /// Backend measured.
     pub backend: String,
@@ -221,18 +463,31 @@ pub struct MlpReport {
     pub machine_gflops: f64,
     /// gflops / machine_gflops.
     pub efficiency: f64,
-    /// GPU only: the kernels' floating-point contract, `exact` (no FMA: nrpt-core's
-    /// bits) or `fma`.
+    /// GPU only: the kernels' floating-point contract (`exact`: no FMA, nrpt-core's
+    /// bits; the fast mode beside it).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub math: Option<&'static str>,
+    pub math: Option<String>,
     /// GPU only: the theoretical FP32 peak (SMs × clock × FP32 lanes × 2); NaN where the
     /// architecture's lanes are not known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub theoretical_gflops: Option<f64>,
-    /// GPU only: the same bench with FMA contraction (`math` = `fma`), which is faster
-    /// and no longer nrpt-core's bits.
+    /// GPU only: how the run was timed (`seconds`, `chain_steps_per_sec` and `gflops`
+    /// above are then device-timed medians): CUDA events around the iterations alone,
+    /// so the drawing of initial states, the upload of data and states and module
+    /// loading are outside; the whole runs' wall-clock time apart.
+    #[serde(flatten)]
+    pub device: Option<DeviceFigures>,
+    /// GPU only: the share of the measured FP32 peak this mode should reach
+    /// (nrpt_cuda::timing::target_mlp_share; none for the exact mode).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fma: Option<Box<MlpReport>>,
+    pub target_share_of_peak: Option<f64>,
+    /// GPU only: efficiency / target_share_of_peak.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_target: Option<f64>,
+    /// GPU only: every math mode (nrpt_cuda::timing::BENCH_MODES) in full, the first
+    /// being this report's own figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<MlpReport>,
 }
 
 pub use crate::config::parse_hidden;
@@ -275,7 +530,6 @@ pub fn mlp(
 ) -> Result<()> {
     use crate::cli::BackendKind;
     use crate::deep::{Model, Rates};
-    use crate::engine::cuda::CudaBackend;
     let (ensembles, chains, iters) = args.sizes();
     let model = Model::new(
         std::sync::Arc::new(crate::data::digits()),
@@ -340,53 +594,66 @@ pub fn mlp(
                     backend: "cuda",
                     message: format!("measuring the FP32 peak: {e}"),
                 })?;
-            let run = |math: nrpt_cuda::MathMode, name: &'static str| -> Result<MlpReport> {
-                let b = g.clone().with_math(math);
-                let mut r = time_mlp(&b, &model, &job, quiet)?;
+            let mut modes = Vec::new();
+            for math in nrpt_cuda::timing::BENCH_MODES {
+                let (f, _) = time_cuda(&g, &job, math, 10)?;
+                let mut r = mlp_report(g.name(), &model, &job, f.device_seconds);
                 r.machine_gflops = measured;
                 r.efficiency = r.gflops / measured;
-                r.math = Some(name);
+                r.math = Some(f.math.clone());
                 r.theoretical_gflops = Some(theoretical);
-                Ok(r)
-            };
-            let mut exact = run(nrpt_cuda::MathMode::Exact, "exact")?;
-            exact.fma = Some(Box::new(run(nrpt_cuda::MathMode::Fma, "fma")?));
-            exact
+                r.target_share_of_peak = nrpt_cuda::timing::target_mlp_share(math);
+                r.ratio_to_target = r.target_share_of_peak.map(|t| r.efficiency / t);
+                r.device = Some(f);
+                modes.push(r);
+            }
+            MlpReport {
+                modes: modes.clone(),
+                ..modes[0].clone()
+            }
         }
     };
     if json {
         say!("{}", serde_json::to_string(&report)?)?;
         return Ok(());
     }
-    print_mlp(&report)?;
-    if let Some(f) = &report.fma {
-        print_mlp(f)?;
+    if report.modes.is_empty() {
+        print_mlp(&report)?;
+    }
+    for m in &report.modes {
+        print_mlp(m)?;
     }
     Ok(())
 }
 
-/// One timed run of `job` on `backend` after an untimed warm-up of min(10, N)
-/// iterations; the yardstick fields are left to the caller.
+/// One timed run of `job` on `backend` (the CPU) after an untimed warm-up of
+/// min(10, N) iterations; the yardstick fields are left to the caller.
 fn time_mlp(
     backend: &dyn Backend,
     model: &crate::deep::Model,
     job: &crate::engine::Job,
     quiet: bool,
 ) -> Result<MlpReport> {
-    let warm = crate::engine::Job {
-        iterations: job.iterations.min(10),
-        ..job.clone()
-    };
-    backend.run(&warm, &crate::interrupt::flow)?;
+    backend.run(&warm_up(job, 10), &crate::interrupt::flow)?;
     let started = Instant::now();
     super::run_job(backend, job, "bench mlp", quiet)?;
     let seconds = started.elapsed().as_secs_f64();
+    Ok(mlp_report(backend.name(), model, job, seconds))
+}
+
+/// The figures of `job` run in `seconds`; the yardstick fields are left to the caller.
+fn mlp_report(
+    backend: String,
+    model: &crate::deep::Model,
+    job: &crate::engine::Job,
+    seconds: f64,
+) -> MlpReport {
     let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
     let target = model.target();
     let flops = target.flops_per_chain_step();
     let gflops = steps * flops / seconds / 1e9;
-    Ok(MlpReport {
-        backend: backend.name(),
+    MlpReport {
+        backend,
         ensembles: job.ensembles,
         chains: job.chains,
         iterations: job.iterations,
@@ -402,12 +669,15 @@ fn time_mlp(
         efficiency: f64::NAN,
         math: None,
         theoretical_gflops: None,
-        fma: None,
-    })
+        device: None,
+        target_share_of_peak: None,
+        ratio_to_target: None,
+        modes: Vec::new(),
+    }
 }
 
 fn print_mlp(r: &MlpReport) -> Result<(), crate::console::StdoutError> {
-    let (what, yardstick) = match r.math {
+    let (what, yardstick) = match &r.math {
         None => (r.backend.clone(), "the machine's".to_string()),
         Some(m) => (
             format!("{} ({m} math)", r.backend),
@@ -417,14 +687,25 @@ fn print_mlp(r: &MlpReport) -> Result<(), crate::console::StdoutError> {
             ),
         ),
     };
+    let timed = match &r.device {
+        None => format!("in {:.2} s", r.seconds),
+        Some(f) => format!(
+            "in {:.4} s on the device (median of {}; {:.2} s end to end)",
+            f.device_seconds, f.repetitions, f.end_to_end_seconds
+        ),
+    };
+    let target = match (r.target_share_of_peak, r.ratio_to_target) {
+        (Some(t), Some(ratio)) => format!(" (target {:.0}%: {ratio:.2} of it)", 100.0 * t),
+        _ if r.device.is_some() => " (no target for this mode)".to_string(),
+        _ => String::new(),
+    };
     say!(
-        "mlp {:?} (batch {}) on {what}: {} ensembles × {} chains × {} iterations in {:.2} s: {:.3e} chain-steps/s, {:.3e} examples/s, {:.1} GFLOP/s = {:.0}% of {yardstick} {:.1} GFLOP/s",
+        "mlp {:?} (batch {}) on {what}: {} ensembles × {} chains × {} iterations {timed}: {:.3e} chain-steps/s, {:.3e} examples/s, {:.1} GFLOP/s = {:.0}% of {yardstick} {:.1} GFLOP/s{target}",
         r.layers,
         r.batch,
         r.ensembles,
         r.chains,
         r.iterations,
-        r.seconds,
         r.chain_steps_per_sec,
         r.examples_per_sec,
         r.gflops,

@@ -98,6 +98,8 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, EngineError> {
 /// toy targets' [`GpuEnsembles`] or the classifiers' [`GpuMlp`].
 trait DeviceRun {
     fn advance(&mut self, iterations: u64) -> Result<(), CudaError>;
+    fn time_device(&mut self, on: bool);
+    fn device_seconds(&self) -> f64;
     fn buffers(&self) -> Result<Vec<f64>, CudaError>;
     fn index_stats(&self) -> Result<Vec<IndexStats>, CudaError>;
     fn pair_stats(&self) -> Result<Vec<PairStats>, CudaError>;
@@ -113,6 +115,12 @@ macro_rules! device_run {
         impl DeviceRun for $t {
             fn advance(&mut self, iterations: u64) -> Result<(), CudaError> {
                 <$t>::advance(self, iterations)
+            }
+            fn time_device(&mut self, on: bool) {
+                <$t>::time_device(self, on)
+            }
+            fn device_seconds(&self) -> f64 {
+                <$t>::device_seconds(self)
             }
             fn buffers(&self) -> Result<Vec<f64>, CudaError> {
                 <$t>::buffers(self)
@@ -404,18 +412,27 @@ impl Observed for DeviceView<'_> {
 }
 
 impl CudaBackend {
-    fn run_job(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {
+    /// Runs `job`; with `timed`, also the seconds the device spent on its iterations
+    /// (CUDA events around each chunk's launches: set-up, the drawing and upload of
+    /// initial states, module loading, recorded downloads and the final snapshot are
+    /// outside), else 0.
+    fn run_job(
+        &self,
+        job: &Job,
+        progress: OnProgress<'_>,
+        timed: bool,
+    ) -> Result<(RunOutput, f64), EngineError> {
         match job.target.downcast_ref::<Classifier>() {
             Some(c) => {
                 let view = training_view(c)?;
                 let config = classifier_config(job, c, self.math);
                 let initial = job.initial_states.as_deref().map(Vec::as_slice);
                 let run = GpuMlp::new(&self.gpu, &config, &view, initial).map_err(engine_error)?;
-                self.drive(job, run, progress)
+                self.drive(job, run, progress, timed)
             }
             None => {
                 let run = GpuEnsembles::new(&self.gpu, &self.config(job)).map_err(engine_error)?;
-                self.drive(job, run, progress)
+                self.drive(job, run, progress, timed)
             }
         }
     }
@@ -427,7 +444,9 @@ impl CudaBackend {
         job: &Job,
         mut run: impl DeviceRun,
         progress: OnProgress<'_>,
-    ) -> Result<RunOutput, EngineError> {
+        timed: bool,
+    ) -> Result<(RunOutput, f64), EngineError> {
+        run.time_device(timed);
         let mut records = DeviceRecords::new(job);
         let e = job.ensembles as u64;
         let chunk = (CHUNK_WORK / e).clamp(1, CHUNK_ITERATIONS);
@@ -442,6 +461,7 @@ impl CudaBackend {
                 return Err(EngineError::Interrupted);
             }
         }
+        let device_seconds = run.device_seconds();
         let snapshot = run.snapshot().map_err(engine_error)?;
         let states = run.states().map_err(engine_error)?;
         let (p, d) = (job.chains, job.target.dim());
@@ -458,7 +478,7 @@ impl CudaBackend {
                 .collect();
             r.finish(s.ladder, s.buffer, s.stats, s.pair_stats, levels);
         }
-        Ok(merge(self.name(), runs, d))
+        Ok((merge(self.name(), runs, d), device_seconds))
     }
 
     /// Why this device cannot run a classifier job, or `None`.
@@ -508,6 +528,34 @@ impl Backend for CudaBackend {
     }
 
     fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {
+        self.checked_run(job, progress, false).map(|(out, _)| out)
+    }
+
+    fn as_cuda(&self) -> Option<&CudaBackend> {
+        Some(self)
+    }
+}
+
+impl CudaBackend {
+    /// Runs `job` as [`Backend::run`] does and also returns the seconds the device
+    /// spent on its iterations, timed by CUDA events around each chunk of launches
+    /// (nrpt_cuda::timing): set-up (module loading, allocation, the drawing and upload
+    /// of initial states), recorded downloads and the final snapshot are outside. This
+    /// is what `nrpt bench --backend cuda` reports as `device_seconds`.
+    pub fn run_timed(
+        &self,
+        job: &Job,
+        progress: OnProgress<'_>,
+    ) -> Result<(RunOutput, f64), EngineError> {
+        self.checked_run(job, progress, true)
+    }
+
+    fn checked_run(
+        &self,
+        job: &Job,
+        progress: OnProgress<'_>,
+        timed: bool,
+    ) -> Result<(RunOutput, f64), EngineError> {
         if let Some(why) = self.unsupported(job) {
             return Err(EngineError::Backend {
                 backend: NAME,
@@ -523,7 +571,7 @@ impl Backend for CudaBackend {
         if job.chains < 2 {
             return Err(nrpt_core::Error::TooFewChains { chains: job.chains }.into());
         }
-        self.run_job(job, progress)
+        self.run_job(job, progress, timed)
     }
 }
 

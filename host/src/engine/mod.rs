@@ -270,4 +270,10 @@ pub trait Backend: Sync {
     /// ensemble-iterations done since the previous call (total E × iterations), and
     /// its answer [`Flow::Stop`] ends the run with [`EngineError::Interrupted`].
     fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError>;
+
+    /// The CUDA engine behind this backend, where it is one (for what only it can
+    /// report, such as device-timed benches); `None` by default.
+    fn as_cuda(&self) -> Option<&cuda::CudaBackend> {
+        None
+    }
 }
