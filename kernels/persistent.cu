@@ -11,6 +11,7 @@
 // is read at the start and written at the end only.
 #include "chain.cuh"
 #include "swap.cuh"
+#include "warp_swap.cuh"
 
 /// Most threads of a persistent block (the launcher's limit: G·P ≤ this). 512 threads
 /// with at most 64 registers each let two blocks share an SM (see the bounds below).
@@ -86,6 +87,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
 
     for (nrpt_u32 it = 0; it < iters; ++it) {
         const nrpt_u64 k = k0 + it;
+        // sass-count: step (tests/sass_count.rs splits the loop at these markers)
         if (active) {
             // Derived from the parameter block each iteration rather than kept live
             // across the swap phase (register pressure).
@@ -96,6 +98,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
             s_energies[lv + level] =
                 nrpt_chain_step_2d_sin(&cfg, &l, s, &x0, &x1, &v0, &v1, &s0, &s1);
         }
+        // sass-count: swap
         __syncthreads();
         if (tau < teams) {
             for (nrpt_u32 h = tau; h < G && blockIdx.x * G + h < p.ensembles; h += teams) {
@@ -130,6 +133,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
             v0 = 0.0f;
             v1 = 0.0f;
         }
+        // sass-count: end
     }
 
     if (active) {
@@ -150,5 +154,113 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
         }
         ((float2*)a.states)[base + r] = make_float2(x0, x1);
         if (momentum) ((float2*)a.momenta)[base + r] = make_float2(v0, v1);
+    }
+}
+
+/// The persistent 2D kernel for ensembles that fit a warp (P ≤ 32), without shared
+/// memory or barriers: ensemble g of the block takes lanes g·W .. g·W + W − 1 (W the
+/// power of two ≥ P, so a warp holds 32 / W whole ensembles; the launcher makes the
+/// block whole warps), lane l holds level l and the replica at it (nrpt_warp_exchange,
+/// warp_swap.cuh). Each iteration: lane l steps the replica at level l with η_l and
+/// T_l, then the warp runs the swap phase with shuffles; a swap moves the replica's
+/// registers to the neighbour lane, so no lane ever reads another's state from
+/// memory. Lanes l ≥ P take part in the shuffles only. Counts are gathered in 16 bits
+/// per lane during a launch (at most NRPT_WARP_MAX_ITERS iterations; the launcher's
+/// run at most 4096) and added to the stored 64-bit counts at its end. The same results, bit for bit, as
+/// persistent_2d (and as nrpt-core).
+extern "C" __global__ void __launch_bounds__(NRPT_PERSISTENT_MAX_THREADS, 2)
+persistent_2d_warp(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts* ic,
+                   NrptArrays a, nrpt_u8* record) {
+    const nrpt_u32 P = p.core.chains;
+    const nrpt_u32 W = nrpt_warp_width(P);
+    const nrpt_u32 G = blockDim.x / W;  // ensembles per block
+    const nrpt_u32 g = threadIdx.x / W;
+    const nrpt_u32 l = threadIdx.x % W;
+    const nrpt_u32 e = blockIdx.x * G + g;
+    const nrpt_u64 base = (nrpt_u64)e * P, pbase = (nrpt_u64)e * (P - 1u);
+    const bool momentum = p.core.explorer != 0u;
+
+    NrptWarpDevice w;
+    w.lane = l;
+    w.width = W;
+    w.me = NrptWarpLane{};
+    NrptWarpLane& me = w.me;
+    me.valid = g < G && e < p.ensembles && l < P;
+    if (me.valid) {
+        const nrpt_u32 rep = a.replica_at[base + l];
+        me.rep = rep;
+        me.trip = a.trips[base + rep];
+        float2 x = ((const float2*)a.states)[base + rep];
+        me.x0 = x.x;
+        me.x1 = x.y;
+        me.s0 = nrpt_sin_cos_2pi(me.x0).s;
+        me.s1 = nrpt_sin_cos_2pi(me.x1).s;
+        if (momentum) {
+            float2 v = ((const float2*)a.momenta)[base + rep];
+            me.v0 = v.x;
+            me.v1 = v.y;
+        }
+        me.energy = a.energies[base + l];
+        me.eta = a.ladder[base + l];
+        me.temp = a.temps[base + l];
+        if (l + 1u < P) {
+            me.gate = a.gates[pbase + l];
+            me.flag = a.flags[pbase + l];
+        }
+        me.buffer = a.buffers[e];
+    }
+
+    for (nrpt_u32 it = 0; it < iters; ++it) {
+        const nrpt_u64 k = k0 + it;
+        // sass-count: step
+        if (me.valid) {
+            NrptChainCfg cfg = nrpt_chain_cfg(&p);
+            NrptLevelCoeffs lc = nrpt_level_coeffs(&cfg, me.eta, me.temp);
+            NrptStream s = nrpt_stream(p.core.seed, p.core.ensemble + e, k, me.rep, NRPT_STREAM_STEP);
+            me.energy = nrpt_chain_step_2d_sin(&cfg, &lc, s, &me.x0, &me.x1, &me.v0, &me.v1,
+                                               &me.s0, &me.s1);
+        }
+        // sass-count: swap
+        nrpt_u8* out = record ? record + ((nrpt_u64)it * p.ensembles + e) * (P - 1u) : 0;
+        nrpt_warp_exchange(w, &p, p.core.ensemble + e, k, ic[it], out);
+        // sass-count: end
+    }
+
+    nrpt_u32 rr, an;
+    nrpt_warp_counts(w, &rr, &an);  // the whole warp: full-mask shuffles
+    // The store's indices, derived again from the thread's coordinates (read so that
+    // the compiler cannot keep them from the start: live across the loop, they would
+    // spill).
+    nrpt_u32 tid_x, block_x;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid_x));
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block_x));
+    {
+        const nrpt_u32 l = tid_x % W;
+        const nrpt_u32 e = block_x * G + tid_x / W;
+        const nrpt_u64 base = (nrpt_u64)e * P, pbase = (nrpt_u64)e * (P - 1u);
+        if (me.valid) {
+            const nrpt_u32 rep = me.rep;
+            a.replica_at[base + l] = rep;
+            a.level_of[base + rep] = l;
+            a.trips[base + rep] = me.trip;
+            ((float2*)a.states)[base + rep] = make_float2(me.x0, me.x1);
+            if (momentum) ((float2*)a.momenta)[base + rep] = make_float2(me.v0, me.v1);
+            a.energies[base + l] = me.energy;
+            a.ladder[base + l] = me.eta;
+            a.temps[base + l] = me.temp;
+            if (l + 1u < P) {
+                NrptPairStats ps = a.pairs[pbase + l];
+                nrpt_warp_add_pair(&ps, &me);
+                a.pairs[pbase + l] = ps;
+                a.gates[pbase + l] = me.gate;
+                a.flags[pbase + l] = me.flag;
+            }
+            if (l == 0u) {
+                a.buffers[e] = me.buffer;
+                NrptIndexStats st = a.stats[e];
+                nrpt_warp_add_stats(&st, rr, an);
+                a.stats[e] = st;
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 // with nrpt-core. The kernels run exactly these functions on the GPU.
 #include "chain.cuh"
 #include "swap.cuh"
+#include "warp_swap.cuh"
 
 extern "C" {
 
@@ -255,6 +256,80 @@ void nrpt_host_zero_swapped_momenta(const NrptGpuParams* p, nrpt_u32* replica_at
     NrptTeam team = nrpt_host_team(false);
     nrpt_zero_swapped_momenta(p, &r, momenta, &team);
 }
+
+/// The warp-wide swap phase of persistent_2d_warp (nrpt_warp_exchange over the lanes
+/// of one segment, run one after the other) on one ensemble's arrays, stride 1: each
+/// lane loaded as the kernel loads it (level l, the replica at it with its trip state,
+/// 2D state, velocity and sines; states, momenta and sines by replica), the phase, and
+/// the lanes stored back as the kernel stores them. `momenta` may be null (no
+/// velocity). `record`, when not null, receives the P − 1 flags.
+void nrpt_host_warp_exchange(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+                             const NrptIterConsts* ic, float* energies, double* ladder,
+                             double* temps, nrpt_u32* replica_at, nrpt_u32* level_of,
+                             nrpt_u8* trips, nrpt_u8* gates, nrpt_u8* flags,
+                             NrptPairStats* pairs, double* buffer, NrptIndexStats* stats,
+                             float* states, float* momenta, float* sines, nrpt_u8* record) {
+    const nrpt_u32 P = p->core.chains;
+    const nrpt_u32 W = nrpt_warp_width(P);
+    NrptWarpLane lanes[32] = {};
+    for (nrpt_u32 l = 0; l < W; ++l) {
+        NrptWarpLane& me = lanes[l];
+        me.valid = l < P;
+        if (!me.valid) continue;
+        const nrpt_u32 rep = replica_at[l];
+        me.rep = rep;
+        me.trip = trips[rep];
+        me.x0 = states[2u * rep];
+        me.x1 = states[2u * rep + 1u];
+        me.v0 = momenta ? momenta[2u * rep] : 0.0f;
+        me.v1 = momenta ? momenta[2u * rep + 1u] : 0.0f;
+        me.s0 = sines[2u * rep];
+        me.s1 = sines[2u * rep + 1u];
+        me.energy = energies[l];
+        me.eta = ladder[l];
+        me.temp = temps[l];
+        if (l + 1u < P) {
+            me.gate = gates[l];
+            me.flag = flags[l];
+        }
+        me.buffer = *buffer;
+    }
+    NrptWarpHost w;
+    w.lanes = lanes;
+    w.width = W;
+    nrpt_warp_exchange(w, p, ensemble_key, k, *ic, record);
+    for (nrpt_u32 l = 0; l < P; ++l) {
+        const NrptWarpLane& me = lanes[l];
+        const nrpt_u32 rep = me.rep;
+        replica_at[l] = rep;
+        level_of[rep] = l;
+        trips[rep] = me.trip;
+        states[2u * rep] = me.x0;
+        states[2u * rep + 1u] = me.x1;
+        if (momenta) {
+            momenta[2u * rep] = me.v0;
+            momenta[2u * rep + 1u] = me.v1;
+        }
+        sines[2u * rep] = me.s0;
+        sines[2u * rep + 1u] = me.s1;
+        energies[l] = me.energy;
+        ladder[l] = me.eta;
+        temps[l] = me.temp;
+        if (l + 1u < P) {
+            nrpt_warp_add_pair(&pairs[l], &me);
+            gates[l] = me.gate;
+            flags[l] = me.flag;
+        }
+    }
+    // Lane 0's copy (every lane holds the same).
+    *buffer = lanes[0].buffer;
+    nrpt_u32 rr, an;
+    nrpt_warp_counts(w, &rr, &an);
+    nrpt_warp_add_stats(stats, rr, an);
+}
+
+/// nrpt_warp_width.
+nrpt_u32 nrpt_host_warp_width(nrpt_u32 chains) { return nrpt_warp_width(chains); }
 
 /// The persistent kernel's test for one replica's momentum reset.
 nrpt_u32 nrpt_host_swapped_at_level(const nrpt_u8* flags, nrpt_u32 stride, nrpt_u32 level,

@@ -24,6 +24,9 @@ use crate::timing::DeviceClock;
 
 /// Most iterations one persistent launch (or one chunk of step/swap launches) covers.
 const CHUNK: u64 = 4096;
+// persistent_2d_warp gathers its counts in 16 bits a launch (kernels/warp_swap.cuh,
+// NRPT_WARP_MAX_ITERS).
+const _: () = assert!(CHUNK <= 65_535);
 /// Threads per block of the one-thread-per-item kernels.
 const THREADS: u32 = 256;
 /// Threads per block of the swap-and-adapt kernel (one team of lanes per ensemble).
@@ -202,7 +205,44 @@ struct Functions {
     step: CudaFunction,
     step_block: Option<BlockShape>,
     swap: CudaFunction,
-    persistent: Option<(CudaFunction, u32)>,
+    persistent: Option<(CudaFunction, PersistentLaunch)>,
+}
+
+/// The persistent kernel a run launches and its block shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PersistentLaunch {
+    /// `persistent_2d_warp` (P ≤ 32: the swap phase in registers and shuffles) or
+    /// `persistent_2d` (larger P: the swap phase through shared memory).
+    pub kernel: Kernel,
+    /// Ensembles per block.
+    pub group: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Dynamic shared memory per block.
+    pub shared_bytes: u32,
+}
+
+impl PersistentLaunch {
+    /// The launch for E ensembles of P chains: `persistent_2d_warp` when an ensemble
+    /// fits a warp (P ≤ 32), else `persistent_2d` ([`persistent_group`]); `None` if an
+    /// ensemble fits neither.
+    pub fn for_ensembles(p: u32, e: u32) -> Option<PersistentLaunch> {
+        if let Some(group) = persistent_warp_group(p, e) {
+            let width = p.next_power_of_two();
+            return Some(PersistentLaunch {
+                kernel: Kernel::Persistent2dWarp,
+                group,
+                threads: group * width,
+                shared_bytes: 0,
+            });
+        }
+        persistent_group(p, e).map(|group| PersistentLaunch {
+            kernel: Kernel::Persistent2d,
+            group,
+            threads: group * p,
+            shared_bytes: persistent_shared_bytes(group, p),
+        })
+    }
 }
 
 /// E ensembles of P chains stepping together on one GPU.
@@ -330,10 +370,10 @@ impl GpuEnsembles {
             ),
         };
         let persistent_ok = d == 2 && config.precision == Precision::F32;
-        let g = persistent_group(p, e);
-        let persistent = match (config.path, persistent_ok, g) {
+        let launch = PersistentLaunch::for_ensembles(p, e);
+        let persistent = match (config.path, persistent_ok, launch) {
             (ExecutionPath::StepSwap, _, _) => None,
-            (_, true, Some(g)) => Some((gpu.function(Kernel::Persistent2d, math)?, g)),
+            (_, true, Some(l)) => Some((gpu.function(l.kernel, math)?, l)),
             (ExecutionPath::Persistent, _, _) => {
                 return Err(CudaError::Unsupported(format!(
                     "the persistent kernel needs D = 2, f32 storage and P ≤ {PERSISTENT_THREADS} \
@@ -485,14 +525,13 @@ impl GpuEnsembles {
         let rp = record_d.as_ref().map_or(0, |r| ptr(self.gpu.stream(), r));
         let (params, arrays) = (self.params, self.arrays);
         let started = self.clock.start(&s)?;
-        if let Some((f, g)) = &self.funcs.persistent {
-            let g = *g;
-            let blocks = u32::try_from(e.div_ceil(u64::from(g)))
+        if let Some((f, launch)) = &self.funcs.persistent {
+            let blocks = u32::try_from(e.div_ceil(u64::from(launch.group)))
                 .map_err(|_| CudaError::Unsupported("too many ensembles".into()))?;
             let cfg = LaunchConfig {
                 grid_dim: (blocks, 1, 1),
-                block_dim: (g * p as u32, 1, 1),
-                shared_mem_bytes: persistent_shared_bytes(g, p as u32),
+                block_dim: (launch.threads, 1, 1),
+                shared_mem_bytes: launch.shared_bytes,
             };
             let iters = n as u32;
             let mut b = s.launch_builder(f);
@@ -502,12 +541,14 @@ impl GpuEnsembles {
                 .arg(&cp)
                 .arg(&arrays)
                 .arg(&rp);
-            // SAFETY: persistent_2d(NrptGpuParams, u64, u32, const NrptIterConsts*,
-            // NrptArrays, u8*) matches; consts_d holds `iters` entries, record_d (if any)
-            // iters·E·(P−1) bytes, both alive until the synchronize below; the block has
-            // G·P threads and the shared memory the kernel's layout needs for G, P; the
-            // kernel guards e < E.
-            unsafe { b.launch(cfg) }.map_err(driver("launching persistent_2d"))?;
+            // SAFETY: persistent_2d and persistent_2d_warp take (NrptGpuParams, u64, u32,
+            // const NrptIterConsts*, NrptArrays, u8*); consts_d holds `iters` entries,
+            // record_d (if any) iters·E·(P−1) bytes, both alive until the synchronize
+            // below; persistent_2d's block has G·P threads and the shared memory its
+            // layout needs for G, P; persistent_2d_warp's has G·W threads (W the power
+            // of two ≥ P, whole warps: see persistent_warp_group) and none; both
+            // kernels guard e < E.
+            unsafe { b.launch(cfg) }.map_err(driver("launching the persistent kernel"))?;
         } else {
             let chains = e * p;
             let shape = self.funcs.step_block;
@@ -672,6 +713,20 @@ pub fn persistent_group(p: u32, e: u32) -> Option<u32> {
     (persistent_shared_bytes(g, p) <= SHARED_LIMIT && g * p <= PERSISTENT_THREADS).then_some(g)
 }
 
+/// Ensembles per block of `persistent_2d_warp` for P ≤ 32 chains and E ensembles:
+/// each takes W lanes (the power of two ≥ P), a block is whole warps (the kernel's
+/// shuffles name all 32 lanes) of at most 512 threads, and no larger than E needs;
+/// `None` for P outside 2..=32.
+pub fn persistent_warp_group(p: u32, e: u32) -> Option<u32> {
+    if !(2..=32).contains(&p) {
+        return None;
+    }
+    let width = p.next_power_of_two();
+    let per_warp = 32 / width;
+    let needed = e.max(1).div_ceil(per_warp) * per_warp;
+    Some((PERSISTENT_THREADS / width).min(needed))
+}
+
 /// Lanes per ensemble in the swap phase of a block of `threads` threads (kernels/
 /// swap.cuh nrpt_team_width): a power of two, enough for the P − 1 pairs, at most a
 /// warp and at most the block.
@@ -711,5 +766,36 @@ fn encode(states: &[f32], precision: Precision) -> Vec<u8> {
             .iter()
             .flat_map(|&x| host_math::f32_to_f16(x).to_le_bytes())
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warp_kernel_takes_ensembles_that_fit_a_warp_in_whole_warps() {
+        for p in 2..=32u32 {
+            for e in [1u32, 2, 3, 7, 31, 32, 33, 1000] {
+                let l = PersistentLaunch::for_ensembles(p, e).expect("fits");
+                assert_eq!(l.kernel, Kernel::Persistent2dWarp, "P = {p}");
+                let w = p.next_power_of_two();
+                assert_eq!(l.threads, l.group * w);
+                assert_eq!(l.threads % 32, 0, "P = {p}, E = {e}: {l:?}");
+                assert!(l.threads <= PERSISTENT_THREADS && l.shared_bytes == 0);
+                // At least a warp, and no more ensembles a block than E rounded up to
+                // whole warps.
+                let per_warp = 32 / w;
+                assert!(l.group >= per_warp && l.group <= e.div_ceil(per_warp) * per_warp);
+            }
+        }
+        // P = 16: two ensembles a warp, 32 a block.
+        let l = PersistentLaunch::for_ensembles(16, 4096).unwrap();
+        assert_eq!((l.group, l.threads), (32, 512));
+        // Larger P: the shared-memory kernel.
+        let l = PersistentLaunch::for_ensembles(33, 100).unwrap();
+        assert_eq!(l.kernel, Kernel::Persistent2d);
+        assert_eq!(l.threads, l.group * 33);
+        assert!(PersistentLaunch::for_ensembles(1, 1).is_none());
     }
 }

@@ -128,6 +128,28 @@ mod ffi {
             chains: u32,
         ) -> u32;
         pub fn nrpt_host_layout(out: *mut u32);
+        pub fn nrpt_host_warp_exchange(
+            p: *const super::GpuParams,
+            ensemble_key: u32,
+            k: u64,
+            ic: *const super::IterConsts,
+            energies: *mut f32,
+            ladder: *mut f64,
+            temps: *mut f64,
+            replica_at: *mut u32,
+            level_of: *mut u32,
+            trips: *mut u8,
+            gates: *mut u8,
+            flags: *mut u8,
+            pairs: *mut super::PairStats,
+            buffer: *mut f64,
+            stats: *mut super::IndexStats,
+            states: *mut f32,
+            momenta: *mut f32,
+            sines: *mut f32,
+            record: *mut u8,
+        );
+        pub fn nrpt_host_warp_width(chains: u32) -> u32;
     }
 }
 
@@ -683,4 +705,91 @@ pub fn swapped_at_level(flags: &[u8], stride: u32, level: u32, chains: u32) -> b
     assert!(chains >= 2 && level < chains && flags.len() > (chains as usize - 2) * s);
     // SAFETY: reads flags of pairs level − 1 and level (< P − 1) at this stride only.
     unsafe { ffi::nrpt_host_swapped_at_level(flags.as_ptr(), s as u32, level, chains) != 0 }
+}
+
+/// Lanes per ensemble of `persistent_2d_warp` (`nrpt_warp_width`: the power of two
+/// ≥ P).
+pub fn warp_width(chains: u32) -> u32 {
+    assert!((2..=32).contains(&chains));
+    // SAFETY: pure function.
+    unsafe { ffi::nrpt_host_warp_width(chains) }
+}
+
+/// The replicas of one 2D ensemble as `persistent_2d_warp` holds them in registers,
+/// by replica: states (x₀, x₁), velocities (empty without momentum) and the sines of
+/// the states.
+#[derive(Debug)]
+pub struct WarpReplicas<'a> {
+    /// 2P coordinates.
+    pub states: &'a mut [f32],
+    /// 2P coordinates, or empty.
+    pub momenta: &'a mut [f32],
+    /// sin 2πx of each coordinate, 2P.
+    pub sines: &'a mut [f32],
+}
+
+/// The swap phase of `persistent_2d_warp` (`nrpt_warp_exchange`, warp_swap.cuh) for
+/// iteration `k` of one ensemble of P ≤ 32 chains (arrays at stride 1), with the
+/// kernel's own code: each lane of the segment loaded with its level and the replica
+/// at it, the phase run lane by lane with its shuffles emulated, the lanes stored
+/// back. The momentum reset of swapped replicas is part of it. `record`, when given,
+/// receives the P − 1 flags of the sweep.
+///
+/// Panics unless P is 2..=32, the arrays have stride 1 and the lengths of P levels /
+/// P − 1 pairs, and `r` holds 2P states, sines and momenta (or no momenta).
+pub fn warp_exchange(
+    params: &GpuParams,
+    ensemble_key: u32,
+    k: u64,
+    ic: &IterConsts,
+    a: EnsembleArrays<'_>,
+    r: WarpReplicas<'_>,
+    record: Option<&mut [u8]>,
+) {
+    let p = params.core.chains as usize;
+    assert!((2..=32).contains(&p) && params.core.dim == 2 && a.stride <= 1);
+    assert!(a.energies.len() == p && a.ladder.len() == p && a.temps.len() == p);
+    assert!(a.replica_at.len() == p && a.level_of.len() == p && a.trips.len() == p);
+    assert!(a.gates.len() == p - 1 && a.flags.len() == p - 1 && a.pairs.len() == p - 1);
+    assert!(a.replica_at.iter().all(|&x| (x as usize) < p));
+    assert!(r.states.len() == 2 * p && r.sines.len() == 2 * p);
+    assert!(r.momenta.is_empty() || r.momenta.len() == 2 * p);
+    let record = match record {
+        Some(out) => {
+            assert!(out.len() == p - 1);
+            out.as_mut_ptr()
+        }
+        None => core::ptr::null_mut(),
+    };
+    let momenta = if r.momenta.is_empty() {
+        core::ptr::null_mut()
+    } else {
+        r.momenta.as_mut_ptr()
+    };
+    // SAFETY: every array holds P levels / P − 1 pairs / 2P coordinates (checked
+    // above) and the permutation's entries are < P, so the shim's indices stay in
+    // bounds; PairStats and IndexStats are #[repr(C)] mirrors of the C structs.
+    unsafe {
+        ffi::nrpt_host_warp_exchange(
+            params,
+            ensemble_key,
+            k,
+            ic,
+            a.energies.as_mut_ptr(),
+            a.ladder.as_mut_ptr(),
+            a.temps.as_mut_ptr(),
+            a.replica_at.as_mut_ptr(),
+            a.level_of.as_mut_ptr(),
+            a.trips.as_mut_ptr(),
+            a.gates.as_mut_ptr(),
+            a.flags.as_mut_ptr(),
+            a.pairs.as_mut_ptr(),
+            a.buffer,
+            a.stats,
+            r.states.as_mut_ptr(),
+            momenta,
+            r.sines.as_mut_ptr(),
+            record,
+        )
+    }
 }

@@ -18,6 +18,7 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("storage.cuh", include_str!("../kernels/storage.cuh")),
     ("chain.cuh", include_str!("../kernels/chain.cuh")),
     ("swap.cuh", include_str!("../kernels/swap.cuh")),
+    ("warp_swap.cuh", include_str!("../kernels/warp_swap.cuh")),
     ("init.cu", include_str!("../kernels/init.cu")),
     ("step.cu", include_str!("../kernels/step.cu")),
     ("swap.cu", include_str!("../kernels/swap.cu")),
@@ -67,13 +68,17 @@ pub enum Kernel {
     StepBlockF16,
     /// Swap and adapt, one thread per ensemble.
     SwapAdapt,
-    /// Persistent 2D kernel.
+    /// Persistent 2D kernel (swap phase by a team of lanes through shared memory, any P
+    /// that fits a block).
     Persistent2d,
+    /// Persistent 2D kernel for P ≤ 32: one level per lane, the swap phase in
+    /// registers and shuffles (kernels/warp_swap.cuh).
+    Persistent2dWarp,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 16] = [
+    pub const ALL: [Kernel; 17] = [
         Kernel::InitEnsembles,
         Kernel::InitStatesF32,
         Kernel::InitStatesBf16,
@@ -90,6 +95,7 @@ impl Kernel {
         Kernel::StepBlockF16,
         Kernel::SwapAdapt,
         Kernel::Persistent2d,
+        Kernel::Persistent2dWarp,
     ];
 
     /// The `extern "C"` name.
@@ -111,6 +117,7 @@ impl Kernel {
             Kernel::StepBlockF16 => "step_block_f16",
             Kernel::SwapAdapt => "swap_adapt",
             Kernel::Persistent2d => "persistent_2d",
+            Kernel::Persistent2dWarp => "persistent_2d_warp",
         }
     }
 
@@ -128,6 +135,7 @@ impl Kernel {
                 | Kernel::StepBlockF16
                 | Kernel::SwapAdapt
                 | Kernel::Persistent2d
+                | Kernel::Persistent2dWarp
         )
     }
 }
@@ -253,3 +261,20 @@ pub fn nvrtc_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
 pub fn persistent_shared_bytes(g: u32, p: u32) -> u32 {
     g * (32 * (p - 1) + 16 * p + 8 + 32 + 12 * p + 3 * p)
 }
+
+impl MathMode {
+    /// Every math mode, for tools that go through them all (the SASS counter of
+    /// `tests/sass_count.rs`). A new mode must be listed here: the match below stops
+    /// compiling until it is.
+    pub const ALL: &'static [MathMode] = &[MathMode::Exact, MathMode::Fma];
+}
+
+/// Compile-time check that [`MathMode::ALL`] names every variant.
+const _: () = {
+    const fn listed(m: MathMode) {
+        match m {
+            MathMode::Exact | MathMode::Fma => {}
+        }
+    }
+    let _ = listed;
+};

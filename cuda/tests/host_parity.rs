@@ -1521,3 +1521,194 @@ fn swap_kernel_zeroes_the_momenta_of_swapped_replicas() {
         );
     }
 }
+
+/// The warp-wide swap phase of `persistent_2d_warp` (`nrpt_warp_exchange`, one level
+/// per lane, shuffles emulated lane by lane) against the team phase (proven equal to
+/// core above) followed by the persistent kernel's momentum reset, over runs of
+/// iterations of random ensembles: every P from 2 to 32, the buffered and Metropolis
+/// rules, SEO and DEO with windows, every combination of the adaptation bits, momentum
+/// or none, non-finite energies. Every array, the buffer, the counts, the recorded
+/// flags and the replicas' states and velocities must agree in every bit.
+#[test]
+fn warp_swap_phase_is_the_team_phase_bit_for_bit() {
+    let mut w = words(32);
+    let (mut swaps, mut trips) = (0u64, 0u64);
+    for case in 0..300u32 {
+        let p = 2 + (case % 31) as usize;
+        let options = TemperingOptions {
+            seed: w.next_u32(),
+            ..TemperingOptions::default()
+        };
+        let mut params = gpu_params(options, GpuTarget::Modes2d, Noise::PAPER, p);
+        params.core.window = match w.next_u32() % 3 {
+            0 => 0,
+            _ => 1 + w.next_u32() % 8,
+        };
+        params.core.rule = u32::from(w.next_u32().is_multiple_of(3));
+        params.core.explorer = w.next_u32() % 2;
+        params.core.adapt_flags = w.next_u32() & 63;
+        let key = w.next_u32();
+        let unit = |w: &mut PhiloxStream| f64::from(f32::uniform(w.next_u32()));
+        // One ensemble's arrays, twice.
+        let mut at: Vec<u32> = (0..p as u32).collect();
+        for i in (1..p).rev() {
+            at.swap(i, (w.next_u32() as usize) % (i + 1));
+        }
+        let mut of = vec![0u32; p];
+        for (l, &r) in at.iter().enumerate() {
+            of[r as usize] = l as u32;
+        }
+        let mut ladder = vec![1.0f64; p];
+        for l in 1..p {
+            ladder[l] = ladder[l - 1] * (1.0 + 2.0 * unit(&mut w));
+        }
+        let mut temps: Vec<f64> = ladder.iter().map(|e| e / ladder[0]).collect();
+        temps.iter_mut().for_each(|t| *t += 0.1 * unit(&mut w));
+        let mut trips_a: Vec<u8> = (0..p).map(|_| (w.next_u32() & 15) as u8).collect();
+        let mut gates: Vec<u8> = (0..p - 1).map(|_| (w.next_u32() & 1) as u8).collect();
+        let mut flags: Vec<u8> = (0..p - 1).map(|_| (w.next_u32() & 15) as u8).collect();
+        let mut pairs: Vec<PairStats> = (0..p - 1)
+            .map(|_| PairStats {
+                indicators: u64::from(w.next_u32() % 100),
+                attempts: u64::from(w.next_u32() % 100),
+                swaps: u64::from(w.next_u32() % 100),
+                nonfinite: u64::from(w.next_u32() % 100),
+            })
+            .collect();
+        let mut buffer = 3.0 * unit(&mut w);
+        let mut stats = IndexStats::default();
+        let mut states: Vec<f32> = (0..2 * p).map(|_| (100.0 * unit(&mut w)) as f32).collect();
+        let mut sines: Vec<f32> = states.iter().map(|x| x * 0.5).collect();
+        let mut momenta: Vec<f32> = if params.core.explorer != 0 {
+            (0..2 * p).map(|i| 1.0 + i as f32).collect()
+        } else {
+            Vec::new()
+        };
+        let mut team = (
+            at.clone(),
+            of.clone(),
+            ladder.clone(),
+            temps.clone(),
+            trips_a.clone(),
+            gates.clone(),
+            flags.clone(),
+            pairs.clone(),
+            buffer,
+            stats,
+            momenta.clone(),
+        );
+        let k0 = u64::from(w.next_u32() % 1000);
+        for k in k0..k0 + 40 {
+            let ic = IterConsts {
+                gamma: 0.01 + 0.1 * unit(&mut w),
+                up: 1.0 + 0.2 * unit(&mut w),
+                down: 1.0 - 0.2 * unit(&mut w),
+            };
+            let mut energies: Vec<f32> = (0..p)
+                .map(|_| {
+                    if w.next_u32().is_multiple_of(40) {
+                        f32::NAN
+                    } else {
+                        (40.0 * unit(&mut w) - 20.0) as f32
+                    }
+                })
+                .collect();
+            let mut team_energies = energies.clone();
+            // The team phase, then the persistent kernel's reset.
+            let (
+                t_at,
+                t_of,
+                t_ladder,
+                t_temps,
+                t_trips,
+                t_gates,
+                t_flags,
+                t_pairs,
+                t_buf,
+                t_stats,
+                t_mom,
+            ) = &mut team;
+            hm::swap_and_adapt(
+                &params,
+                key,
+                k,
+                &ic,
+                EnsembleArrays {
+                    energies: &mut team_energies,
+                    ladder: t_ladder,
+                    temps: t_temps,
+                    replica_at: t_at,
+                    level_of: t_of,
+                    trips: t_trips,
+                    gates: t_gates,
+                    flags: t_flags,
+                    pairs: t_pairs,
+                    stride: 1,
+                    buffer: t_buf,
+                    stats: t_stats,
+                },
+            );
+            let carry = params.core.adapt_flags & adapt_flags::MOMENTUM_CARRY != 0;
+            if !t_mom.is_empty() && !carry {
+                for r in 0..p {
+                    if hm::swapped_at_level(t_flags, 1, t_of[r], p as u32) {
+                        t_mom[2 * r..2 * r + 2].fill(0.0);
+                    }
+                }
+            }
+            // The warp phase.
+            let mut record = vec![0u8; p - 1];
+            let before = states.clone();
+            hm::warp_exchange(
+                &params,
+                key,
+                k,
+                &ic,
+                EnsembleArrays {
+                    energies: &mut energies,
+                    ladder: &mut ladder,
+                    temps: &mut temps,
+                    replica_at: &mut at,
+                    level_of: &mut of,
+                    trips: &mut trips_a,
+                    gates: &mut gates,
+                    flags: &mut flags,
+                    pairs: &mut pairs,
+                    stride: 1,
+                    buffer: &mut buffer,
+                    stats: &mut stats,
+                },
+                hm::WarpReplicas {
+                    states: &mut states,
+                    momenta: &mut momenta,
+                    sines: &mut sines,
+                },
+                Some(&mut record),
+            );
+            let ctx = format!("case {case}, P = {p}, k = {k}, params {:?}", params.core);
+            let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits32(&energies), bits32(&team_energies), "energies, {ctx}");
+            assert_eq!(bits64(&ladder), bits64(t_ladder), "ladder, {ctx}");
+            assert_eq!(bits64(&temps), bits64(t_temps), "temperatures, {ctx}");
+            assert_eq!(&at, t_at, "permutation, {ctx}");
+            assert_eq!(&of, t_of, "levels, {ctx}");
+            assert_eq!(&trips_a, t_trips, "trip states, {ctx}");
+            assert_eq!(&gates, t_gates, "gates, {ctx}");
+            assert_eq!(&flags, t_flags, "flags, {ctx}");
+            assert_eq!(&record, t_flags, "recorded flags, {ctx}");
+            assert_eq!(&pairs, t_pairs, "pair counts, {ctx}");
+            assert_eq!(buffer.to_bits(), t_buf.to_bits(), "buffer, {ctx}");
+            assert_eq!(&stats, t_stats, "counts, {ctx}");
+            assert_eq!(bits32(&momenta), bits32(t_mom), "velocities, {ctx}");
+            // States and sines stay with their replicas (stored by replica).
+            assert_eq!(bits32(&states), bits32(&before), "states, {ctx}");
+            swaps += t_flags.iter().filter(|&&f| f & 4 != 0).count() as u64;
+        }
+        trips += stats.round_trips + stats.authors_round_trips;
+    }
+    assert!(
+        swaps > 10_000 && trips > 100,
+        "swaps {swaps}, trips {trips}"
+    );
+}

@@ -110,6 +110,7 @@ fn ptxas_reports_no_spills() {
         // (their launch bounds), the per-thread steps 1,024 threads per SM.
         for (k, threads, blocks) in [
             (Kernel::Persistent2d, 512, 2),
+            (Kernel::Persistent2dWarp, 512, 2),
             (Kernel::StepBlockF32, 256, 4),
             (Kernel::StepBlockBf16, 256, 4),
             (Kernel::StepBlockF16, 256, 4),

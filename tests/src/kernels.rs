@@ -42,6 +42,11 @@ pub enum KernelPath {
     /// energy; after the swap phase every thread whose replica swapped zeroes its
     /// velocity registers (`nrpt_swapped_at_level`).
     Persistent,
+    /// `persistent_2d_warp` (P ≤ 32): the same step, then the warp-wide swap phase of
+    /// `nrpt_warp_exchange` (kernels/warp_swap.cuh) with its shuffles emulated lane
+    /// by lane, the replicas' registers moved with their swaps and the momentum reset
+    /// in it.
+    PersistentWarp,
 }
 
 impl KernelPath {
@@ -50,6 +55,7 @@ impl KernelPath {
         match self {
             KernelPath::StepSwap => "kernels: step + swap",
             KernelPath::Persistent => "kernels: persistent 2D",
+            KernelPath::PersistentWarp => "kernels: persistent 2D warp",
         }
     }
 }
@@ -66,16 +72,21 @@ pub fn unsupported(job: &Job, path: KernelPath) -> Option<String> {
         return Some(e.to_string());
     }
     let fits = persistent_group(job.chains as u32, job.ensembles as u32).is_some();
+    let persistent = matches!(path, KernelPath::Persistent | KernelPath::PersistentWarp);
     match path {
-        KernelPath::Persistent if matches!(config.target, GpuTarget::Source { .. }) => Some(
+        KernelPath::PersistentWarp if job.chains > 32 => Some(format!(
+            "the warp-wide swap phase takes P ≤ 32, not P = {}",
+            job.chains
+        )),
+        _ if persistent && matches!(config.target, GpuTarget::Source { .. }) => Some(
             "the persistent kernel runs the built-in 2D targets only, not a target's own \
              CUDA source"
                 .to_string(),
         ),
-        KernelPath::Persistent if job.target.dim() != 2 => {
+        _ if persistent && job.target.dim() != 2 => {
             Some("the persistent kernel is for D = 2 only".to_string())
         }
-        KernelPath::Persistent if !fits => Some(format!(
+        _ if persistent && !fits => Some(format!(
             "an ensemble of P = {} does not fit a persistent block",
             job.chains
         )),
@@ -273,7 +284,7 @@ impl Emulated {
                 match (self.block, self.path, d) {
                     (Some(shape), _, _) => hm::chain_step_block(&self.params, &input, shape, x, v),
                     // persistent_2d: the sines come from the last energy.
-                    (None, KernelPath::Persistent, 2) => {
+                    (None, KernelPath::Persistent | KernelPath::PersistentWarp, 2) => {
                         let mut xr = [x[0], x[1]];
                         let mut vr = if v.is_empty() { [0.0; 2] } else { [v[0], v[1]] };
                         let e = hm::chain_step_2d_sin(
@@ -294,6 +305,38 @@ impl Emulated {
             };
         }
         let ic = IterConsts::at(&self.options, self.k);
+        if self.path == KernelPath::PersistentWarp {
+            // persistent_2d_warp: the whole exchange, momentum reset included, in the
+            // lanes' registers.
+            hm::warp_exchange(
+                &self.params,
+                self.key,
+                self.k,
+                &ic,
+                EnsembleArrays {
+                    energies: &mut self.energies,
+                    ladder: &mut self.ladder,
+                    temps: &mut self.temps,
+                    replica_at: &mut self.at,
+                    level_of: &mut self.of,
+                    trips: &mut self.trips,
+                    gates: &mut self.gates,
+                    flags: &mut self.flags,
+                    pairs: &mut self.pairs,
+                    stride: 1,
+                    buffer: &mut self.buffer,
+                    stats: &mut self.stats,
+                },
+                hm::WarpReplicas {
+                    states: &mut self.states,
+                    momenta: &mut self.momenta,
+                    sines: self.sines.as_flattened_mut(),
+                },
+                None,
+            );
+            self.k += 1;
+            return;
+        }
         hm::swap_and_adapt_ordered(
             &self.params,
             self.key,
@@ -325,7 +368,7 @@ impl Emulated {
                     &mut self.momenta,
                 ),
                 // persistent_2d: thread (g, r) after the barrier that ends the swap phase.
-                KernelPath::Persistent => {
+                KernelPath::Persistent | KernelPath::PersistentWarp => {
                     let carry = self.params.core.adapt_flags & adapt_flags::MOMENTUM_CARRY != 0;
                     for r in 0..p {
                         if !carry && hm::swapped_at_level(&self.flags, 1, self.of[r], p as u32) {

@@ -118,7 +118,11 @@ fn every_engine_makes_the_reference_run() {
     for (name, s) in simd {
         engines.push((name, Run::cpu(&cpu(s, 1), &job).unwrap()));
     }
-    for path in [KernelPath::StepSwap, KernelPath::Persistent] {
+    for path in [
+        KernelPath::StepSwap,
+        KernelPath::Persistent,
+        KernelPath::PersistentWarp,
+    ] {
         assert_eq!(kernels::unsupported(&job, path), None);
         engines.push((path.label(), kernels::run(&job, path)));
     }

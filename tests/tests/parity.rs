@@ -12,11 +12,13 @@
 //!   one ensemble in lanes (`replica_lanes.rs`, any noisy `LanePotential`); a row that
 //!   neither path takes runs nrpt-core's driver there too. An instruction set this
 //!   processor lacks is skipped, and the test says so on stderr;
-//! - `kernels: step + swap`, `kernels: persistent 2D`: the CUDA kernels' per-thread
-//!   code compiled for the host (`nrpt_tests::kernels`), where the kernels implement
-//!   the row (the CUDA engine's own refusals: targets without CUDA kernels, the
-//!   authors' fresh energies and sequential pass; the persistent kernel: the built-in
-//!   targets at D = 2 only). A target with its own CUDA source (`mixture`) runs the
+//! - `kernels: step + swap`, `kernels: persistent 2D`, `kernels: persistent 2D warp`:
+//!   the CUDA kernels' per-thread code compiled for the host (`nrpt_tests::kernels`;
+//!   the warp kernel's swap phase, `nrpt_warp_exchange`, run lane by lane with its
+//!   shuffles emulated), where the kernels implement the row (the CUDA engine's own
+//!   refusals: targets without CUDA kernels, the authors' fresh energies and sequential
+//!   pass; the persistent kernels: the built-in targets at D = 2 only; the warp
+//!   kernel: P ≤ 32). A target with its own CUDA source (`mixture`) runs the
 //!   source step with its code compiled by the system's C++ compiler.
 //!
 //! A failure names the row, the column and the first value that differs (the first
@@ -335,7 +337,11 @@ fn check(group: &str, rows: &[Row]) -> Vec<Run> {
                 failures.push(format!("[{name}] × [{column}]: {d}"));
             }
         }
-        for path in [KernelPath::StepSwap, KernelPath::Persistent] {
+        for path in [
+            KernelPath::StepSwap,
+            KernelPath::Persistent,
+            KernelPath::PersistentWarp,
+        ] {
             if let Some(why) = kernels::unsupported(&job, path) {
                 skips
                     .entry(format!("{}: skipped, {why}", path.label()))

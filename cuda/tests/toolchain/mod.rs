@@ -43,7 +43,11 @@ pub fn nvrtc_or_skip(test: &str) -> bool {
                 "{test}: skipped: NVRTC not found (libnvrtc.so.13 is not on LD_LIBRARY_PATH; \
                  `source scripts/nvrtc-env.sh` installs the pip wheel and sets it)"
             ),
-            &["NRPT_REQUIRE_NVRTC", "NRPT_REQUIRE_GPU"],
+            &[
+                "NRPT_REQUIRE_NVRTC",
+                "NRPT_REQUIRE_GPU",
+                "NRPT_REQUIRE_SASS",
+            ],
         );
         false
     }
