@@ -175,9 +175,9 @@ fn inline<'a>(name: &'a str, files: &[(&str, &'a str)], out: &mut String, seen: 
 pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
     let fmad = match mode {
         MathMode::Exact => "--fmad=false",
-        MathMode::Fma => "--fmad=true",
+        MathMode::Fma | MathMode::Fast => "--fmad=true",
     };
-    vec![
+    let mut options = vec![
         format!("--gpu-architecture={arch}"),
         fmad.to_string(),
         "--prec-sqrt=true".to_string(),
@@ -185,18 +185,20 @@ pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
         "--ftz=false".to_string(),
         "--std=c++17".to_string(),
         "-default-device".to_string(),
-    ]
+    ];
+    // Fast mode: the hardware approximations of kernels/fastmath.cuh, selected in the
+    // source so that exact and FMA modes compile the same text as before.
+    if mode == MathMode::Fast {
+        options.push("-DNRPT_FAST_MATH=1".to_string());
+    }
+    options
 }
 
 pub use crate::ptx_cache::nvrtc_present;
 
 /// The file stem of the kernels of `kernels/` for `arch` (e.g. `compute_90`) and `mode`.
 pub fn kernels_stem(arch: &str, mode: MathMode) -> String {
-    let mode = match mode {
-        MathMode::Exact => "exact",
-        MathMode::Fma => "fma",
-    };
-    format!("nrpt_kernels.{arch}.{mode}")
+    format!("nrpt_kernels.{arch}.{}", mode.name())
 }
 
 /// The kernels of `kernels/` for `arch` and `mode` from `dir`, checked ([`ptx_cache::load`](crate::ptx_cache::load)).
