@@ -42,6 +42,20 @@ def assert_same(py: Any, cli: Any, path: str = "") -> None:
         assert py == cli, f"{path}: {py!r} != {cli!r}"
 
 
+def test_the_math_keyword(cli, tmp_path):
+    """``math=`` is ``--math``: it reaches the configuration and ``summary.json``; the
+    CPU computes exactly whatever it says, so the numbers are exact mode's."""
+    kw = dict(chains=8, ensembles=2, iterations=300, seed=3, backend="cpu")
+    exact = nrpt.run(**kw)
+    fast = nrpt.run(math="fast", **kw)
+    assert exact["math"] == "exact" and fast["math"] == "exact"
+    assert fast["config"]["math"] == "fast" and "math" not in exact["config"]
+    assert fast["samples"].tobytes() == exact["samples"].tobytes()
+    report = cli.json("run", "--chains", "8", "-e", "2", "-n", "300", "--seed", "3",
+                      "--backend", "cpu", "--math", "fast", "-o", str(tmp_path / "o"))
+    assert report["config"]["math"] == "fast" and report["math"] == "exact"
+
+
 def without_out(config: dict) -> dict:
     return {k: v for k, v in config.items() if k != "out"}
 

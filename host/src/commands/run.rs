@@ -24,6 +24,9 @@ pub struct Summary {
     pub config: RunConfig,
     /// Backend that ran it.
     pub backend: String,
+    /// The floating-point contract it ran under: the configuration's `math` on the CUDA
+    /// backend, `exact` on the CPU (which always computes exactly).
+    pub math: &'static str,
     /// Window used (0 for SEO).
     pub window: u32,
     /// The rules that ran (the preset with the rule keys applied).
@@ -489,6 +492,11 @@ pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
     Summary {
         config: config.clone(),
         backend: out.backend.clone(),
+        math: if out.backend == "cuda" {
+            config.math.name()
+        } else {
+            "exact"
+        },
         window,
         rules: config.rule_choices().resolve().into(),
         iterations_run: job.iterations,
