@@ -205,9 +205,10 @@ NRPT_HD NrptPair nrpt_box_muller_f32(nrpt_u32 w0, nrpt_u32 w1) {
     float u2 = nrpt_uniform_f32(w1);
 #if NRPT_FAST_MATH
     // −2 ln u1 = (−2 ln 2) · lg2 u1, and √t = t · rsqrt(t). u1 < 1, but the approximate
-    // lg2 of a u1 within 2^-22 of 1 may be 0 or even positive: t ≤ 0 gives r = 0.
-    float t = (-2.0f * NRPT_LN2_F32) * nrpt_hw_lg2(u1);
-    float r = (t > 0.0f) ? t * nrpt_hw_rsqrt(t) : 0.0f;
+    // lg2 of a u1 within 2^-22 of 1 may be 0 or even positive: t ≤ 0 gives r = 0 (t
+    // clamped to 0, and rsqrt's argument to the least normal, so 0 · finite = 0).
+    float t = fmaxf((-2.0f * NRPT_LN2_F32) * nrpt_hw_lg2(u1), 0.0f);
+    float r = t * nrpt_hw_rsqrt(fmaxf(t, 1.17549435e-38f));
 #else
     float r = nrpt_sqrtf(-2.0f * nrpt_ln(u1));
 #endif
