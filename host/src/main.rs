@@ -49,6 +49,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         CpuBackend {
             threads: e.threads(),
             simd: Simd::Auto,
+            fast_math: false,
         }
     };
     let backend = |e: &EngineArgs, math: Option<MathKind>, silent: bool| {
@@ -104,6 +105,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 Box::new(CpuBackend {
                     threads: a.engine.threads(),
                     simd: Simd::Scalar,
+                    fast_math: false,
                 })
             } else {
                 backend(&a.engine, a.math, quiet)?

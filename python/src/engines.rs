@@ -43,6 +43,7 @@ fn backend_of(e: &EngineArgs, math: Option<MathKind>) -> anyhow::Result<Box<dyn 
     let cpu = CpuBackend {
         threads: e.threads(),
         simd: Simd::Auto,
+        fast_math: false,
     };
     Ok(commands::select_backend(
         e.backend,

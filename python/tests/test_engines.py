@@ -43,17 +43,21 @@ def assert_same(py: Any, cli: Any, path: str = "") -> None:
 
 
 def test_the_math_keyword(cli, tmp_path):
-    """``math=`` is ``--math``: it reaches the configuration and ``summary.json``; the
-    CPU computes exactly whatever it says, so the numbers are exact mode's."""
-    kw = dict(chains=8, ensembles=2, iterations=300, seed=3, backend="cpu")
+    """``math=`` is ``--math``: it reaches the configuration and ``summary.json`` (on the
+    CPU ``fma`` computes exactly, ``fast`` is the lane groups' fast math)."""
+    kw = dict(chains=8, ensembles=16, iterations=300, seed=3, backend="cpu")
     exact = nrpt.run(**kw)
     fast = nrpt.run(math="fast", **kw)
-    assert exact["math"] == "exact" and fast["math"] == "exact"
+    fma = nrpt.run(math="fma", **kw)
+    assert exact["math"] == "exact" and fast["math"] == "fast" and fma["math"] == "exact"
     assert fast["config"]["math"] == "fast" and "math" not in exact["config"]
-    assert fast["samples"].tobytes() == exact["samples"].tobytes()
-    report = cli.json("run", "--chains", "8", "-e", "2", "-n", "300", "--seed", "3",
+    # Fast mode is not exact mode's bits on the lane groups; fma is, on the CPU.
+    assert fast["samples"].tobytes() != exact["samples"].tobytes()
+    assert fma["samples"].tobytes() == exact["samples"].tobytes()
+    report = cli.json("run", "--chains", "8", "-e", "16", "-n", "300", "--seed", "3",
                       "--backend", "cpu", "--math", "fast", "-o", str(tmp_path / "o"))
-    assert report["config"]["math"] == "fast" and report["math"] == "exact"
+    assert report["config"]["math"] == "fast" and report["math"] == "fast"
+    assert np.load(tmp_path / "o" / "samples.npy").tobytes() == fast["samples"].tobytes()
 
 
 def without_out(config: dict) -> dict:

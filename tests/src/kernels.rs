@@ -120,6 +120,7 @@ pub fn run_with(job: &Job, path: KernelPath, math: HostMath) -> Run {
     let start = CpuBackend {
         threads: Some(1),
         simd: Simd::Scalar,
+        fast_math: false,
     }
     .run_from(job, None, 0, &unobserved)
     .expect("the job initializes");

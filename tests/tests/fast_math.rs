@@ -20,11 +20,12 @@
 //! difference and fails.
 
 use nrpt::config::RunConfig;
-use nrpt::engine::{Job, Record};
+use nrpt::engine::cpu::{CpuBackend, Simd};
+use nrpt::engine::{Job, Record, RunOutput};
 use nrpt::metrics::Truth;
 use nrpt_cuda::host_math::HostMath;
 use nrpt_tests::kernels::{self, KernelPath};
-use nrpt_tests::note;
+use nrpt_tests::{Run, note};
 
 /// Seeds (ensembles) per run.
 const SEEDS: usize = 24;
@@ -65,7 +66,11 @@ struct PerSeed {
 
 fn per_seed(job: &Job, math: HostMath, truth: &Truth) -> PerSeed {
     let run = kernels::run_with(job, KernelPath::StepSwap, math);
-    let out = &run.output;
+    statistics(job, &run.output, truth)
+}
+
+/// The per-seed statistics of a finished run of `job`.
+fn statistics(job: &Job, out: &RunOutput, truth: &Truth) -> PerSeed {
     let e = job.ensembles;
     let mut s = PerSeed {
         round_trips: Vec::new(),
@@ -158,6 +163,45 @@ fn fast_math_statistics_agree_with_exact_mode_on_the_2d_experiment() {
     assert!(
         failures.is_empty(),
         "fast mode's statistics differ from exact mode's:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The CPU engine's fast mode (`CpuBackend::fast_math`: the 2D toy's lane groups with
+/// fused multiply-adds and the shorter polynomials of `nrpt::engine::simd::Fast`) on the
+/// same experiment: the same band against the CPU's exact run, and not the same bits.
+#[test]
+fn the_cpu_engines_fast_math_agrees_with_its_exact_math() {
+    let truth = Truth::new();
+    let paper = job(0.4);
+    let run = |fast_math: bool| {
+        let backend = CpuBackend {
+            threads: Some(2),
+            simd: Simd::Auto,
+            fast_math,
+        };
+        let run = Run::cpu(&backend, &paper).expect("the CPU engine runs the job");
+        statistics(&paper, &run.output, &truth)
+    };
+    let (exact, fast) = (run(false), run(true));
+    assert_ne!(
+        exact.tv_grid, fast.tv_grid,
+        "fast mode gave exact mode's bits: the lane groups did not take it"
+    );
+    let mut failures = Vec::new();
+    for (name, a, b) in [
+        ("round trips / 1000 it.", &exact.round_trips, &fast.round_trips),
+        ("TV, 25 mode cells", &exact.tv_modes, &fast.tv_modes),
+        ("TV, 50 × 50 grid", &exact.tv_grid, &fast.tv_grid),
+    ] {
+        match agree(name, a, b) {
+            Ok(line) => note(&format!("CPU exact vs fast: {line}")),
+            Err(line) => failures.push(line),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "the CPU's fast mode differs from its exact mode:\n{}",
         failures.join("\n")
     );
 }

@@ -24,7 +24,8 @@ use crate::progress::Progress;
 /// The engine for `--backend`: `auto` opens GPU `device` when it can and falls back to
 /// `cpu` (saying so on stderr unless `silent`), also for every job whose rules the
 /// kernels do not implement; `cuda` is an error without a GPU. The GPU's kernels are
-/// compiled under `math` (`--math`); the CPU engine computes exactly whatever it says
+/// compiled under `math` (`--math`); on the CPU `fast` switches the 2D toy's lane
+/// groups to fast mode's math ([`CpuBackend::fast_math`]) and the rest computes exactly
 /// (a note says so when `math` is not exact and the CPU runs).
 pub fn select_backend(
     kind: BackendKind,
@@ -33,11 +34,21 @@ pub fn select_backend(
     silent: bool,
     math: MathKind,
 ) -> Result<Box<dyn Backend>, EngineError> {
+    // The CPU's fast mode: the 2D toy's lane groups only (`CpuBackend::fast_math`).
+    let cpu = CpuBackend {
+        fast_math: math == MathKind::Fast,
+        ..cpu
+    };
     let cpu_note = |silent: bool| {
         if !silent && !math.is_exact() {
             note!(
-                "math: {} applies to the CUDA kernels; the CPU engine computes exactly",
-                math.name()
+                "math: {} on the CPU: {}",
+                math.name(),
+                if math == MathKind::Fast {
+                    "FMA and shorter ln/sin/cos polynomials in the 2D toy's lane groups                      (E >= 16); every other CPU path computes exactly"
+                } else {
+                    "the CPU engine computes exactly (fma applies to the CUDA kernels)"
+                }
             );
         }
     };

@@ -25,7 +25,8 @@ pub struct Summary {
     /// Backend that ran it.
     pub backend: String,
     /// The floating-point contract it ran under: the configuration's `math` on the CUDA
-    /// backend, `exact` on the CPU (which always computes exactly).
+    /// backend; on the CPU `fast` (fast mode's lane math, which the 2D toy's lane groups
+    /// use) or `exact` (for `fma` too: the CPU does not contract).
     pub math: &'static str,
     /// Window used (0 for SEO).
     pub window: u32,
@@ -492,7 +493,7 @@ pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
     Summary {
         config: config.clone(),
         backend: out.backend.clone(),
-        math: if out.backend == "cuda" {
+        math: if out.backend == "cuda" || config.math == crate::config::MathKind::Fast {
             config.math.name()
         } else {
             "exact"
