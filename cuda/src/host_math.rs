@@ -388,7 +388,13 @@ pub fn chain_step(params: &GpuParams, input: &StepInput, x: &mut [f32], v: &mut 
 }
 
 /// [`chain_step`] in the build `math` ([`HostMath`]).
-pub fn chain_step_in(math: HostMath, params: &GpuParams, input: &StepInput, x: &mut [f32], v: &mut [f32]) -> f32 {
+pub fn chain_step_in(
+    math: HostMath,
+    params: &GpuParams,
+    input: &StepInput,
+    x: &mut [f32],
+    v: &mut [f32],
+) -> f32 {
     let d = params.core.dim as usize;
     assert!(x.len() >= d && (v.is_empty() || v.len() >= d));
     let vp = if v.is_empty() {
@@ -451,7 +457,8 @@ pub fn chain_step_block(
 }
 
 /// [`chain_step_block`] in the build `math` ([`HostMath`]).
-pub fn chain_step_block_in(math: HostMath, 
+pub fn chain_step_block_in(
+    math: HostMath,
     params: &GpuParams,
     input: &StepInput,
     shape: BlockShape,
@@ -529,7 +536,8 @@ pub fn chain_step_2d_sin(
 }
 
 /// [`chain_step_2d_sin`] in the build `math` ([`HostMath`]).
-pub fn chain_step_2d_sin_in(math: HostMath, 
+pub fn chain_step_2d_sin_in(
+    math: HostMath,
     params: &GpuParams,
     input: &StepInput,
     x: &mut [f32; 2],
@@ -656,7 +664,8 @@ pub fn swap_and_adapt_ordered(
 }
 
 /// [`swap_and_adapt_ordered`] in the build `math` ([`HostMath`]).
-pub fn swap_and_adapt_ordered_in(math: HostMath, 
+pub fn swap_and_adapt_ordered_in(
+    math: HostMath,
     params: &GpuParams,
     ensemble_key: u32,
     k: u64,

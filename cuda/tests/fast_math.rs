@@ -41,8 +41,13 @@ fn fast_ln_is_within_the_documented_error_and_keeps_the_special_values() {
         differs += usize::from(hm::ln_in(HostMath::Fast, x) != hm::ln(x));
         assert!(err <= LN_ERR, "ln({x:e}) = {got:e}, want {want:e}");
     }
-    eprintln!("fast ln: worst error {worst:.3e} (bound {LN_ERR:e}); {differs} of 200000 differ from exact mode");
-    assert!(differs > 100_000, "fast ln is mostly exact mode's bits: not the emulation");
+    eprintln!(
+        "fast ln: worst error {worst:.3e} (bound {LN_ERR:e}); {differs} of 200000 differ from exact mode"
+    );
+    assert!(
+        differs > 100_000,
+        "fast ln is mostly exact mode's bits: not the emulation"
+    );
     assert!(f64::from(hm::ln_in(HostMath::Fast, 1.0)).abs() <= LN_ERR);
     assert_eq!(hm::ln_in(HostMath::Fast, 0.0), f32::NEG_INFINITY);
     assert_eq!(hm::ln_in(HostMath::Fast, f32::INFINITY), f32::INFINITY);
@@ -61,9 +66,15 @@ fn fast_sin_cos_2pi_holds_its_accuracy_over_the_targets_range() {
         let x = if i % 2 == 0 { u } else { (u - 0.5) * 128.0 };
         let (s, c) = hm::sin_cos_2pi_in(HostMath::Fast, x);
         let t = 2.0 * std::f64::consts::PI * f64::from(x);
-        let (es, ec) = ((f64::from(s) - t.sin()).abs(), (f64::from(c) - t.cos()).abs());
+        let (es, ec) = (
+            (f64::from(s) - t.sin()).abs(),
+            (f64::from(c) - t.cos()).abs(),
+        );
         worst = worst.max(es).max(ec);
-        assert!(es <= SIN_ERR && ec <= SIN_ERR, "sin/cos 2π·{x:e}: {s:e} {c:e}");
+        assert!(
+            es <= SIN_ERR && ec <= SIN_ERR,
+            "sin/cos 2π·{x:e}: {s:e} {c:e}"
+        );
     }
     eprintln!("fast sin/cos 2πx: worst error {worst:.3e} (bound {SIN_ERR:e})");
     // Non-finite arguments give NaN, as in exact mode.
@@ -94,7 +105,10 @@ fn fast_box_muller_is_close_to_exact_modes_normals() {
             .abs()
             .max((f64::from(a1) - f64::from(b1)).abs());
         worst = worst.max(d);
-        assert!(d <= tol, "words {w0:#x} {w1:#x}: ({a0}, {a1}) vs ({b0}, {b1})");
+        assert!(
+            d <= tol,
+            "words {w0:#x} {w1:#x}: ({a0}, {a1}) vs ({b0}, {b1})"
+        );
         for z in [a0, a1] {
             sum += f64::from(z);
             sum2 += f64::from(z) * f64::from(z);
@@ -105,7 +119,10 @@ fn fast_box_muller_is_close_to_exact_modes_normals() {
     eprintln!("fast Box–Muller: worst |Δz| {worst:.3e}; mean {m:.4}, variance {v:.4}");
     // Five standard errors of the mean (1/√(2n)) and of the variance (√(2/(2n))).
     assert!(m.abs() < 5.0 / f64::from(2 * n).sqrt(), "mean {m}");
-    assert!((v - 1.0).abs() < 5.0 * (2.0 / f64::from(2 * n)).sqrt(), "variance {v}");
+    assert!(
+        (v - 1.0).abs() < 5.0 * (2.0 / f64::from(2 * n)).sqrt(),
+        "variance {v}"
+    );
     // A word pair whose u1 is the largest uniform (lg2 near 0): r is 0 or tiny, finite.
     let (z0, z1) = hm::box_muller_f32_in(HostMath::Fast, u32::MAX, 12345);
     assert!(z0.is_finite() && z1.is_finite() && z0.abs() < 1e-3 && z1.abs() < 1e-3);
@@ -121,9 +138,18 @@ fn fast_and_exact_builds_agree_on_what_does_not_use_the_approximations() {
         let b = (nrpt_core::rng::uniform_f32(w.next_u32()) - 0.5) * 8.0;
         let fast = f64::from(hm::modes2d_energy_in(HostMath::Fast, a, b));
         let exact = f64::from(hm::modes2d_energy(a, b));
-        assert!((fast - exact).abs() <= 4.0 * SIN_ERR + 1e-5, "U({a}, {b}): {fast} vs {exact}");
+        assert!(
+            (fast - exact).abs() <= 4.0 * SIN_ERR + 1e-5,
+            "U({a}, {b}): {fast} vs {exact}"
+        );
     }
-    assert_eq!(HostMath::of(nrpt_cuda::MathMode::Fast), Some(HostMath::Fast));
-    assert_eq!(HostMath::of(nrpt_cuda::MathMode::Exact), Some(HostMath::Exact));
+    assert_eq!(
+        HostMath::of(nrpt_cuda::MathMode::Fast),
+        Some(HostMath::Fast)
+    );
+    assert_eq!(
+        HostMath::of(nrpt_cuda::MathMode::Exact),
+        Some(HostMath::Exact)
+    );
     assert_eq!(HostMath::of(nrpt_cuda::MathMode::Fma), None);
 }

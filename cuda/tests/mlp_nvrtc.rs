@@ -44,8 +44,14 @@ fn classifier_kernels_compile_for_sm_90() {
         }
         if mode == MathMode::Fast {
             // The prior's Box–Muller draw takes the hardware log and square root.
-            assert!(ptx.contains("lg2.approx.ftz.f32"), "no lg2.approx in fast PTX");
-            assert!(ptx.contains("rsqrt.approx.ftz.f32"), "no rsqrt.approx in fast PTX");
+            assert!(
+                ptx.contains("lg2.approx.ftz.f32"),
+                "no lg2.approx in fast PTX"
+            );
+            assert!(
+                ptx.contains("rsqrt.approx.ftz.f32"),
+                "no rsqrt.approx in fast PTX"
+            );
         }
     }
 }

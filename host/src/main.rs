@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
-use nrpt::config::MathKind;
 use nrpt::commands;
 use nrpt::config::ConfigError;
+use nrpt::config::MathKind;
 use nrpt::console::StdoutError;
 use nrpt::engine::EngineError;
 use nrpt::engine::cpu::{CpuBackend, Simd};
@@ -53,7 +53,13 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         }
     };
     let backend = |e: &EngineArgs, math: Option<MathKind>, silent: bool| {
-        commands::select_backend(e.backend, e.device, cpu(e), silent, math.unwrap_or_default())
+        commands::select_backend(
+            e.backend,
+            e.device,
+            cpu(e),
+            silent,
+            math.unwrap_or_default(),
+        )
     };
     match &cli.command {
         Command::Window(a) => commands::window::run(a, cli.json),

@@ -153,7 +153,11 @@ fn fast_math_statistics_agree_with_exact_mode_on_the_2d_experiment() {
 
     // The negative control: a real change of the sampler is outside the band.
     let slower = per_seed(&job(0.3), HostMath::Exact, &truth);
-    match agree("round trips, S = 0.3", &exact.round_trips, &slower.round_trips) {
+    match agree(
+        "round trips, S = 0.3",
+        &exact.round_trips,
+        &slower.round_trips,
+    ) {
         Ok(line) => panic!(
             "the band cannot tell S = 0.4 from S = 0.3, so it says nothing about fast \
              mode: {line}"
@@ -190,7 +194,11 @@ fn the_cpu_engines_fast_math_agrees_with_its_exact_math() {
     );
     let mut failures = Vec::new();
     for (name, a, b) in [
-        ("round trips / 1000 it.", &exact.round_trips, &fast.round_trips),
+        (
+            "round trips / 1000 it.",
+            &exact.round_trips,
+            &fast.round_trips,
+        ),
         ("TV, 25 mode cells", &exact.tv_modes, &fast.tv_modes),
         ("TV, 50 × 50 grid", &exact.tv_grid, &fast.tv_grid),
     ] {

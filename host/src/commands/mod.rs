@@ -61,7 +61,11 @@ pub fn select_backend(
         BackendKind::Auto => match CudaBackend::open(device) {
             Ok(gpu) => {
                 if !silent {
-                    note!("backend: cuda ({}), math {}", gpu.device().name, math.name());
+                    note!(
+                        "backend: cuda ({}), math {}",
+                        gpu.device().name,
+                        math.name()
+                    );
                 }
                 let gpu = gpu.with_math(math.mode());
                 Ok(Box::new(Auto { gpu, cpu, silent }))

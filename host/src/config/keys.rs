@@ -424,9 +424,10 @@ keys! {
             Ok(())
         },
         used |_, t| t.has_args;
-    /// Floating-point contract of the CUDA kernels: `exact` (the CPU's bits), `fma`
-    /// (contracted products) or `fast` (FMA and the GPU's hardware log, sin/cos and
-    /// rsqrt: no bit parity, the same statistics) [exact]. The CPU computes exactly.
+    /// Floating-point math: `exact` (nrpt-core's bits on every engine), `fma` (the
+    /// CUDA kernels contract products; the CPU stays exact) or `fast` (FMA and the GPU's
+    /// hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter polynomials in the
+    /// 2D toy's lane groups): no bit parity, the same statistics [exact].
     math: MathKind = MathKind::Exact, [skip_serializing_if = "MathKind::is_exact"],
         flag MathKind [long, value_enum] => set!(math),
         used |_, _| true;

@@ -132,8 +132,9 @@ pub enum ExplorerKind {
     Hmc,
 }
 
-/// The floating-point contract of the CUDA kernels (`--math`, `math =`). The CPU
-/// engines always compute exactly.
+/// The floating-point math of a run (`--math`, `math =`): the CUDA kernels' contract,
+/// and on the CPU fast mode's lane math for the 2D toy's lane groups
+/// (`CpuBackend::fast_math`); the CPU's other paths always compute exactly.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
 )]
@@ -147,8 +148,9 @@ pub enum MathKind {
     Fma,
     /// FMA contraction and the GPU's hardware log, sin/cos and reciprocal square root
     /// (lg2.approx, sin.approx, cos.approx, rsqrt.approx) for the normal draws and the
-    /// targets' sin/cos 2πx: no bit parity with the CPU; round trips and TV distance
-    /// agree with exact mode's within the spread across seeds.
+    /// targets' sin/cos 2πx; on the CPU, FMA and shorter polynomials at that accuracy
+    /// in the 2D toy's lane groups: no bit parity; round trips and TV distance agree
+    /// with exact mode's within the spread across seeds.
     Fast,
 }
 
@@ -335,10 +337,16 @@ mod tests {
         let c = RunConfig::from_toml("math = \"fast\"").unwrap();
         assert_eq!(c.math, MathKind::Fast);
         assert_eq!(c.math.mode(), nrpt_cuda::MathMode::Fast);
-        assert_eq!(RunConfig::from_toml("math = \"fma\"").unwrap().math, MathKind::Fma);
+        assert_eq!(
+            RunConfig::from_toml("math = \"fma\"").unwrap().math,
+            MathKind::Fma
+        );
         // A bad value is a configuration error naming the key.
         let e = RunConfig::from_toml("seed = 1\nmath = \"fastest\"\n").unwrap_err();
-        assert!(e.message.contains("math") && e.message.contains("line 2"), "{e}");
+        assert!(
+            e.message.contains("math") && e.message.contains("line 2"),
+            "{e}"
+        );
         // The default is not written out; fast is, and reads back.
         let text = toml::to_string(&RunConfig::default()).unwrap();
         assert!(!text.contains("math"), "{text}");

@@ -249,11 +249,17 @@ mod tests {
             let b = (uniform_f32(w.next_u32()) - 0.5) * 10.0;
             let (u, sa, sb) = Fast::<FMA>::energy_and_sines(a, b);
             let (ue, sae, sbe) = Exact::energy_and_sines(a, b);
-            assert!((u - ue).abs() <= 1e-5 * ue.abs().max(1.0) + 4.0 * 8e-7, "U({a}, {b})");
+            assert!(
+                (u - ue).abs() <= 1e-5 * ue.abs().max(1.0) + 4.0 * 8e-7,
+                "U({a}, {b})"
+            );
             assert!((sa - sae).abs() < 1.6e-6 && (sb - sbe).abs() < 1.6e-6);
             let (g0, g1) = Fast::<FMA>::gradient_from_sines(a, b, sa, sb);
             let (e0, e1) = Exact::gradient_from_sines(a, b, sae, sbe);
-            assert!((g0 - e0).abs() < 1e-4 && (g1 - e1).abs() < 1e-4, "∇U({a}, {b})");
+            assert!(
+                (g0 - e0).abs() < 1e-4 && (g1 - e1).abs() < 1e-4,
+                "∇U({a}, {b})"
+            );
         }
         eprintln!("fast lane math (FMA {FMA}): ln {ln_worst:.3e}, sin/cos {sc_worst:.3e}");
     }
