@@ -568,7 +568,9 @@ fn step_dispatch(
 
 /// Runs ensembles `first .. first + count` (count ≤ [`LANES`]) of `job` in one lane
 /// group, from their saved states when given, up to iteration `until`; lanes past
-/// `count` compute ensembles that are thrown away. Returns the states.
+/// `count` compute ensembles that are thrown away; `fast` selects fast mode's lane math
+/// (`CpuBackend::fast_math`). Returns the states.
+#[allow(clippy::too_many_arguments)]
 pub fn run_group(
     job: &Job,
     first: usize,
