@@ -21,6 +21,22 @@ fn main() {
         .warnings(true)
         .compile("nrpt_kernel_host");
 
+    // ---- the same shims for MathMode::Fast (host_math_fast.cpp: NRPT_FAST_MATH=1, the
+    // hardware approximations emulated), named nrpt_fast_host_*. Every function of the
+    // headers is `static inline` on the host, so the two builds share no symbol.
+    println!("cargo:rerun-if-changed=csrc/host_math_fast.cpp");
+    cc::Build::new()
+        .cpp(true)
+        .file("csrc/host_math_fast.cpp")
+        .include("kernels")
+        .include("csrc")
+        .opt_level(2)
+        .flag("-ffp-contract=off")
+        .flag_if_supported("-fno-fast-math")
+        .flag_if_supported("-fexcess-precision=standard")
+        .warnings(true)
+        .compile("nrpt_kernel_host_fast");
+
     // ---- the classifier kernels (kernels/mlp.cuh) for the host: nrpt_cuda::mlp::host.
     println!("cargo:rerun-if-changed=csrc/mlp_host.cpp");
     cc::Build::new()

@@ -18,7 +18,7 @@ import sys
 
 # The math modes, in the benches' order, for the placeholders of figures that were
 # not measured (the benches name their own modes; nrpt_cuda::timing::BENCH_MODES).
-MODES = ["exact", "fma"]
+MODES = ["exact", "fast"]
 # The 2D toy's target per mode (nrpt_cuda::timing::target_2d_chain_steps): exact,
 # else fast.
 TARGET_2D = {"exact": 2e10}

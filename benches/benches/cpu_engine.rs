@@ -29,6 +29,7 @@ fn engine(c: &mut Criterion) {
         let backend = CpuBackend {
             threads: None,
             simd,
+            fast_math: false,
         };
         g.bench_function(name, |b| {
             b.iter(|| {

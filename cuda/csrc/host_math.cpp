@@ -1,13 +1,20 @@
 // host_math.cpp: the kernels' per-thread math (kernels/*.cuh) compiled for the CPU with
 // -ffp-contract=off, behind extern "C" shims that nrpt-cuda's tests call to compare
 // with nrpt-core. The kernels run exactly these functions on the GPU.
+//
+// Compiled twice: as itself (exact mode, shims nrpt_host_*) and through
+// host_math_fast.cpp with NRPT_FAST_MATH=1 (fast mode, the hardware approximations
+// emulated as kernels/fastmath.cuh describes, shims nrpt_fast_host_*).
+#ifndef NRPT_HOST_FN
+#define NRPT_HOST_FN(name) nrpt_host_##name
+#endif
 #include "chain.cuh"
 #include "swap.cuh"
 #include "warp_swap.cuh"
 
 extern "C" {
 
-void nrpt_host_philox(const nrpt_u32* counter, const nrpt_u32* key, nrpt_u32* out) {
+void NRPT_HOST_FN(philox)(const nrpt_u32* counter, const nrpt_u32* key, nrpt_u32* out) {
     NrptBlock b = nrpt_philox(counter[0], counter[1], counter[2], counter[3], key[0], key[1]);
     out[0] = b.w0;
     out[1] = b.w1;
@@ -15,44 +22,44 @@ void nrpt_host_philox(const nrpt_u32* counter, const nrpt_u32* key, nrpt_u32* ou
     out[3] = b.w3;
 }
 
-nrpt_u32 nrpt_host_stream_word(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u64 iteration,
+nrpt_u32 NRPT_HOST_FN(stream_word)(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u64 iteration,
                                nrpt_u32 replica, nrpt_u32 stream, nrpt_u64 index) {
     return nrpt_stream_word(nrpt_stream(seed, ensemble, iteration, replica, stream), index);
 }
 
-float nrpt_host_uniform_f32(nrpt_u32 w) { return nrpt_uniform_f32(w); }
-double nrpt_host_uniform_f64(nrpt_u32 w) { return nrpt_uniform_f64(w); }
+float NRPT_HOST_FN(uniform_f32)(nrpt_u32 w) { return nrpt_uniform_f32(w); }
+double NRPT_HOST_FN(uniform_f64)(nrpt_u32 w) { return nrpt_uniform_f64(w); }
 
-void nrpt_host_box_muller_f32(nrpt_u32 w0, nrpt_u32 w1, float* out) {
+void NRPT_HOST_FN(box_muller_f32)(nrpt_u32 w0, nrpt_u32 w1, float* out) {
     NrptPair p = nrpt_box_muller_f32(w0, w1);
     out[0] = p.z0;
     out[1] = p.z1;
 }
 
-float nrpt_host_ln(float x) { return nrpt_ln(x); }
-float nrpt_host_round_nearest(float x) { return nrpt_round_nearest(x); }
+float NRPT_HOST_FN(ln)(float x) { return nrpt_ln(x); }
+float NRPT_HOST_FN(round_nearest)(float x) { return nrpt_round_nearest(x); }
 
-void nrpt_host_sin_cos_2pi(float x, float* out) {
+void NRPT_HOST_FN(sin_cos_2pi)(float x, float* out) {
     NrptSinCos sc = nrpt_sin_cos_2pi(x);
     out[0] = sc.s;
     out[1] = sc.c;
 }
 
-float nrpt_host_modes2d_energy(float a, float b) { return nrpt_modes2d_energy(a, b); }
+float NRPT_HOST_FN(modes2d_energy)(float a, float b) { return nrpt_modes2d_energy(a, b); }
 
-void nrpt_host_modes2d_gradient(float a, float b, float* out) {
+void NRPT_HOST_FN(modes2d_gradient)(float a, float b, float* out) {
     nrpt_modes2d_gradient(a, b, &out[0], &out[1]);
 }
 
-float nrpt_host_sum_modes_term(float x) { return nrpt_sum_modes_term(x); }
-float nrpt_host_sum_modes_grad(float x) { return nrpt_sum_modes_grad(x); }
+float NRPT_HOST_FN(sum_modes_term)(float x) { return nrpt_sum_modes_term(x); }
+float NRPT_HOST_FN(sum_modes_grad)(float x) { return nrpt_sum_modes_grad(x); }
 
-nrpt_u16 nrpt_host_f32_to_bf16(float x) { return nrpt_f32_to_bf16(x); }
-float nrpt_host_bf16_to_f32(nrpt_u16 h) { return nrpt_bf16_to_f32(h); }
-nrpt_u16 nrpt_host_f32_to_f16(float x) { return nrpt_f32_to_f16(x); }
-float nrpt_host_f16_to_f32(nrpt_u16 h) { return nrpt_f16_to_f32(h); }
+nrpt_u16 NRPT_HOST_FN(f32_to_bf16)(float x) { return nrpt_f32_to_bf16(x); }
+float NRPT_HOST_FN(bf16_to_f32)(nrpt_u16 h) { return nrpt_bf16_to_f32(h); }
+nrpt_u16 NRPT_HOST_FN(f32_to_f16)(float x) { return nrpt_f32_to_f16(x); }
+float NRPT_HOST_FN(f16_to_f32)(nrpt_u16 h) { return nrpt_f16_to_f32(h); }
 
-nrpt_u32 nrpt_host_persistent_shared_bytes(nrpt_u32 g, nrpt_u32 p) {
+nrpt_u32 NRPT_HOST_FN(persistent_shared_bytes)(nrpt_u32 g, nrpt_u32 p) {
     return nrpt_persistent_shared_bytes(g, p);
 }
 
@@ -72,7 +79,7 @@ static float host_step_seq(const NrptChainCfg* cfg, const NrptLevelCoeffs* l, Nr
 extern "C" {
 
 
-float nrpt_host_chain_step(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+float NRPT_HOST_FN(chain_step)(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
                            nrpt_u32 replica, double eta, double temp, void* x, void* v,
                            nrpt_u32 storage) {
     NrptChainCfg cfg = nrpt_chain_cfg(p);
@@ -99,7 +106,7 @@ float nrpt_host_chain_step(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u
 /// One 2D replica's iteration as the persistent kernel does it: the sines of its
 /// coordinates `s` (sin 2πx at the current state) come from the last energy and the
 /// new ones are left there. x, v, s hold two floats each (v only read for momentum).
-float nrpt_host_chain_step_2d_sin(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+float NRPT_HOST_FN(chain_step_2d_sin)(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
                                   nrpt_u32 replica, double eta, double temp, float* x, float* v,
                                   float* s) {
     NrptChainCfg cfg = nrpt_chain_cfg(p);
@@ -115,7 +122,7 @@ float nrpt_host_chain_step_2d_sin(const NrptGpuParams* p, nrpt_u32 ensemble_key,
 }
 
 /// The sines the persistent kernel computes once after loading a state.
-void nrpt_host_sines(float x0, float x1, float* s) {
+void NRPT_HOST_FN(sines)(float x0, float x1, float* s) {
     s[0] = nrpt_sin_cos_2pi(x0).s;
     s[1] = nrpt_sin_cos_2pi(x1).s;
 }
@@ -145,7 +152,7 @@ extern "C" {
 /// shuffle trees of nrpt_block_tree, then the tree over the passes and the energy
 /// noise on thread 0. `storage` as in nrpt_host_chain_step. Returns NaN, touching
 /// nothing, for a shape the kernel does not take (nrpt_block_shape_ok).
-float nrpt_host_chain_step_block(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+float NRPT_HOST_FN(chain_step_block)(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
                                  nrpt_u32 replica, double eta, double temp, void* x, void* v,
                                  nrpt_u32 storage, nrpt_u32 threads, nrpt_u32 chunk) {
     NrptChainCfg cfg = nrpt_chain_cfg(p);
@@ -171,7 +178,7 @@ float nrpt_host_chain_step_block(const NrptGpuParams* p, nrpt_u32 ensemble_key, 
 
 /// The kernels' tree accumulator (NrptTree, as step_seq uses it, one leaf per push)
 /// over n values.
-float nrpt_host_tree_sum(const float* x, nrpt_u32 n) {
+float NRPT_HOST_FN(tree_sum)(const float* x, nrpt_u32 n) {
     NrptTree<0, 32> t;
     nrpt_tree_init(&t);
     for (nrpt_u32 i = 0; i < n; ++i) nrpt_tree_push(&t, x[i], 0u);
@@ -179,21 +186,21 @@ float nrpt_host_tree_sum(const float* x, nrpt_u32 n) {
 }
 
 /// The block step's reduction (nrpt_block_tree) of `threads` chunk sums.
-float nrpt_host_block_tree(float* partial, nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d) {
+float NRPT_HOST_FN(block_tree)(float* partial, nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d) {
     return nrpt_block_tree(partial, threads, chunk, d, 0u);
 }
 
-nrpt_u32 nrpt_host_block_shape_ok(nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d) {
+nrpt_u32 NRPT_HOST_FN(block_shape_ok)(nrpt_u32 threads, nrpt_u32 chunk, nrpt_u32 d) {
     return nrpt_block_shape_ok(threads, chunk, d) ? 1u : 0u;
 }
 
-nrpt_u32 nrpt_host_team_width(nrpt_u32 chains, nrpt_u32 threads) {
+nrpt_u32 NRPT_HOST_FN(team_width)(nrpt_u32 chains, nrpt_u32 threads) {
     return nrpt_team_width(chains, threads);
 }
 
 /// Steps 3-6 of one ensemble, arrays with the given stride; the items of each step of
 /// the team's phase in pair order or, with `reverse`, backwards.
-void nrpt_host_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+void NRPT_HOST_FN(swap_and_adapt)(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
                               const NrptIterConsts* ic, float* energies, double* ladder,
                               double* temps, nrpt_u32* replica_at, nrpt_u32* level_of,
                               nrpt_u8* trips, nrpt_u8* gates, nrpt_u8* flags,
@@ -219,7 +226,7 @@ void nrpt_host_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrp
 
 /// The ladder update alone (nrpt_adapt_ladder) on one ensemble's ladder and flags,
 /// stride 1.
-void nrpt_host_adapt_ladder(double* ladder, nrpt_u8* flags, nrpt_u32 chains, nrpt_u32 in_place,
+void NRPT_HOST_FN(adapt_ladder)(double* ladder, nrpt_u8* flags, nrpt_u32 chains, nrpt_u32 in_place,
                             double up, double down) {
     NrptEnsembleRefs r = {};
     r.ladder = ladder;
@@ -228,13 +235,13 @@ void nrpt_host_adapt_ladder(double* ladder, nrpt_u8* flags, nrpt_u32 chains, nrp
     nrpt_adapt_ladder(&r, chains, in_place != 0u, up, down);
 }
 
-double nrpt_host_adapt_buffer(double buffer, double mean_rate, double target, double gamma,
+double NRPT_HOST_FN(adapt_buffer)(double buffer, double mean_rate, double target, double gamma,
                               double scale, nrpt_u32 unprojected) {
     return nrpt_adapt_buffer(buffer, mean_rate, target, gamma, scale, unprojected != 0u);
 }
 
 /// The authors' counting of one iteration (nrpt_authors_pass), stride 1.
-nrpt_u32 nrpt_host_authors_pass(nrpt_u8* trips, nrpt_u32* replica_at, nrpt_u8* flags,
+nrpt_u32 NRPT_HOST_FN(authors_pass)(nrpt_u8* trips, nrpt_u32* replica_at, nrpt_u8* flags,
                                 nrpt_u32 chains) {
     NrptEnsembleRefs r = {};
     r.trips = trips;
@@ -247,7 +254,7 @@ nrpt_u32 nrpt_host_authors_pass(nrpt_u8* trips, nrpt_u32* replica_at, nrpt_u8* f
 
 /// The swap kernel's momentum reset (nrpt_zero_swapped_momenta) on one ensemble's
 /// momenta (rows of D coordinates of p->coord_bytes bytes), stride 1.
-void nrpt_host_zero_swapped_momenta(const NrptGpuParams* p, nrpt_u32* replica_at,
+void NRPT_HOST_FN(zero_swapped_momenta)(const NrptGpuParams* p, nrpt_u32* replica_at,
                                     nrpt_u8* flags, void* momenta) {
     NrptEnsembleRefs r = {};
     r.replica_at = replica_at;
@@ -263,7 +270,7 @@ void nrpt_host_zero_swapped_momenta(const NrptGpuParams* p, nrpt_u32* replica_at
 /// 2D state, velocity and sines; states, momenta and sines by replica), the phase, and
 /// the lanes stored back as the kernel stores them. `momenta` may be null (no
 /// velocity). `record`, when not null, receives the P − 1 flags.
-void nrpt_host_warp_exchange(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
+void NRPT_HOST_FN(warp_exchange)(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt_u64 k,
                              const NrptIterConsts* ic, float* energies, double* ladder,
                              double* temps, nrpt_u32* replica_at, nrpt_u32* level_of,
                              nrpt_u8* trips, nrpt_u8* gates, nrpt_u8* flags,
@@ -329,10 +336,10 @@ void nrpt_host_warp_exchange(const NrptGpuParams* p, nrpt_u32 ensemble_key, nrpt
 }
 
 /// nrpt_warp_width.
-nrpt_u32 nrpt_host_warp_width(nrpt_u32 chains) { return nrpt_warp_width(chains); }
+nrpt_u32 NRPT_HOST_FN(warp_width)(nrpt_u32 chains) { return nrpt_warp_width(chains); }
 
 /// The persistent kernel's test for one replica's momentum reset.
-nrpt_u32 nrpt_host_swapped_at_level(const nrpt_u8* flags, nrpt_u32 stride, nrpt_u32 level,
+nrpt_u32 NRPT_HOST_FN(swapped_at_level)(const nrpt_u8* flags, nrpt_u32 stride, nrpt_u32 level,
                                     nrpt_u32 chains) {
     return nrpt_swapped_at_level(flags, stride, level, chains) ? 1u : 0u;
 }
@@ -341,7 +348,7 @@ nrpt_u32 nrpt_host_swapped_at_level(const nrpt_u8* flags, nrpt_u32 stride, nrpt_
 
 extern "C" {
 /// Sizes and offsets of the shared blocks, for the layout test against Rust.
-void nrpt_host_layout(nrpt_u32* out) {
+void NRPT_HOST_FN(layout)(nrpt_u32* out) {
     NrptGpuParams p;
     out[0] = (nrpt_u32)sizeof(NrptKernelParams);
     out[1] = (nrpt_u32)sizeof(NrptGpuParams);

@@ -167,7 +167,7 @@ fn parse(args: Vec<String>) -> Result<Mode, String> {
     }
 }
 
-/// `exact=175,fma=140`: SASS instructions per coordinate of the D = 1024 f32 step by
+/// `exact=175,fast=140`: SASS instructions per coordinate of the D = 1024 f32 step by
 /// mode name (a name of `BENCH_MODES`, a positive count).
 fn parse_sass(text: &str) -> Result<BTreeMap<String, f64>, String> {
     let names: Vec<String> = BENCH_MODES.iter().map(|m| mode_name(*m)).collect();
@@ -919,9 +919,9 @@ mod tests {
 
     #[test]
     fn sass_counts_parse_by_mode_name() {
-        let m = parse_sass("exact=175,fma=140.5").unwrap();
+        let m = parse_sass("exact=175,fast=140.5").unwrap();
         assert_eq!(m.get("exact"), Some(&175.0));
-        assert_eq!(m.get("fma"), Some(&140.5));
+        assert_eq!(m.get("fast"), Some(&140.5));
         assert!(parse_sass("slow=1").is_err());
         assert!(parse_sass("exact=-3").is_err());
         assert!(parse_sass("exact").is_err());

@@ -22,11 +22,11 @@ pub struct Program {
 }
 
 /// Every program nrpt-cuda loads for `arch`: the kernels of `kernels/` and the MLP
-/// kernels in both math modes, and the micro-kernels of [`crate::limits`]. Each
+/// kernels in every math mode ([`MathMode::ALL`]), and the micro-kernels of [`crate::limits`]. Each
 /// module that loads a program reads it from [`PTX_DIR_ENV`](crate::ptx_cache::PTX_DIR_ENV) under the same stem.
 pub fn programs(arch: &str) -> Vec<Program> {
     let mut out = Vec::new();
-    for mode in [MathMode::Exact, MathMode::Fma] {
+    for mode in MathMode::ALL {
         out.push(Program {
             stem: kernels::kernels_stem(arch, mode),
             name: "nrpt_kernels.cu",

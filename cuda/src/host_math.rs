@@ -6,151 +6,237 @@ use nrpt_core::index::{IndexStats, PairStats};
 
 use crate::params::{BlockShape, GpuParams, IterConsts};
 
-mod ffi {
-    use core::ffi::c_void;
-    unsafe extern "C" {
-        pub fn nrpt_host_philox(counter: *const u32, key: *const u32, out: *mut u32);
-        pub fn nrpt_host_stream_word(
-            seed: u32,
-            ensemble: u32,
-            iteration: u64,
-            replica: u32,
-            stream: u32,
-            index: u64,
-        ) -> u32;
-        pub fn nrpt_host_uniform_f32(w: u32) -> f32;
-        pub fn nrpt_host_uniform_f64(w: u32) -> f64;
-        pub fn nrpt_host_box_muller_f32(w0: u32, w1: u32, out: *mut f32);
-        pub fn nrpt_host_ln(x: f32) -> f32;
-        pub fn nrpt_host_round_nearest(x: f32) -> f32;
-        pub fn nrpt_host_sin_cos_2pi(x: f32, out: *mut f32);
-        pub fn nrpt_host_modes2d_energy(a: f32, b: f32) -> f32;
-        pub fn nrpt_host_modes2d_gradient(a: f32, b: f32, out: *mut f32);
-        pub fn nrpt_host_sum_modes_term(x: f32) -> f32;
-        pub fn nrpt_host_sum_modes_grad(x: f32) -> f32;
-        pub fn nrpt_host_f32_to_bf16(x: f32) -> u16;
-        pub fn nrpt_host_bf16_to_f32(h: u16) -> f32;
-        pub fn nrpt_host_f32_to_f16(x: f32) -> u16;
-        pub fn nrpt_host_f16_to_f32(h: u16) -> f32;
-        pub fn nrpt_host_persistent_shared_bytes(g: u32, p: u32) -> u32;
-        pub fn nrpt_host_chain_step(
-            p: *const super::GpuParams,
-            ensemble_key: u32,
-            k: u64,
-            replica: u32,
-            eta: f64,
-            temp: f64,
-            x: *mut c_void,
-            v: *mut c_void,
-            storage: u32,
-        ) -> f32;
-        pub fn nrpt_host_chain_step_2d_sin(
-            p: *const super::GpuParams,
-            ensemble_key: u32,
-            k: u64,
-            replica: u32,
-            eta: f64,
-            temp: f64,
-            x: *mut f32,
-            v: *mut f32,
-            s: *mut f32,
-        ) -> f32;
-        pub fn nrpt_host_sines(x0: f32, x1: f32, out: *mut f32);
-        pub fn nrpt_host_chain_step_block(
-            p: *const super::GpuParams,
-            ensemble_key: u32,
-            k: u64,
-            replica: u32,
-            eta: f64,
-            temp: f64,
-            x: *mut c_void,
-            v: *mut c_void,
-            storage: u32,
-            threads: u32,
-            chunk: u32,
-        ) -> f32;
-        pub fn nrpt_host_tree_sum(x: *const f32, n: u32) -> f32;
-        pub fn nrpt_host_block_tree(partial: *mut f32, threads: u32, chunk: u32, d: u32) -> f32;
-        pub fn nrpt_host_team_width(chains: u32, threads: u32) -> u32;
-        pub fn nrpt_host_block_shape_ok(threads: u32, chunk: u32, d: u32) -> u32;
-        pub fn nrpt_host_swap_and_adapt(
-            p: *const super::GpuParams,
-            ensemble_key: u32,
-            k: u64,
-            ic: *const super::IterConsts,
-            energies: *mut f32,
-            ladder: *mut f64,
-            temps: *mut f64,
-            replica_at: *mut u32,
-            level_of: *mut u32,
-            trips: *mut u8,
-            gates: *mut u8,
-            flags: *mut u8,
-            pairs: *mut super::PairStats,
-            stride: u32,
-            buffer: *mut f64,
-            stats: *mut super::IndexStats,
-            summary: *mut u32,
-            reverse: u32,
-        );
-        pub fn nrpt_host_adapt_ladder(
-            ladder: *mut f64,
-            flags: *mut u8,
-            chains: u32,
-            in_place: u32,
-            up: f64,
-            down: f64,
-        );
-        pub fn nrpt_host_adapt_buffer(
-            buffer: f64,
-            mean_rate: f64,
-            target: f64,
-            gamma: f64,
-            scale: f64,
-            unprojected: u32,
-        ) -> f64;
-        pub fn nrpt_host_authors_pass(
-            trips: *mut u8,
-            replica_at: *mut u32,
-            flags: *mut u8,
-            chains: u32,
-        ) -> u32;
-        pub fn nrpt_host_zero_swapped_momenta(
-            p: *const super::GpuParams,
-            replica_at: *mut u32,
-            flags: *mut u8,
-            momenta: *mut c_void,
-        );
-        pub fn nrpt_host_swapped_at_level(
-            flags: *const u8,
-            stride: u32,
-            level: u32,
-            chains: u32,
-        ) -> u32;
-        pub fn nrpt_host_layout(out: *mut u32);
-        pub fn nrpt_host_warp_exchange(
-            p: *const super::GpuParams,
-            ensemble_key: u32,
-            k: u64,
-            ic: *const super::IterConsts,
-            energies: *mut f32,
-            ladder: *mut f64,
-            temps: *mut f64,
-            replica_at: *mut u32,
-            level_of: *mut u32,
-            trips: *mut u8,
-            gates: *mut u8,
-            flags: *mut u8,
-            pairs: *mut super::PairStats,
-            buffer: *mut f64,
-            stats: *mut super::IndexStats,
-            states: *mut f32,
-            momenta: *mut f32,
-            sines: *mut f32,
-            record: *mut u8,
-        );
-        pub fn nrpt_host_warp_width(chains: u32) -> u32;
+/// The extern declarations of one build of the shims: `nrpt_host_*` (exact mode,
+/// host_math.cpp) or `nrpt_fast_host_*` (fast mode, host_math_fast.cpp), each under the
+/// exact build's Rust name.
+macro_rules! shims {
+    ($(#[$attr:meta])* $module:ident, $prefix:literal) => {
+        $(#[$attr])*
+        mod $module {
+            use core::ffi::c_void;
+            unsafe extern "C" {
+                #[link_name = concat!($prefix, "philox")]
+                pub fn nrpt_host_philox(counter: *const u32, key: *const u32, out: *mut u32);
+                #[link_name = concat!($prefix, "stream_word")]
+                pub fn nrpt_host_stream_word(
+                    seed: u32,
+                    ensemble: u32,
+                    iteration: u64,
+                    replica: u32,
+                    stream: u32,
+                    index: u64,
+                ) -> u32;
+                #[link_name = concat!($prefix, "uniform_f32")]
+                pub fn nrpt_host_uniform_f32(w: u32) -> f32;
+                #[link_name = concat!($prefix, "uniform_f64")]
+                pub fn nrpt_host_uniform_f64(w: u32) -> f64;
+                #[link_name = concat!($prefix, "box_muller_f32")]
+                pub fn nrpt_host_box_muller_f32(w0: u32, w1: u32, out: *mut f32);
+                #[link_name = concat!($prefix, "ln")]
+                pub fn nrpt_host_ln(x: f32) -> f32;
+                #[link_name = concat!($prefix, "round_nearest")]
+                pub fn nrpt_host_round_nearest(x: f32) -> f32;
+                #[link_name = concat!($prefix, "sin_cos_2pi")]
+                pub fn nrpt_host_sin_cos_2pi(x: f32, out: *mut f32);
+                #[link_name = concat!($prefix, "modes2d_energy")]
+                pub fn nrpt_host_modes2d_energy(a: f32, b: f32) -> f32;
+                #[link_name = concat!($prefix, "modes2d_gradient")]
+                pub fn nrpt_host_modes2d_gradient(a: f32, b: f32, out: *mut f32);
+                #[link_name = concat!($prefix, "sum_modes_term")]
+                pub fn nrpt_host_sum_modes_term(x: f32) -> f32;
+                #[link_name = concat!($prefix, "sum_modes_grad")]
+                pub fn nrpt_host_sum_modes_grad(x: f32) -> f32;
+                #[link_name = concat!($prefix, "f32_to_bf16")]
+                pub fn nrpt_host_f32_to_bf16(x: f32) -> u16;
+                #[link_name = concat!($prefix, "bf16_to_f32")]
+                pub fn nrpt_host_bf16_to_f32(h: u16) -> f32;
+                #[link_name = concat!($prefix, "f32_to_f16")]
+                pub fn nrpt_host_f32_to_f16(x: f32) -> u16;
+                #[link_name = concat!($prefix, "f16_to_f32")]
+                pub fn nrpt_host_f16_to_f32(h: u16) -> f32;
+                #[link_name = concat!($prefix, "persistent_shared_bytes")]
+                pub fn nrpt_host_persistent_shared_bytes(g: u32, p: u32) -> u32;
+                #[link_name = concat!($prefix, "chain_step")]
+                pub fn nrpt_host_chain_step(
+                    p: *const super::GpuParams,
+                    ensemble_key: u32,
+                    k: u64,
+                    replica: u32,
+                    eta: f64,
+                    temp: f64,
+                    x: *mut c_void,
+                    v: *mut c_void,
+                    storage: u32,
+                ) -> f32;
+                #[link_name = concat!($prefix, "chain_step_2d_sin")]
+                pub fn nrpt_host_chain_step_2d_sin(
+                    p: *const super::GpuParams,
+                    ensemble_key: u32,
+                    k: u64,
+                    replica: u32,
+                    eta: f64,
+                    temp: f64,
+                    x: *mut f32,
+                    v: *mut f32,
+                    s: *mut f32,
+                ) -> f32;
+                #[link_name = concat!($prefix, "sines")]
+                pub fn nrpt_host_sines(x0: f32, x1: f32, out: *mut f32);
+                #[link_name = concat!($prefix, "chain_step_block")]
+                pub fn nrpt_host_chain_step_block(
+                    p: *const super::GpuParams,
+                    ensemble_key: u32,
+                    k: u64,
+                    replica: u32,
+                    eta: f64,
+                    temp: f64,
+                    x: *mut c_void,
+                    v: *mut c_void,
+                    storage: u32,
+                    threads: u32,
+                    chunk: u32,
+                ) -> f32;
+                #[link_name = concat!($prefix, "tree_sum")]
+                pub fn nrpt_host_tree_sum(x: *const f32, n: u32) -> f32;
+                #[link_name = concat!($prefix, "block_tree")]
+                pub fn nrpt_host_block_tree(partial: *mut f32, threads: u32, chunk: u32, d: u32) -> f32;
+                #[link_name = concat!($prefix, "team_width")]
+                pub fn nrpt_host_team_width(chains: u32, threads: u32) -> u32;
+                #[link_name = concat!($prefix, "block_shape_ok")]
+                pub fn nrpt_host_block_shape_ok(threads: u32, chunk: u32, d: u32) -> u32;
+                #[link_name = concat!($prefix, "swap_and_adapt")]
+                pub fn nrpt_host_swap_and_adapt(
+                    p: *const super::GpuParams,
+                    ensemble_key: u32,
+                    k: u64,
+                    ic: *const super::IterConsts,
+                    energies: *mut f32,
+                    ladder: *mut f64,
+                    temps: *mut f64,
+                    replica_at: *mut u32,
+                    level_of: *mut u32,
+                    trips: *mut u8,
+                    gates: *mut u8,
+                    flags: *mut u8,
+                    pairs: *mut super::PairStats,
+                    stride: u32,
+                    buffer: *mut f64,
+                    stats: *mut super::IndexStats,
+                    summary: *mut u32,
+                    reverse: u32,
+                );
+                #[link_name = concat!($prefix, "adapt_ladder")]
+                pub fn nrpt_host_adapt_ladder(
+                    ladder: *mut f64,
+                    flags: *mut u8,
+                    chains: u32,
+                    in_place: u32,
+                    up: f64,
+                    down: f64,
+                );
+                #[link_name = concat!($prefix, "adapt_buffer")]
+                pub fn nrpt_host_adapt_buffer(
+                    buffer: f64,
+                    mean_rate: f64,
+                    target: f64,
+                    gamma: f64,
+                    scale: f64,
+                    unprojected: u32,
+                ) -> f64;
+                #[link_name = concat!($prefix, "authors_pass")]
+                pub fn nrpt_host_authors_pass(
+                    trips: *mut u8,
+                    replica_at: *mut u32,
+                    flags: *mut u8,
+                    chains: u32,
+                ) -> u32;
+                #[link_name = concat!($prefix, "zero_swapped_momenta")]
+                pub fn nrpt_host_zero_swapped_momenta(
+                    p: *const super::GpuParams,
+                    replica_at: *mut u32,
+                    flags: *mut u8,
+                    momenta: *mut c_void,
+                );
+                #[link_name = concat!($prefix, "swapped_at_level")]
+                pub fn nrpt_host_swapped_at_level(
+                    flags: *const u8,
+                    stride: u32,
+                    level: u32,
+                    chains: u32,
+                ) -> u32;
+                #[link_name = concat!($prefix, "layout")]
+                pub fn nrpt_host_layout(out: *mut u32);
+                #[link_name = concat!($prefix, "warp_exchange")]
+                pub fn nrpt_host_warp_exchange(
+                    p: *const super::GpuParams,
+                    ensemble_key: u32,
+                    k: u64,
+                    ic: *const super::IterConsts,
+                    energies: *mut f32,
+                    ladder: *mut f64,
+                    temps: *mut f64,
+                    replica_at: *mut u32,
+                    level_of: *mut u32,
+                    trips: *mut u8,
+                    gates: *mut u8,
+                    flags: *mut u8,
+                    pairs: *mut super::PairStats,
+                    buffer: *mut f64,
+                    stats: *mut super::IndexStats,
+                    states: *mut f32,
+                    momenta: *mut f32,
+                    sines: *mut f32,
+                    record: *mut u8,
+                );
+                #[link_name = concat!($prefix, "warp_width")]
+                pub fn nrpt_host_warp_width(chains: u32) -> u32;
+            }
+        }
+    };
+}
+
+shims!(ffi, "nrpt_host_");
+shims!(
+    // Fast mode's build has every shim; only those whose math differs are called.
+    #[allow(dead_code)]
+    ffi_fast,
+    "nrpt_fast_host_"
+);
+
+/// Which build of the kernels' code the host runs: exact mode's (the GPU's bits in
+/// [`MathMode::Exact`](crate::MathMode::Exact)) or fast mode's, with the hardware
+/// approximations of [`MathMode::Fast`](crate::MathMode::Fast) emulated (the correctly
+/// rounded value moved by a deterministic error as large as the PTX ISA documents for
+/// each instruction; kernels/fastmath.cuh). [`MathMode::Fma`](crate::MathMode::Fma) has
+/// no host build: the host never contracts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HostMath {
+    /// host_math.cpp: the GPU's exact-mode bits.
+    #[default]
+    Exact,
+    /// host_math_fast.cpp: fast mode's functions, the hardware instructions emulated.
+    Fast,
+}
+
+impl HostMath {
+    /// The host build for `mode`, or `None` for [`MathMode::Fma`](crate::MathMode::Fma).
+    pub fn of(mode: crate::MathMode) -> Option<HostMath> {
+        match mode {
+            crate::MathMode::Exact => Some(HostMath::Exact),
+            crate::MathMode::Fast => Some(HostMath::Fast),
+            crate::MathMode::Fma => None,
+        }
     }
+}
+
+/// Picks the shim `$name` of the build `$math`.
+macro_rules! shim {
+    ($math:expr, $name:ident) => {
+        match $math {
+            HostMath::Exact => ffi::$name,
+            HostMath::Fast => ffi_fast::$name,
+        }
+    };
 }
 
 /// Philox4x32-10 of `counter` and `key` (kernels/philox.cuh).
@@ -189,16 +275,26 @@ pub fn uniform_f64(w: u32) -> f64 {
 
 /// Box–Muller in f32 of the kernels.
 pub fn box_muller_f32(w0: u32, w1: u32) -> (f32, f32) {
+    box_muller_f32_in(HostMath::Exact, w0, w1)
+}
+
+/// [`box_muller_f32`] in the build `math` ([`HostMath`]).
+pub fn box_muller_f32_in(math: HostMath, w0: u32, w1: u32) -> (f32, f32) {
     let mut out = [0f32; 2];
     // SAFETY: writes two floats into `out`.
-    unsafe { ffi::nrpt_host_box_muller_f32(w0, w1, out.as_mut_ptr()) };
+    unsafe { shim!(math, nrpt_host_box_muller_f32)(w0, w1, out.as_mut_ptr()) };
     (out[0], out[1])
 }
 
 /// fastmath `ln` of the kernels.
 pub fn ln(x: f32) -> f32 {
+    ln_in(HostMath::Exact, x)
+}
+
+/// [`ln`] in the build `math` ([`HostMath`]).
+pub fn ln_in(math: HostMath, x: f32) -> f32 {
     // SAFETY: pure function.
-    unsafe { ffi::nrpt_host_ln(x) }
+    unsafe { shim!(math, nrpt_host_ln)(x) }
 }
 
 /// fastmath `round_nearest` of the kernels (ties to even, every `f32`).
@@ -209,16 +305,26 @@ pub fn round_nearest(x: f32) -> f32 {
 
 /// fastmath `sin_cos_2pi` of the kernels: (sin 2πx, cos 2πx).
 pub fn sin_cos_2pi(x: f32) -> (f32, f32) {
+    sin_cos_2pi_in(HostMath::Exact, x)
+}
+
+/// [`sin_cos_2pi`] in the build `math` ([`HostMath`]).
+pub fn sin_cos_2pi_in(math: HostMath, x: f32) -> (f32, f32) {
     let mut out = [0f32; 2];
     // SAFETY: writes two floats into `out`.
-    unsafe { ffi::nrpt_host_sin_cos_2pi(x, out.as_mut_ptr()) };
+    unsafe { shim!(math, nrpt_host_sin_cos_2pi)(x, out.as_mut_ptr()) };
     (out[0], out[1])
 }
 
 /// Modes2d energy of the kernels.
 pub fn modes2d_energy(a: f32, b: f32) -> f32 {
+    modes2d_energy_in(HostMath::Exact, a, b)
+}
+
+/// [`modes2d_energy`] in the build `math` ([`HostMath`]).
+pub fn modes2d_energy_in(math: HostMath, a: f32, b: f32) -> f32 {
     // SAFETY: pure function.
-    unsafe { ffi::nrpt_host_modes2d_energy(a, b) }
+    unsafe { shim!(math, nrpt_host_modes2d_energy)(a, b) }
 }
 
 /// Modes2d gradient of the kernels.
@@ -302,6 +408,17 @@ pub struct StepInput {
 ///
 /// Panics if `x` (or a non-empty `v`) is shorter than `params.core.dim`.
 pub fn chain_step(params: &GpuParams, input: &StepInput, x: &mut [f32], v: &mut [f32]) -> f32 {
+    chain_step_in(HostMath::Exact, params, input, x, v)
+}
+
+/// [`chain_step`] in the build `math` ([`HostMath`]).
+pub fn chain_step_in(
+    math: HostMath,
+    params: &GpuParams,
+    input: &StepInput,
+    x: &mut [f32],
+    v: &mut [f32],
+) -> f32 {
     let d = params.core.dim as usize;
     assert!(x.len() >= d && (v.is_empty() || v.len() >= d));
     let vp = if v.is_empty() {
@@ -312,7 +429,7 @@ pub fn chain_step(params: &GpuParams, input: &StepInput, x: &mut [f32], v: &mut 
     // SAFETY: x (and v when momentum is used) hold at least D floats, checked above;
     // the explorer flag decides whether v is touched and callers pass v for momentum.
     unsafe {
-        ffi::nrpt_host_chain_step(
+        shim!(math, nrpt_host_chain_step)(
             params,
             input.ensemble_key,
             input.iteration,
@@ -360,6 +477,18 @@ pub fn chain_step_block(
     x: &mut [f32],
     v: &mut [f32],
 ) -> f32 {
+    chain_step_block_in(HostMath::Exact, params, input, shape, x, v)
+}
+
+/// [`chain_step_block`] in the build `math` ([`HostMath`]).
+pub fn chain_step_block_in(
+    math: HostMath,
+    params: &GpuParams,
+    input: &StepInput,
+    shape: BlockShape,
+    x: &mut [f32],
+    v: &mut [f32],
+) -> f32 {
     let d = params.core.dim as usize;
     assert!(x.len() >= d && (v.is_empty() || v.len() >= d));
     let vp = if v.is_empty() {
@@ -372,7 +501,7 @@ pub fn chain_step_block(
     // SAFETY: as in chain_step; the shape is one the shim takes (checked above), and
     // it touches only coordinates below D.
     unsafe {
-        ffi::nrpt_host_chain_step_block(
+        shim!(math, nrpt_host_chain_step_block)(
             params,
             input.ensemble_key,
             input.iteration,
@@ -427,9 +556,21 @@ pub fn chain_step_2d_sin(
     v: &mut [f32; 2],
     s: &mut [f32; 2],
 ) -> f32 {
+    chain_step_2d_sin_in(HostMath::Exact, params, input, x, v, s)
+}
+
+/// [`chain_step_2d_sin`] in the build `math` ([`HostMath`]).
+pub fn chain_step_2d_sin_in(
+    math: HostMath,
+    params: &GpuParams,
+    input: &StepInput,
+    x: &mut [f32; 2],
+    v: &mut [f32; 2],
+    s: &mut [f32; 2],
+) -> f32 {
     // SAFETY: two floats each in x, v and s.
     unsafe {
-        ffi::nrpt_host_chain_step_2d_sin(
+        shim!(math, nrpt_host_chain_step_2d_sin)(
             params,
             input.ensemble_key,
             input.iteration,
@@ -445,9 +586,14 @@ pub fn chain_step_2d_sin(
 
 /// The sines (sin 2πx₀, sin 2πx₁) the persistent kernel computes after loading a state.
 pub fn sines(x: [f32; 2]) -> [f32; 2] {
+    sines_in(HostMath::Exact, x)
+}
+
+/// [`sines`] in the build `math` ([`HostMath`]).
+pub fn sines_in(math: HostMath, x: [f32; 2]) -> [f32; 2] {
     let mut out = [0f32; 2];
     // SAFETY: writes two floats into `out`.
-    unsafe { ffi::nrpt_host_sines(x[0], x[1], out.as_mut_ptr()) };
+    unsafe { shim!(math, nrpt_host_sines)(x[0], x[1], out.as_mut_ptr()) };
     out
 }
 
@@ -538,6 +684,19 @@ pub fn swap_and_adapt_ordered(
     a: EnsembleArrays<'_>,
     reverse: bool,
 ) -> [u32; 3] {
+    swap_and_adapt_ordered_in(HostMath::Exact, params, ensemble_key, k, ic, a, reverse)
+}
+
+/// [`swap_and_adapt_ordered`] in the build `math` ([`HostMath`]).
+pub fn swap_and_adapt_ordered_in(
+    math: HostMath,
+    params: &GpuParams,
+    ensemble_key: u32,
+    k: u64,
+    ic: &IterConsts,
+    a: EnsembleArrays<'_>,
+    reverse: bool,
+) -> [u32; 3] {
     let p = params.core.chains as usize;
     let s = a.stride.max(1) as usize;
     let need = |n: usize| (n - 1) * s + 1;
@@ -551,7 +710,7 @@ pub fn swap_and_adapt_ordered(
     // SAFETY: every array is long enough for P levels / P − 1 pairs at this stride
     // (checked above); PairStats and IndexStats are #[repr(C)] mirrors of the C structs.
     unsafe {
-        ffi::nrpt_host_swap_and_adapt(
+        shim!(math, nrpt_host_swap_and_adapt)(
             params,
             ensemble_key,
             k,
@@ -746,6 +905,21 @@ pub fn warp_exchange(
     r: WarpReplicas<'_>,
     record: Option<&mut [u8]>,
 ) {
+    warp_exchange_in(HostMath::Exact, params, ensemble_key, k, ic, a, r, record);
+}
+
+/// [`warp_exchange`] in the build `math` ([`HostMath`]).
+#[allow(clippy::too_many_arguments)]
+pub fn warp_exchange_in(
+    math: HostMath,
+    params: &GpuParams,
+    ensemble_key: u32,
+    k: u64,
+    ic: &IterConsts,
+    a: EnsembleArrays<'_>,
+    r: WarpReplicas<'_>,
+    record: Option<&mut [u8]>,
+) {
     let p = params.core.chains as usize;
     assert!((2..=32).contains(&p) && params.core.dim == 2 && a.stride <= 1);
     assert!(a.energies.len() == p && a.ladder.len() == p && a.temps.len() == p);
@@ -770,7 +944,7 @@ pub fn warp_exchange(
     // above) and the permutation's entries are < P, so the shim's indices stay in
     // bounds; PairStats and IndexStats are #[repr(C)] mirrors of the C structs.
     unsafe {
-        ffi::nrpt_host_warp_exchange(
+        shim!(math, nrpt_host_warp_exchange)(
             params,
             ensemble_key,
             k,

@@ -183,9 +183,9 @@ fn inline<'a>(name: &'a str, files: &[(&str, &'a str)], out: &mut String, seen: 
 pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
     let fmad = match mode {
         MathMode::Exact => "--fmad=false",
-        MathMode::Fma => "--fmad=true",
+        MathMode::Fma | MathMode::Fast => "--fmad=true",
     };
-    vec![
+    let mut options = vec![
         format!("--gpu-architecture={arch}"),
         fmad.to_string(),
         "--prec-sqrt=true".to_string(),
@@ -193,18 +193,20 @@ pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
         "--ftz=false".to_string(),
         "--std=c++17".to_string(),
         "-default-device".to_string(),
-    ]
+    ];
+    // Fast mode: the hardware approximations of kernels/fastmath.cuh, selected in the
+    // source so that exact and FMA modes compile the same text as before.
+    if mode == MathMode::Fast {
+        options.push("-DNRPT_FAST_MATH=1".to_string());
+    }
+    options
 }
 
 pub use crate::ptx_cache::nvrtc_present;
 
 /// The file stem of the kernels of `kernels/` for `arch` (e.g. `compute_90`) and `mode`.
 pub fn kernels_stem(arch: &str, mode: MathMode) -> String {
-    let mode = match mode {
-        MathMode::Exact => "exact",
-        MathMode::Fma => "fma",
-    };
-    format!("nrpt_kernels.{arch}.{mode}")
+    format!("nrpt_kernels.{arch}.{}", mode.name())
 }
 
 /// The kernels of `kernels/` for `arch` and `mode` from `dir`, checked ([`ptx_cache::load`](crate::ptx_cache::load)).
@@ -261,20 +263,3 @@ pub fn nvrtc_ptx(arch: &str, mode: MathMode) -> Result<String, CudaError> {
 pub fn persistent_shared_bytes(g: u32, p: u32) -> u32 {
     g * (32 * (p - 1) + 16 * p + 8 + 32 + 12 * p + 3 * p)
 }
-
-impl MathMode {
-    /// Every math mode, for tools that go through them all (the SASS counter of
-    /// `tests/sass_count.rs`). A new mode must be listed here: the match below stops
-    /// compiling until it is.
-    pub const ALL: &'static [MathMode] = &[MathMode::Exact, MathMode::Fma];
-}
-
-/// Compile-time check that [`MathMode::ALL`] names every variant.
-const _: () = {
-    const fn listed(m: MathMode) {
-        match m {
-            MathMode::Exact | MathMode::Fma => {}
-        }
-    }
-    let _ = listed;
-};

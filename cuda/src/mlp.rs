@@ -104,11 +104,7 @@ pub fn compile_options(arch: &str, mode: MathMode) -> Vec<String> {
 
 /// The file stem of this program's precompiled PTX for `arch` and `mode`.
 pub fn program_stem(arch: &str, mode: MathMode) -> String {
-    let mode = match mode {
-        MathMode::Exact => "exact",
-        MathMode::Fma => "fma",
-    };
-    format!("nrpt_mlp.{arch}.{mode}")
+    format!("nrpt_mlp.{arch}.{}", mode.name())
 }
 
 type Cache = Mutex<HashMap<(String, MathMode), String>>;

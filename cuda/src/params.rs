@@ -118,6 +118,51 @@ pub enum MathMode {
     /// FMA contraction allowed (`--fmad=true`): faster; results differ from the CPU by
     /// a few ulp, so swap decisions may part after a while.
     Fma,
+    /// FMA contraction and the hardware approximations (`-DNRPT_FAST_MATH=1`): `ln` by
+    /// `lg2.approx`, sin/cos 2πx by `sin.approx`/`cos.approx` on the argument reduced to
+    /// [−π, π], Box–Muller's square root by `rsqrt.approx` (kernels/fastmath.cuh). No bit
+    /// parity with the CPU; the statistics agree with [`MathMode::Exact`]'s (round trips
+    /// and TV distance within the spread across seeds, checked on the host emulation of
+    /// these instructions).
+    Fast,
+}
+
+impl MathMode {
+    /// Every mode, exact first (tools go through them all: the bundle's PTX, the NVRTC
+    /// tests, the SASS counter of `tests/sass_count.rs`). A new mode must be listed
+    /// here: the match below stops compiling until it is.
+    pub const ALL: [MathMode; 3] = [MathMode::Exact, MathMode::Fma, MathMode::Fast];
+
+    /// The name on the command line, in configuration files, results and file stems:
+    /// `exact`, `fma` or `fast`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MathMode::Exact => "exact",
+            MathMode::Fma => "fma",
+            MathMode::Fast => "fast",
+        }
+    }
+
+    /// The mode named `name` ([`MathMode::name`]), or `None`.
+    pub fn from_name(name: &str) -> Option<MathMode> {
+        MathMode::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// Compile-time check that [`MathMode::ALL`] names every variant.
+const _: () = {
+    const fn listed(m: MathMode) {
+        match m {
+            MathMode::Exact | MathMode::Fma | MathMode::Fast => {}
+        }
+    }
+    let _ = listed;
+};
+
+impl std::fmt::Display for MathMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Which kernels carry an iteration.

@@ -27,15 +27,14 @@ pub const MIN_REPETITIONS: usize = 3;
 pub const MIN_ITERATIONS: u64 = 300;
 
 /// The math modes a bench reports, in this order, each against its own target: the
-/// exact mode (nrpt-core's bits) first, then the fast one. `Fma` stands for the fast
-/// mode until a fast-math mode exists; code that reads this list names every field by
-/// [`mode_name`], so the list is the one place to change.
-pub const BENCH_MODES: [MathMode; 2] = [MathMode::Exact, MathMode::Fma];
+/// exact mode (nrpt-core's bits) first, then the fast one (FMA and the hardware
+/// approximations). Code that reads this list names every field by [`mode_name`].
+pub const BENCH_MODES: [MathMode; 2] = [MathMode::Exact, MathMode::Fast];
 
-/// The mode's name in reports and JSON keys: its variant in lower case (`exact`,
-/// `fma`, …).
+/// The mode's name in reports and JSON keys ([`MathMode::name`]: `exact`, `fma`,
+/// `fast`).
 pub fn mode_name(mode: MathMode) -> String {
-    format!("{mode:?}").to_lowercase()
+    mode.name().to_string()
 }
 
 /// Whether `mode` is the exact mode (nrpt-core's bits), judged against the exact

@@ -19,7 +19,7 @@ fn classifier_kernels_compile_for_sm_90() {
     if !nvrtc_or_skip("classifier_kernels_compile_for_sm_90") {
         return;
     }
-    for mode in [MathMode::Exact, MathMode::Fma] {
+    for mode in MathMode::ALL {
         let t = std::time::Instant::now();
         let ptx = mlp::compile_ptx(ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
         report!(
@@ -39,8 +39,19 @@ fn classifier_kernels_compile_for_sm_90() {
             assert!(!ptx.contains("fma.rn.f64"), "fma.rn.f64 in exact PTX");
             assert!(!ptx.contains(".approx"), "approximate math in exact PTX");
         } else {
-            // The products contract into FMAs in the fast mode.
-            assert!(ptx.contains("fma.rn.f32"), "no fma.rn.f32 in Fma PTX");
+            // The products contract into FMAs in the FMA and fast modes.
+            assert!(ptx.contains("fma.rn.f32"), "no fma.rn.f32 in {mode:?} PTX");
+        }
+        if mode == MathMode::Fast {
+            // The prior's Box–Muller draw takes the hardware log and square root.
+            assert!(
+                ptx.contains("lg2.approx.ftz.f32"),
+                "no lg2.approx in fast PTX"
+            );
+            assert!(
+                ptx.contains("rsqrt.approx.ftz.f32"),
+                "no rsqrt.approx in fast PTX"
+            );
         }
     }
 }
@@ -64,7 +75,7 @@ fn ptxas_reports_no_spills_in_the_classifier_kernels() {
         std::env::temp_dir().join(format!("nrpt-mlp-ptxas-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).unwrap();
-    for mode in [MathMode::Exact, MathMode::Fma] {
+    for mode in MathMode::ALL {
         let ptx = mlp::compile_ptx(ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
         let src = dir.join(format!("mlp_{mode:?}.ptx"));
         let bin = dir.join(format!("mlp_{mode:?}.cubin"));

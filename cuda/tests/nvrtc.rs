@@ -20,7 +20,7 @@ fn every_kernel_compiles_for_sm_90() {
     if !nvrtc_or_skip("every_kernel_compiles_for_sm_90") {
         return;
     }
-    for mode in [MathMode::Exact, MathMode::Fma] {
+    for mode in MathMode::ALL {
         let t = std::time::Instant::now();
         let ptx = kernels::compile_ptx(ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
         report!(
@@ -41,7 +41,28 @@ fn every_kernel_compiles_for_sm_90() {
             assert!(!ptx.contains("fma.rn.f64"), "fma.rn.f64 in exact PTX");
             assert!(!ptx.contains(".approx"), "approximate math in exact PTX");
         }
+        if mode == MathMode::Fma {
+            // Contraction only: the hardware approximations belong to fast mode.
+            assert!(ptx.contains("fma.rn.f32"), "no fma.rn.f32 in FMA-mode PTX");
+            assert!(!ptx.contains(".approx"), "approximate math in FMA-mode PTX");
+        }
+        if mode == MathMode::Fast {
+            // Contraction and every hardware function fastmath.cuh selects.
+            for op in [
+                "fma.rn.f32",
+                "lg2.approx.ftz.f32",
+                "sin.approx.ftz.f32",
+                "cos.approx.ftz.f32",
+                "rsqrt.approx.ftz.f32",
+            ] {
+                assert!(ptx.contains(op), "no {op} in fast-mode PTX");
+            }
+        }
     }
+    // The three modes are three programs.
+    let exact = kernels::compile_ptx(ARCH, MathMode::Exact).unwrap();
+    let fast = kernels::compile_ptx(ARCH, MathMode::Fast).unwrap();
+    assert_ne!(exact, fast);
     // A second call gives the same program (from the cache).
     assert_eq!(
         kernels::compile_ptx(ARCH, MathMode::Exact).unwrap(),
@@ -62,7 +83,7 @@ fn ptxas_reports_no_spills() {
         );
         return;
     }
-    for mode in [MathMode::Exact, MathMode::Fma] {
+    for mode in MathMode::ALL {
         let ptx = kernels::compile_ptx(ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
         let dir = std::env::temp_dir().join(format!("nrpt-cuda-ptxas-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -98,7 +119,19 @@ fn ptxas_reports_no_spills() {
             for line in &r.lines {
                 report!("      {}", line.trim());
             }
-            if k.is_hot() && (r.spill_stores > 0 || r.spill_loads > 0) {
+            // Fast mode's block step spills one 8-byte pair at its 64-register launch
+            // bound (NVRTC 13.0; the same source through nvcc does not): allowed there
+            // and no more, every other hot kernel of every mode spills nothing.
+            let allowed = if mode == MathMode::Fast
+                && matches!(
+                    k,
+                    Kernel::StepBlockF32 | Kernel::StepBlockBf16 | Kernel::StepBlockF16
+                ) {
+                8
+            } else {
+                0
+            };
+            if k.is_hot() && (r.spill_stores > allowed || r.spill_loads > allowed) {
                 bad.push(k.name());
             }
         }
@@ -154,7 +187,7 @@ fn precompiled_ptx_is_nvrtc_output_and_stale_ptx_is_refused() {
     for p in &programs {
         ptx_cache::load(&dir, &p.stem, &p.source, &p.options).unwrap_or_else(|e| panic!("{e}"));
     }
-    for mode in [MathMode::Exact, MathMode::Fma] {
+    for mode in MathMode::ALL {
         let loaded =
             nrpt_cuda::kernels::load_kernels(&dir, ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
         // What this process compiles at run time (NRPT_CUDA_PTX_DIR is not set here).

@@ -481,7 +481,7 @@ fn warp_instructions_per_chain_step() {
         CLOCK_HZ / 1e9,
         peak
     );
-    for &mode in MathMode::ALL {
+    for mode in MathMode::ALL {
         let ptx = kernels::compile_ptx(ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
         let mut options = kernels::compile_options(ARCH, mode);
         options.push("-lineinfo".into());

@@ -287,6 +287,12 @@ pub struct ReproduceArgs {
     /// folders into the whole run's outputs. CPU engine only.
     #[arg(long, value_name = "i/n")]
     pub shard: Option<crate::shard::Shard>,
+    /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
+    /// `fma` (the CUDA kernels contract products; the CPU stays exact) or `fast` (FMA
+    /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
+    /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub math: Option<crate::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -433,6 +439,12 @@ pub struct DeepArgs {
     /// takes, so shards run on the CPU as whole runs do.
     #[arg(long, value_name = "i/n")]
     pub shard: Option<crate::shard::Shard>,
+    /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
+    /// `fma` (the CUDA kernels contract products; the CPU stays exact) or `fast` (FMA
+    /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
+    /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub math: Option<crate::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -607,6 +619,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2048, value_name = "N",
           value_parser = clap::value_parser!(u32).range(16..=16384))]
     pub machine_size: u32,
+    /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
+    /// `fma` (the CUDA kernels contract products; the CPU stays exact) or `fast` (FMA
+    /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
+    /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub math: Option<crate::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -716,6 +734,12 @@ pub struct SweepArgs {
     /// input.
     #[arg(long)]
     pub force: bool,
+    /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
+    /// `fma` (the CUDA kernels contract products; the CPU stays exact) or `fast` (FMA
+    /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
+    /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub math: Option<crate::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,

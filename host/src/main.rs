@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
 use nrpt::commands;
 use nrpt::config::ConfigError;
+use nrpt::config::MathKind;
 use nrpt::console::StdoutError;
 use nrpt::engine::EngineError;
 use nrpt::engine::cpu::{CpuBackend, Simd};
@@ -48,29 +49,39 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         CpuBackend {
             threads: e.threads(),
             simd: Simd::Auto,
+            fast_math: false,
         }
     };
-    let backend = |e: &EngineArgs, silent: bool| {
-        commands::select_backend(e.backend, e.device, cpu(e), silent)
+    let backend = |e: &EngineArgs, math: Option<MathKind>, silent: bool| {
+        commands::select_backend(
+            e.backend,
+            e.device,
+            cpu(e),
+            silent,
+            math.unwrap_or_default(),
+        )
     };
     match &cli.command {
         Command::Window(a) => commands::window::run(a, cli.json),
         Command::Devices => commands::devices::run(cli.json),
         Command::Run(a) => {
-            let b = backend(&a.engine, quiet)?;
+            // The kernels' math from the configuration (file and --math); a
+            // configuration that does not load is reported by the command itself.
+            let math = commands::run::load_config(a).ok().map(|c| c.math);
+            let b = backend(&a.engine, math, quiet)?;
             commands::run::run(a, b.as_ref(), &cpu(&a.engine), cli.json, cli.quiet)
         }
         Command::Reproduce(a) => match &a.action {
             Some(nrpt::cli::ReproduceAction::Merge(m)) => commands::reproduce::merge(m, cli.json),
             None => {
-                let b = backend(&a.engine, quiet)?;
+                let b = backend(&a.engine, a.math, quiet)?;
                 commands::reproduce::run(a, b.as_ref(), cli.json, cli.quiet)
             }
         },
         Command::Deep(a) => match &a.action {
             Some(nrpt::cli::DeepAction::Merge(m)) => commands::deep::merge(m, cli.json),
             None => {
-                let b = backend(&a.engine, quiet)?;
+                let b = backend(&a.engine, a.math, quiet)?;
                 commands::deep::run(a, b.as_ref(), cli.json, cli.quiet)
             }
         },
@@ -84,7 +95,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Scale(a) => match &a.action {
             Some(nrpt::cli::ScaleAction::Merge(m)) => commands::scale::merge(m, cli.json),
             None => {
-                let b = backend(&a.sweep.engine, true)?;
+                let b = backend(&a.sweep.engine, a.sweep.math, true)?;
                 commands::scale::run(&a.sweep, b.as_ref(), cli.json, cli.quiet)
             }
         },
@@ -100,9 +111,10 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 Box::new(CpuBackend {
                     threads: a.engine.threads(),
                     simd: Simd::Scalar,
+                    fast_math: false,
                 })
             } else {
-                backend(&a.engine, quiet)?
+                backend(&a.engine, a.math, quiet)?
             };
             commands::bench::run(a, b.as_ref(), a.engine.threads(), cli.json, cli.quiet)
         }

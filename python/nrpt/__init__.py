@@ -1279,7 +1279,10 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     ``test_labels``/``hidden``/``batch``/``prior_sigma`` for classifiers (``data``
     and ``labels``, ``test_data`` and ``test_labels``: paths, or NumPy arrays of
     features (examples x features, real) and integer labels 0, 1, ...), ``thin``,
-    ``warmup``, ``config`` (a TOML file), ``threads``, ``backend``, ``device``. The
+    ``warmup``, ``config`` (a TOML file), ``threads``, ``backend``, ``device``,
+    ``math`` (the CUDA kernels' floating-point mode: ``"exact"``, the default and the
+    CPU's bits, ``"fma"`` or ``"fast"``, the GPU's hardware log/sin/cos with the same
+    statistics but not the same bits; the CPU computes exactly). The
     defaults are the command's. ``progress=True`` shows its progress bar on stderr;
     warnings become ``RuntimeWarning`` (``strict=True``: a ``ValueError``).
 
@@ -1333,7 +1336,7 @@ def reproduce(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     window sweep as columns). Keywords: ``quick``, ``ensembles``, ``iterations``,
     ``seed``, ``shard`` (``"i/n"``: the results of that shard's seeds alone, with a
     ``shard`` entry; joining shards is ``nrpt reproduce merge``'s, on their folders),
-    ``threads``, ``backend``, ``device``, ``out``, ``force``.
+    ``threads``, ``backend``, ``device``, ``math``, ``out``, ``force``.
     """
     argv = _argv("reproduce", "reproduce", options)
     result = _nrpt.reproduce(argv, progress, _written(options))
@@ -1358,7 +1361,7 @@ def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     :func:`run`), ``seed``, ``shard`` (``"i/n"``: the results of that shard's seeds
     alone, with a ``shard`` entry; with ``out`` its folder also holds the
     ``shard.json`` and ``records.json`` that ``nrpt deep merge`` joins), ``threads``,
-    ``backend``, ``device``, ``out``, ``force``."""
+    ``backend``, ``device``, ``math``, ``out``, ``force``."""
     argv_options = dict(options)
     with _array_files(argv_options) as names:
         argv = _argv("deep", "deep", argv_options)
@@ -1388,7 +1391,7 @@ def scale(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     Keywords: ``model``, ``chains`` (``"8,16,64"``, ``"8..4096"`` or a list),
     ``window`` (``"1,opt"`` or a list), ``swap_rate``, ``rates_file``,
     ``ensembles``, ``target_se``, ``max_iterations``, ``warmup``, ``seed``, ``dim``,
-    ``shard``, ``threads``, ``backend``, ``device``, ``out``, ``force``."""
+    ``shard``, ``threads``, ``backend``, ``device``, ``math``, ``out``, ``force``."""
     argv = _argv("scale", "scale", options)
     result = _nrpt.scale(argv, progress, _written(options))
     result["columns"] = _columns(result["points"])

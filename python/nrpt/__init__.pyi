@@ -47,6 +47,7 @@ _Rule = Literal["buffered", "metropolis"]
 _Explorer = Literal["sgd", "sgld", "msgd"]
 _Preset = Literal["paper", "authors-code"]
 _Backend = Literal["auto", "cpu", "cuda"]
+_Math = Literal["exact", "fma", "fast"]
 _Data = Union[_Path, npt.ArrayLike, None]
 
 # -- the optimal window and Lemma 1 ----------------------------------------------------
@@ -281,6 +282,7 @@ def run(
     warmup: Optional[int] = None,
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
+    math: Optional[_Math] = None,
     device: Optional[int] = None,
 ) -> Dict[str, Any]:
     """``nrpt run``, its outputs as a dict of values and NumPy arrays."""
@@ -294,6 +296,7 @@ def reproduce(
     seed: Optional[int] = None,
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
+    math: Optional[_Math] = None,
     device: Optional[int] = None,
     out: Optional[_Path] = None,
     force: bool = False,
@@ -323,6 +326,7 @@ def deep(
     shard: Optional[str] = None,
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
+    math: Optional[_Math] = None,
     device: Optional[int] = None,
     out: Optional[_Path] = None,
     force: bool = False,
@@ -346,6 +350,7 @@ def scale(
     shard: Optional[str] = None,
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
+    math: Optional[_Math] = None,
     device: Optional[int] = None,
     out: Optional[_Path] = None,
     force: bool = False,

@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 
 use nrpt::cli::{Command, EngineArgs};
 use nrpt::commands::{self, gaussian_path};
-use nrpt::config::RunConfig;
+use nrpt::config::{MathKind, RunConfig};
 use nrpt::engine::cpu::{CpuBackend, Simd};
 use nrpt::engine::{Backend, Job, RunOutput};
 use nrpt::output::{OutDir, OutPolicy};
@@ -37,14 +37,21 @@ fn in_pool<T: Send>(
     }
 }
 
-/// The backend of `--backend`, `--device` and `--threads` (silent: the result says
-/// which backend ran).
-fn backend_of(e: &EngineArgs) -> anyhow::Result<Box<dyn Backend>> {
+/// The backend of `--backend`, `--device` and `--threads`, its kernels under `math`
+/// (`--math`; exact when not given) (silent: the result says which backend ran).
+fn backend_of(e: &EngineArgs, math: Option<MathKind>) -> anyhow::Result<Box<dyn Backend>> {
     let cpu = CpuBackend {
         threads: e.threads(),
         simd: Simd::Auto,
+        fast_math: false,
     };
-    Ok(commands::select_backend(e.backend, e.device, cpu, true)?)
+    Ok(commands::select_backend(
+        e.backend,
+        e.device,
+        cpu,
+        true,
+        math.unwrap_or_default(),
+    )?)
 }
 
 /// A finished `nrpt run`.
@@ -81,7 +88,7 @@ pub fn run<'py>(
                 return Ok(Ran::Exact(Box::new((config, c))));
             }
             let job = config.job(commands::run::record_for(&config))?;
-            let backend = backend_of(&args.engine)?;
+            let backend = backend_of(&args.engine, Some(config.math))?;
             let started = Instant::now();
             let out = commands::run_job(backend.as_ref(), &job, "run", quiet)?;
             let seconds = started.elapsed().as_secs_f64();
@@ -176,7 +183,7 @@ pub fn reproduce<'py>(
             } else {
                 None
             };
-            let backend = backend_of(&args.engine)?;
+            let backend = backend_of(&args.engine, args.math)?;
             match out {
                 None => Ok((
                     commands::reproduce::compute(s, args.shard, backend.as_ref(), !progress)?,
@@ -249,7 +256,7 @@ pub fn deep<'py>(
             } else {
                 None
             };
-            let backend = backend_of(&args.engine)?;
+            let backend = backend_of(&args.engine, args.math)?;
             let say = |what: &str| {
                 if progress {
                     eprintln!("deep: {what}");
@@ -307,7 +314,7 @@ pub fn scale<'py>(
             } else {
                 None
             };
-            let backend = backend_of(&sweep.engine)?;
+            let backend = backend_of(&sweep.engine, sweep.math)?;
             let results = commands::scale::compute(sweep, backend.as_ref(), !progress, &|_| {})?;
             let folder = match out {
                 None => None,

@@ -42,6 +42,24 @@ def assert_same(py: Any, cli: Any, path: str = "") -> None:
         assert py == cli, f"{path}: {py!r} != {cli!r}"
 
 
+def test_the_math_keyword(cli, tmp_path):
+    """``math=`` is ``--math``: it reaches the configuration and ``summary.json`` (on the
+    CPU ``fma`` computes exactly, ``fast`` is the lane groups' fast math)."""
+    kw = dict(chains=8, ensembles=16, iterations=300, seed=3, backend="cpu")
+    exact = nrpt.run(**kw)
+    fast = nrpt.run(math="fast", **kw)
+    fma = nrpt.run(math="fma", **kw)
+    assert exact["math"] == "exact" and fast["math"] == "fast" and fma["math"] == "exact"
+    assert fast["config"]["math"] == "fast" and "math" not in exact["config"]
+    # Fast mode is not exact mode's bits on the lane groups; fma is, on the CPU.
+    assert fast["samples"].tobytes() != exact["samples"].tobytes()
+    assert fma["samples"].tobytes() == exact["samples"].tobytes()
+    report = cli.json("run", "--chains", "8", "-e", "16", "-n", "300", "--seed", "3",
+                      "--backend", "cpu", "--math", "fast", "-o", str(tmp_path / "o"))
+    assert report["config"]["math"] == "fast" and report["math"] == "fast"
+    assert np.load(tmp_path / "o" / "samples.npy").tobytes() == fast["samples"].tobytes()
+
+
 def without_out(config: dict) -> dict:
     return {k: v for k, v in config.items() if k != "out"}
 

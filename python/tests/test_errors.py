@@ -23,6 +23,8 @@ import nrpt
         ("run", {"buffer": -1.0}, ["--buffer=-1.0"]),
         ("run", {"rule": "metropolis"}, ["--rule", "metropolis"]),
         ("run", {"explorer": "adam"}, ["--explorer", "adam"]),
+        ("run", {"math": "fastest"}, ["--math", "fastest"]),
+        ("reproduce", {"math": "approximate"}, ["--math", "approximate"]),
         ("run", {"target": "classifier", "data": "/no/such/file.csv"},
          ["--target", "classifier", "--data", "/no/such/file.csv"]),
         ("deep", {"chains": 1}, ["--chains", "1"]),

@@ -25,7 +25,7 @@ use nrpt_core::driver::Progress;
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::params::adapt_flags;
 use nrpt_cuda::ensembles::{SEQ_MAX_DIM, persistent_group};
-use nrpt_cuda::host_math::{self as hm, EnsembleArrays, StepInput};
+use nrpt_cuda::host_math::{self as hm, EnsembleArrays, HostMath, StepInput};
 use nrpt_cuda::params::{BlockShape, GpuParams, IterConsts};
 use nrpt_cuda::{EnsembleConfig, GpuTarget};
 
@@ -94,14 +94,30 @@ pub fn unsupported(job: &Job, path: KernelPath) -> Option<String> {
     }
 }
 
-/// Runs `job` through the kernels' host-compiled code on `path`.
+/// Runs `job` through the kernels' host-compiled code on `path` (exact mode: the GPU's
+/// bits).
 ///
 /// Panics where [`unsupported`] gives a reason.
 pub fn run(job: &Job, path: KernelPath) -> Run {
+    run_with(job, path, HostMath::Exact)
+}
+
+/// Runs `job` through the kernels' host-compiled code on `path` in the build `math`:
+/// [`HostMath::Fast`] is `MathMode::Fast`'s code with the GPU's approximate
+/// instructions emulated (`nrpt_cuda::host_math::HostMath`), for the statistics of fast
+/// mode without a GPU.
+///
+/// Panics where [`unsupported`] gives a reason, and for a target with its own CUDA
+/// source in fast mode (its host build is exact mode's only).
+pub fn run_with(job: &Job, path: KernelPath, math: HostMath) -> Run {
     if let Some(why) = unsupported(job, path) {
         panic!("the kernels cannot run this job: {why}");
     }
     let config = kernel_config(job).expect("a target with CUDA kernels");
+    assert!(
+        math == HostMath::Exact || !matches!(config.target, GpuTarget::Source { .. }),
+        "a target's own CUDA source runs on the host in exact mode only"
+    );
     let params = config.params().expect("parameters the kernels accept");
     // A target with its own CUDA source: its step compiled for the host, once per job.
     let mut source = match &config.target {
@@ -115,6 +131,7 @@ pub fn run(job: &Job, path: KernelPath) -> Run {
     let start = CpuBackend {
         threads: Some(1),
         simd: Simd::Scalar,
+        fast_math: false,
     }
     .run_from(job, None, 0, &unobserved)
     .expect("the job initializes");
@@ -122,7 +139,7 @@ pub fn run(job: &Job, path: KernelPath) -> Run {
         .ensembles
         .into_iter()
         .enumerate()
-        .map(|(e, s)| run_ensemble(job, &config, &params, path, e, s, source.as_mut()))
+        .map(|(e, s)| run_ensemble(job, &config, &params, path, math, e, s, source.as_mut()))
         .collect();
     let mut run = Run::finished(
         job,
@@ -131,21 +148,26 @@ pub fn run(job: &Job, path: KernelPath) -> Run {
             ensembles,
         },
     );
-    run.output.backend = path.label().to_string();
+    run.output.backend = match math {
+        HostMath::Exact => path.label().to_string(),
+        HostMath::Fast => format!("{} (fast math, emulated)", path.label()),
+    };
     run
 }
 
 /// Ensemble `e` from its initial state `s` to the end of the job, recorded.
+#[allow(clippy::too_many_arguments)]
 fn run_ensemble(
     job: &Job,
     config: &EnsembleConfig,
     params: &GpuParams,
     path: KernelPath,
+    math: HostMath,
     e: usize,
     mut s: EnsembleState,
     mut source: Option<&mut SourceHost>,
 ) -> EnsembleState {
-    let mut emu = Emulated::new(config, *params, path, e, &mut s);
+    let mut emu = Emulated::new(config, *params, path, math, e, &mut s);
     let rec = job.record;
     for k in 0..job.iterations {
         emu.iterate(source.as_deref_mut());
@@ -183,6 +205,8 @@ struct Emulated {
     params: GpuParams,
     options: nrpt_core::TemperingOptions,
     path: KernelPath,
+    /// Exact mode's build of the kernels' code or fast mode's.
+    math: HostMath,
     key: u32,
     dim: usize,
     /// The block step's shape where the launcher uses the block kernel.
@@ -213,6 +237,7 @@ impl Emulated {
         config: &EnsembleConfig,
         params: GpuParams,
         path: KernelPath,
+        math: HostMath,
         e: usize,
         s: &mut EnsembleState,
     ) -> Self {
@@ -224,6 +249,7 @@ impl Emulated {
             params,
             options: config.options,
             path,
+            math,
             // Ensemble e of a launch draws with key word options.ensemble + e.
             key: config.options.ensemble + e as u32,
             dim,
@@ -234,7 +260,7 @@ impl Emulated {
                 .chunks(dim)
                 .map(|x| {
                     if dim == 2 {
-                        hm::sines([x[0], x[1]])
+                        hm::sines_in(math, [x[0], x[1]])
                     } else {
                         [0.0; 2]
                     }
@@ -282,12 +308,15 @@ impl Emulated {
                 host.step(&input, x, v)
             } else {
                 match (self.block, self.path, d) {
-                    (Some(shape), _, _) => hm::chain_step_block(&self.params, &input, shape, x, v),
+                    (Some(shape), _, _) => {
+                        hm::chain_step_block_in(self.math, &self.params, &input, shape, x, v)
+                    }
                     // persistent_2d: the sines come from the last energy.
                     (None, KernelPath::Persistent | KernelPath::PersistentWarp, 2) => {
                         let mut xr = [x[0], x[1]];
                         let mut vr = if v.is_empty() { [0.0; 2] } else { [v[0], v[1]] };
-                        let e = hm::chain_step_2d_sin(
+                        let e = hm::chain_step_2d_sin_in(
+                            self.math,
                             &self.params,
                             &input,
                             &mut xr,
@@ -300,7 +329,7 @@ impl Emulated {
                         }
                         e
                     }
-                    _ => hm::chain_step(&self.params, &input, x, v),
+                    _ => hm::chain_step_in(self.math, &self.params, &input, x, v),
                 }
             };
         }
@@ -308,7 +337,8 @@ impl Emulated {
         if self.path == KernelPath::PersistentWarp {
             // persistent_2d_warp: the whole exchange, momentum reset included, in the
             // lanes' registers.
-            hm::warp_exchange(
+            hm::warp_exchange_in(
+                self.math,
                 &self.params,
                 self.key,
                 self.k,
@@ -337,7 +367,8 @@ impl Emulated {
             self.k += 1;
             return;
         }
-        hm::swap_and_adapt_ordered(
+        hm::swap_and_adapt_ordered_in(
+            self.math,
             &self.params,
             self.key,
             self.k,

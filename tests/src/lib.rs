@@ -59,6 +59,7 @@ pub fn cpu(simd: Simd, threads: usize) -> CpuBackend {
     CpuBackend {
         threads: Some(threads),
         simd,
+        fast_math: false,
     }
 }
 

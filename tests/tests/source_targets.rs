@@ -50,7 +50,7 @@ fn every_builtin_source_compiles_with_nvrtc() {
         return;
     }
     for s in builtin_sources() {
-        for mode in [MathMode::Exact, MathMode::Fma] {
+        for mode in MathMode::ALL {
             let ptx = source::compile_ptx(&s, ARCH, mode)
                 .unwrap_or_else(|e| panic!("target {} under {mode:?}: {e}", s.name));
             assert!(

@@ -247,6 +247,7 @@ impl Config {
             out,
             seed: c.seed,
             shard: None,
+            math: None,
             engine: EngineArgs::default(),
             force: false,
         }

@@ -15,6 +15,7 @@ pub mod window;
 use std::path::Path;
 
 use crate::cli::BackendKind;
+use crate::config::MathKind;
 use crate::engine::cpu::CpuBackend;
 use crate::engine::cuda::CudaBackend;
 use crate::engine::{Backend, EngineError, Job, OnProgress, RunOutput};
@@ -22,27 +23,58 @@ use crate::progress::Progress;
 
 /// The engine for `--backend`: `auto` opens GPU `device` when it can and falls back to
 /// `cpu` (saying so on stderr unless `silent`), also for every job whose rules the
-/// kernels do not implement; `cuda` is an error without a GPU.
+/// kernels do not implement; `cuda` is an error without a GPU. The GPU's kernels are
+/// compiled under `math` (`--math`); on the CPU `fast` switches the 2D toy's lane
+/// groups to fast mode's math ([`CpuBackend::fast_math`]) and the rest computes exactly
+/// (a note says so when `math` is not exact and the CPU runs).
 pub fn select_backend(
     kind: BackendKind,
     device: usize,
     cpu: CpuBackend,
     silent: bool,
+    math: MathKind,
 ) -> Result<Box<dyn Backend>, EngineError> {
+    // The CPU's fast mode: the 2D toy's lane groups only (`CpuBackend::fast_math`).
+    let cpu = CpuBackend {
+        fast_math: math == MathKind::Fast,
+        ..cpu
+    };
+    let cpu_note = |silent: bool| {
+        if !silent && !math.is_exact() {
+            note!(
+                "math: {} on the CPU: {}",
+                math.name(),
+                if math == MathKind::Fast {
+                    "FMA and shorter ln/sin/cos polynomials in the 2D toy's lane groups                      (E >= 16); every other CPU path computes exactly"
+                } else {
+                    "the CPU engine computes exactly (fma applies to the CUDA kernels)"
+                }
+            );
+        }
+    };
     match kind {
-        BackendKind::Cpu => Ok(Box::new(cpu)),
-        BackendKind::Cuda => Ok(Box::new(CudaBackend::open(device)?)),
+        BackendKind::Cpu => {
+            cpu_note(silent);
+            Ok(Box::new(cpu))
+        }
+        BackendKind::Cuda => Ok(Box::new(CudaBackend::open(device)?.with_math(math.mode()))),
         BackendKind::Auto => match CudaBackend::open(device) {
             Ok(gpu) => {
                 if !silent {
-                    note!("backend: cuda ({})", gpu.device().name);
+                    note!(
+                        "backend: cuda ({}), math {}",
+                        gpu.device().name,
+                        math.name()
+                    );
                 }
+                let gpu = gpu.with_math(math.mode());
                 Ok(Box::new(Auto { gpu, cpu, silent }))
             }
             Err(e) => {
                 if !silent {
                     note!("backend: cpu (no GPU: {e})");
                 }
+                cpu_note(silent);
                 Ok(Box::new(cpu))
             }
         },

@@ -24,6 +24,10 @@ pub struct Summary {
     pub config: RunConfig,
     /// Backend that ran it.
     pub backend: String,
+    /// The floating-point contract it ran under: the configuration's `math` on the CUDA
+    /// backend; on the CPU `fast` (fast mode's lane math, which the 2D toy's lane groups
+    /// use) or `exact` (for `fma` too: the CPU does not contract).
+    pub math: &'static str,
     /// Window used (0 for SEO).
     pub window: u32,
     /// The rules that ran (the preset with the rule keys applied).
@@ -489,6 +493,11 @@ pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
     Summary {
         config: config.clone(),
         backend: out.backend.clone(),
+        math: if out.backend == "cuda" || config.math == crate::config::MathKind::Fast {
+            config.math.name()
+        } else {
+            "exact"
+        },
         window,
         rules: config.rule_choices().resolve().into(),
         iterations_run: job.iterations,

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExplorerKind, RuleKind, WindowSpec, parse_hidden};
+use super::{ExplorerKind, MathKind, RuleKind, WindowSpec, parse_hidden};
 use crate::data::Bundled;
 use crate::error::ConfigError;
 use crate::preset::{
@@ -424,6 +424,13 @@ keys! {
             Ok(())
         },
         used |_, t| t.has_args;
+    /// Floating-point math: `exact` (nrpt-core's bits on every engine), `fma` (the
+    /// CUDA kernels contract products; the CPU stays exact) or `fast` (FMA and the GPU's
+    /// hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter polynomials in the
+    /// 2D toy's lane groups): no bit parity, the same statistics [exact].
+    math: MathKind = MathKind::Exact, [skip_serializing_if = "MathKind::is_exact"],
+        flag MathKind [long, value_enum] => set!(math),
+        used |_, _| true;
     /// Keep a target-level sample every `thin` iterations (0: none) [10; classifier 20].
     thin: u64 = 10, [],
         flag u64 [long] => set!(thin),

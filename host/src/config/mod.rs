@@ -132,6 +132,50 @@ pub enum ExplorerKind {
     Hmc,
 }
 
+/// The floating-point math of a run (`--math`, `math =`): the CUDA kernels' contract,
+/// and on the CPU fast mode's lane math for the 2D toy's lane groups
+/// (`CpuBackend::fast_math`); the CPU's other paths always compute exactly.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum MathKind {
+    /// No FMA contraction, IEEE division and square root, nrpt-core's own ln and
+    /// sin/cos: the same bits as the CPU engine (the reference).
+    #[default]
+    Exact,
+    /// FMA contraction: a few ulp from the CPU's values, so runs part after a while.
+    Fma,
+    /// FMA contraction and the GPU's hardware log, sin/cos and reciprocal square root
+    /// (lg2.approx, sin.approx, cos.approx, rsqrt.approx) for the normal draws and the
+    /// targets' sin/cos 2πx; on the CPU, FMA and shorter polynomials at that accuracy
+    /// in the 2D toy's lane groups: no bit parity; round trips and TV distance agree
+    /// with exact mode's within the spread across seeds.
+    Fast,
+}
+
+impl MathKind {
+    /// The kernels' mode.
+    pub fn mode(self) -> nrpt_cuda::MathMode {
+        match self {
+            MathKind::Exact => nrpt_cuda::MathMode::Exact,
+            MathKind::Fma => nrpt_cuda::MathMode::Fma,
+            MathKind::Fast => nrpt_cuda::MathMode::Fast,
+        }
+    }
+
+    /// `exact`, `fma` or `fast`.
+    pub fn name(self) -> &'static str {
+        self.mode().name()
+    }
+
+    /// Whether this is [`MathKind::Exact`] (the default, left out of written
+    /// configurations).
+    pub fn is_exact(&self) -> bool {
+        *self == MathKind::Exact
+    }
+}
+
 /// The swap rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -285,6 +329,33 @@ mod tests {
         assert!(RunConfig::from_toml("window = 0").is_err());
         let text = toml::to_string(&RunConfig::default()).unwrap();
         assert_eq!(RunConfig::from_toml(&text).unwrap(), RunConfig::default());
+    }
+
+    #[test]
+    fn the_math_key() {
+        assert_eq!(RunConfig::default().math, MathKind::Exact);
+        let c = RunConfig::from_toml("math = \"fast\"").unwrap();
+        assert_eq!(c.math, MathKind::Fast);
+        assert_eq!(c.math.mode(), nrpt_cuda::MathMode::Fast);
+        assert_eq!(
+            RunConfig::from_toml("math = \"fma\"").unwrap().math,
+            MathKind::Fma
+        );
+        // A bad value is a configuration error naming the key.
+        let e = RunConfig::from_toml("seed = 1\nmath = \"fastest\"\n").unwrap_err();
+        assert!(
+            e.message.contains("math") && e.message.contains("line 2"),
+            "{e}"
+        );
+        // The default is not written out; fast is, and reads back.
+        let text = toml::to_string(&RunConfig::default()).unwrap();
+        assert!(!text.contains("math"), "{text}");
+        let fast = RunConfig {
+            math: MathKind::Fast,
+            ..RunConfig::default()
+        };
+        let text = toml::to_string(&fast).unwrap();
+        assert_eq!(RunConfig::from_toml(&text).unwrap(), fast);
     }
 
     #[test]

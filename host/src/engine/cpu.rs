@@ -26,6 +26,11 @@ pub struct CpuBackend {
     /// Which code paths may run (for comparisons and tests; results are the same bits
     /// whichever runs).
     pub simd: Simd,
+    /// Fast mode (`--math fast`): the 2D toy's lane groups (the lockstep path, E ≥ 16)
+    /// use fused multiply-adds and lower-degree `ln` and sin/cos 2πx polynomials at the
+    /// GPU's hardware accuracy (`simd::Fast`) instead of nrpt-core's bits; every other
+    /// path computes exactly. `false` (exact) by default.
+    pub fast_math: bool,
 }
 
 /// At most this many ensembles per rayon task: they advance in lockstep, iteration by
@@ -306,6 +311,7 @@ impl CpuBackend {
                         slice(first, count),
                         until,
                         simd,
+                        self.fast_math,
                         progress,
                     )
                 })

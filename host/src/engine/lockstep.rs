@@ -28,8 +28,8 @@ use nrpt_core::index::{IndexStats, TripState, initial_trip_state};
 use nrpt_core::lanes::{LaneExchange, LaneRules, LaneStates, PairLanes, blend};
 use nrpt_core::rng::{PhiloxStream, Rng, counter, philox4x32_10_keyed_lanes, streams, uniform_f64};
 // ∇U and U of the 25-mode target are nrpt-core's own functions (the same bits), with
-// the sines kept from the energy for the next gradient.
-use nrpt_core::target::Modes2d;
+// the sines kept from the energy for the next gradient (simd::Exact), or fast mode's
+// (simd::Fast, `--math fast`).
 use nrpt_core::window::{pair_eligible, window_parity};
 
 use nrpt_core::driver::Progress;
@@ -39,7 +39,7 @@ use super::EnsembleBuffers;
 use super::group::{Group, drive};
 use super::record::Observed;
 use super::record::Recorder;
-use super::simd::{Simd, box_muller};
+use super::simd::{Exact, Fast, LaneMath, Simd};
 use super::state::EnsembleState;
 use super::{Job, LaneGroup, OnProgress};
 
@@ -179,7 +179,7 @@ impl Lanes {
 
     /// Exploration step and energy of every level.
     #[inline(always)]
-    fn explore(&mut self) {
+    fn explore<M: LaneMath>(&mut self) {
         let k = self.iteration;
         let noise = self.noise;
         for l in 0..self.p {
@@ -210,9 +210,9 @@ impl Lanes {
                 for i in 0..LANES {
                     sigma[i] = (2.0 * self.ladder[l][i] * self.hot[l]).sqrt() as f32;
                 }
-                explore_hot(x, &eta, &sigma, &w, &w1, noise);
+                explore_hot::<M>(x, &eta, &sigma, &w, &w1, noise);
             } else {
-                explore_cold(x, &eta, &w, noise);
+                explore_cold::<M>(x, &eta, &w, noise);
             }
         }
     }
@@ -246,8 +246,8 @@ impl Lanes {
     /// # Errors
     ///
     /// A buffer length that does not fit (none after [`Lanes::new`]).
-    pub fn step(&mut self, gamma: f64, simd: Simd) -> Result<(), nrpt_core::Error> {
-        step_dispatch(self, gamma, simd)
+    pub fn step(&mut self, gamma: f64, simd: Simd, fast: bool) -> Result<(), nrpt_core::Error> {
+        step_dispatch(self, gamma, simd, fast)
     }
 
     /// State of the target level of lane `i`.
@@ -382,6 +382,8 @@ struct Running<'a> {
     lanes: &'a mut Lanes,
     count: usize,
     simd: Simd,
+    /// Fast mode's math (`--math fast`) instead of nrpt-core's bits.
+    fast: bool,
 }
 
 impl Group for Running<'_> {
@@ -394,7 +396,7 @@ impl Group for Running<'_> {
     }
 
     fn step(&mut self, gamma: StepSize) -> Result<(), super::EngineError> {
-        Ok(self.lanes.step(gamma.get(), self.simd)?)
+        Ok(self.lanes.step(gamma.get(), self.simd, self.fast)?)
     }
 
     fn view(&self, i: usize) -> impl Observed + '_ {
@@ -462,72 +464,113 @@ struct Level<'a> {
     en: &'a mut F32s,
 }
 
-/// Exploration step and energy of one level of SGD explorers (temperature 0).
+/// Exploration step and energy of one level of SGD explorers (temperature 0), in the
+/// math `M` (exact: nrpt-core's bits, operation for operation; fast: contracted).
 #[inline(always)]
-fn explore_cold(x: Level<'_>, eta: &F32s, w: &[U32s; 4], noise: f32) {
+fn explore_cold<M: LaneMath>(x: Level<'_>, eta: &F32s, w: &[U32s; 4], noise: f32) {
     let Level { xa, xb, sa, sb, en } = x;
     for i in 0..LANES {
-        let (z0, z1) = box_muller(w[0][i], w[1][i]);
-        let (g0, g1) = Modes2d::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
-        let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
-        let a = xa[i] - eta[i] * g0;
-        let b = xb[i] - eta[i] * g1;
-        let (u, s_a, s_b) = Modes2d::energy_and_sines(a, b);
-        en[i] = u + noise * box_muller(w[2][i], w[3][i]).0;
+        let (z0, z1) = M::box_muller(w[0][i], w[1][i]);
+        let (g0, g1) = M::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
+        let (g0, g1) = (M::mul_add(noise, z0, g0), M::mul_add(noise, z1, g1));
+        let a = M::mul_add(-eta[i], g0, xa[i]);
+        let b = M::mul_add(-eta[i], g1, xb[i]);
+        let (u, s_a, s_b) = M::energy_and_sines(a, b);
+        en[i] = M::mul_add(noise, M::box_muller(w[2][i], w[3][i]).0, u);
         (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
     }
 }
 
 /// Exploration step (SGLD with noise scale `sigma`) and energy of one level.
 #[inline(always)]
-fn explore_hot(x: Level<'_>, eta: &F32s, sigma: &F32s, w: &[U32s; 4], w1: &[U32s; 4], noise: f32) {
+fn explore_hot<M: LaneMath>(
+    x: Level<'_>,
+    eta: &F32s,
+    sigma: &F32s,
+    w: &[U32s; 4],
+    w1: &[U32s; 4],
+    noise: f32,
+) {
     let Level { xa, xb, sa, sb, en } = x;
     for i in 0..LANES {
-        let (z0, z1) = box_muller(w[0][i], w[1][i]);
-        let (g0, g1) = Modes2d::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
-        let (g0, g1) = (g0 + noise * z0, g1 + noise * z1);
-        let (n0, n1) = box_muller(w[2][i], w[3][i]);
-        let a = xa[i] - eta[i] * g0 + sigma[i] * n0;
-        let b = xb[i] - eta[i] * g1 + sigma[i] * n1;
-        let (u, s_a, s_b) = Modes2d::energy_and_sines(a, b);
-        en[i] = u + noise * box_muller(w1[0][i], w1[1][i]).0;
+        let (z0, z1) = M::box_muller(w[0][i], w[1][i]);
+        let (g0, g1) = M::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
+        let (g0, g1) = (M::mul_add(noise, z0, g0), M::mul_add(noise, z1, g1));
+        let (n0, n1) = M::box_muller(w[2][i], w[3][i]);
+        let a = M::mul_add(sigma[i], n0, M::mul_add(-eta[i], g0, xa[i]));
+        let b = M::mul_add(sigma[i], n1, M::mul_add(-eta[i], g1, xb[i]));
+        let (u, s_a, s_b) = M::energy_and_sines(a, b);
+        en[i] = M::mul_add(noise, M::box_muller(w1[0][i], w1[1][i]).0, u);
         (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
     }
 }
 
 #[inline(always)]
-fn step_body(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
-    lanes.explore();
+fn step_body<M: LaneMath>(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
+    lanes.explore::<M>();
     lanes.exchange(gamma)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn step_avx2(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
-    step_body(lanes, gamma)
+    step_body::<Exact>(lanes, gamma)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
 fn step_avx512(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
-    step_body(lanes, gamma)
+    step_body::<Exact>(lanes, gamma)
 }
 
-fn step_dispatch(lanes: &mut Lanes, gamma: f64, simd: Simd) -> Result<(), nrpt_core::Error> {
-    match simd {
+/// Fast mode on AVX2: the FMA instructions come with it on every AVX2 processor the
+/// engine meets (Haswell and later, Zen), and `Simd::resolve` checks for them.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn step_avx2_fast(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
+    step_body::<Fast<true>>(lanes, gamma)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,fma")]
+fn step_avx512_fast(lanes: &mut Lanes, gamma: f64) -> Result<(), nrpt_core::Error> {
+    step_body::<Fast<true>>(lanes, gamma)
+}
+
+fn step_dispatch(
+    lanes: &mut Lanes,
+    gamma: f64,
+    simd: Simd,
+    fast: bool,
+) -> Result<(), nrpt_core::Error> {
+    match (simd, fast) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Simd::resolve` returns Auto only where AVX-512 F/DQ/VL/BW are present.
-        Simd::Auto => unsafe { step_avx512(lanes, gamma) },
+        (Simd::Auto, false) => unsafe { step_avx512(lanes, gamma) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Simd::resolve` returns Avx2 only where AVX2 is present.
-        Simd::Avx2 => unsafe { step_avx2(lanes, gamma) },
-        _ => step_body(lanes, gamma),
+        (Simd::Avx2, false) => unsafe { step_avx2(lanes, gamma) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, and the FMA instructions are checked here.
+        (Simd::Auto, true) if std::arch::is_x86_feature_detected!("fma") => unsafe {
+            step_avx512_fast(lanes, gamma)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (Simd::Avx2, true) if std::arch::is_x86_feature_detected!("fma") => unsafe {
+            step_avx2_fast(lanes, gamma)
+        },
+        // The portable build has no FMA instruction: fast mode rounds each product.
+        (_, true) => step_body::<Fast<false>>(lanes, gamma),
+        (_, false) => step_body::<Exact>(lanes, gamma),
     }
 }
 
 /// Runs ensembles `first .. first + count` (count ≤ [`LANES`]) of `job` in one lane
 /// group, from their saved states when given, up to iteration `until`; lanes past
-/// `count` compute ensembles that are thrown away. Returns the states.
+/// `count` compute ensembles that are thrown away; `fast` selects fast mode's lane math
+/// (`CpuBackend::fast_math`). Returns the states.
+#[allow(clippy::too_many_arguments)]
 pub fn run_group(
     job: &Job,
     first: usize,
@@ -535,6 +578,7 @@ pub fn run_group(
     from: Option<&[EnsembleState]>,
     until: u64,
     simd: Simd,
+    fast: bool,
     progress: OnProgress<'_>,
 ) -> Result<Vec<EnsembleState>, super::EngineError> {
     let mut lanes = Lanes::new(job, first)?;
@@ -551,6 +595,7 @@ pub fn run_group(
         lanes: &mut lanes,
         count,
         simd,
+        fast,
     };
     drive(&mut group, &mut records, job, until, progress)?;
     Ok(records
