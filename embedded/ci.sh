@@ -6,7 +6,7 @@
 #   2. its semihosting output equals, line for line, the reference report checked in
 #      as tests/expected/toyrun.txt (round trips, swap counts, ladder bits, sample
 #      checksum), which the host prints too (embedded/toyrun) and which the workspace's
-#      tests compare with nrpt-core and every host engine (tests/tests/embedded.rs);
+#      tests compare with nrpt-core and every host engine (tests/tests/it/embedded.rs);
 #   3. the WASM module (embedded/wasm) gives, in Node, the native solver results and
 #      the same toy run (the host's report, itself the reference), to the bit;
 #   4. flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB (embedded/size-report.sh --check).

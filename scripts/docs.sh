@@ -2,7 +2,7 @@
 # The documentation, checked: the API docs with every rustdoc warning an error, the book
 # (docs/, mdBook) built, every link of the README and the book resolved, and the numbers
 # of the book that CI can afford recomputed. The flag and key reference pages, the Rust
-# snippets and the Python snippets are checked by the tests (host/tests/cli.rs, the doc
+# snippets and the Python snippets are checked by the tests (host/tests/it/cli.rs, the doc
 # tests of nrpt-host, python/tests/test_docs.py).
 # Usage: scripts/docs.sh     (scripts/test.sh runs it after the tests and passes their
 #                             build of `nrpt` as NRPT_BIN; without one it builds it)

@@ -11,6 +11,14 @@ step "toolchain: targets and components"
 rustup target add thumbv7em-none-eabihf wasm32-unknown-unknown
 rustup component add rustfmt clippy
 
+# One target folder for every cargo command of the suite, the workspace's (target/, or
+# $CARGO_TARGET_DIR, or build.target-dir): the Python crate's lints and API docs (python/
+# is a cargo workspace of its own) and the embedded workspaces then reuse the dependencies
+# the workspace's lints compiled, instead of compiling them again in folders of their own.
+source scripts/target-dir.sh
+CARGO_TARGET_DIR=$(target_dir)
+export CARGO_TARGET_DIR
+
 step "format"
 cargo fmt --all --check
 cargo fmt --manifest-path python/Cargo.toml --check
@@ -50,7 +58,6 @@ step "tests: every crate, one optimized build with debug assertions (the ci prof
 # as users get them: optimized, with the same instruction sets), the documentation's
 # numbers and the Python package (python/Cargo.toml declares the same profile).
 cargo test --workspace --profile ci
-source scripts/target-dir.sh
 export NRPT_BIN="$(target_dir)/ci/nrpt"
 
 step "documentation: API docs with -D warnings, the book (mdBook), its links and numbers"

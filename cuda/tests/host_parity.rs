@@ -9,7 +9,7 @@
 //!
 //! Whole runs of these functions, driven as the step/swap and persistent kernels drive
 //! them, are compared with every CPU engine path in the parity matrix of the
-//! workspace's `tests/` crate (`tests/tests/parity.rs`).
+//! workspace's `tests/` crate (`tests/tests/it/parity.rs`).
 
 use nrpt_core::adapt::{adapt_buffer, adapt_ladder_indicators, geometric_ladder, growth_factors};
 use nrpt_core::driver::{Temperatures, TemperingOptions};

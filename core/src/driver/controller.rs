@@ -116,7 +116,7 @@ pub enum NonfinitePairs {
 /// buffer, and the round-trip book-keeping in both countings, with the same Philox
 /// streams. It is the same code ([`Tempering`] and [`Controller`] share one engine), so
 /// a controller told the energies that a [`Tempering`] run computed makes that run's
-/// decisions bit for bit (`core/tests/controller.rs` proves it for every rule it
+/// decisions bit for bit (`core/tests/it/controller.rs` proves it for every rule it
 /// accepts).
 ///
 /// **Energies are told by replica**: `energies[r]` is the energy of the caller's model

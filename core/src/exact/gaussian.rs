@@ -45,7 +45,7 @@
 //! duplication formula this is the form Pigeons.jl tests against (its
 //! `analytic_cumulativebarrier`, which it attributes to Predescu et al., doi
 //! 10.1063/1.1644093): `Λ(β) = 2^{2−d}/B(d/2, d/2) · ln(σ₀/σ_β)`.
-//! `core/tests/exact.rs` checks both E|χ² − χ²′| and Λ by independent quadrature.
+//! `core/tests/it/exact.rs` checks both E|χ² − χ²′| and Λ by independent quadrature.
 
 use core::convert::Infallible;
 

@@ -121,7 +121,7 @@
 //! β = `betas()[level_of()[r]]` and calls [`ExactTempering::tell`] with the P values of
 //! ℓ by replica. `tell` runs the code `step` runs after its exploration (one function,
 //! not a copy), so a run told the ℓ that a `step` run computed makes its swaps, grids
-//! and estimates bit for bit (`core/tests/exact_told.rs`).
+//! and estimates bit for bit (`core/tests/it/exact_told.rs`).
 //!
 //! # Saving and resuming
 //!

@@ -2,7 +2,7 @@
 //!
 //! `cargo test -- --nocapture` prints the report the firmware must print. Its bytes are
 //! checked in as `tests/expected/toyrun.txt` at the repository's root: the workspace's
-//! `tests/tests/embedded.rs` compares this crate's report and the host engines' run with
+//! `tests/tests/it/embedded.rs` compares this crate's report and the host engines' run with
 //! it, and `embedded/ci.sh` the host binary's, the firmware's and (through `toyrun
 //! json`) the WASM module's.
 

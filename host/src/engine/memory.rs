@@ -8,7 +8,7 @@
 //! recorded (samples, traces, index paths) and the merged copy of it; the data set; the
 //! per-ensemble scratch of data targets; a checkpoint's encoding; what the command
 //! writes out (CSV text, `.npy` bytes, JSON), which it builds in memory; and the
-//! process itself. `host/tests/reliability.rs` compares the estimate with the peak
+//! process itself. `host/tests/it/reliability.rs` compares the estimate with the peak
 //! resident memory of real runs.
 
 use super::Job;

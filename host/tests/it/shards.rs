@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{json_of, nrpt};
 
 /// Output files whose bytes may differ between a whole run and its merged shards: none

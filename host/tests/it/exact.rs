@@ -3,7 +3,7 @@
 //! number of chains its rule gives for the closed-form Λ, and `nrpt scale --model
 //! gaussian-path` measures E[T] beside Lemma 1 and the limit P (2 + 2Λ).
 
-mod common;
+use crate::common;
 use common::{json_of, nrpt, number, stderr};
 
 /// Λ = c_d ln 10 with c_d = Γ((d+1)/2)/(√π Γ(d/2)) (nrpt-core's exact::gaussian): the

@@ -12,7 +12,7 @@ use nrpt::targets::{BUILTIN, Method};
 use nrpt_cuda::source::{self, STEP_KERNEL};
 use nrpt_cuda::{CudaError, GpuTarget, MathMode, TargetSource};
 
-#[path = "../../cuda/tests/toolchain/mod.rs"]
+#[path = "../../../cuda/tests/toolchain/mod.rs"]
 #[macro_use]
 #[allow(dead_code)]
 mod toolchain;

@@ -20,7 +20,7 @@ use nrpt_core::exact::{
 };
 use nrpt_core::window::Scheme;
 
-mod common;
+use crate::common;
 use common::ExactOwned as Owned;
 
 // ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ use nrpt_core::swap::{SwapRule, flags};
 use nrpt_core::target::{EnergyOracle, Modes2d, Noisy, SumModes};
 use nrpt_core::window::Scheme;
 
-mod common;
+use crate::common;
 use common::{Owned as Run, OwnedController as Ctl};
 
 fn bits<F: UnitDraw>(v: &[F]) -> Vec<u64> {

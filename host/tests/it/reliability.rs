@@ -5,7 +5,7 @@
 //! computation, and random argument vectors and configuration files get exit status 0
 //! or 2 with a message, never a panic (101) or a signal.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

@@ -21,7 +21,7 @@ use nrpt_tests::{Run, cpu, note, simd_columns};
 use toyrun::{CHAINS, DIM, Fnv1a64, ITERATIONS, PAIRS, SEED, Summary, write_report};
 
 /// The checked-in reference report.
-const EXPECTED: &str = include_str!("../expected/toyrun.txt");
+const EXPECTED: &str = include_str!("../../expected/toyrun.txt");
 
 /// The report of `s`, as every platform writes it.
 fn report(s: &Summary) -> String {

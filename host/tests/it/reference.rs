@@ -1,7 +1,7 @@
 //! `nrpt reference` end to end: a tiny reference posterior written, read back by
 //! `nrpt deep --reference`, and its bounds.
 
-mod common;
+use crate::common;
 use common::{json_of, nrpt, number};
 
 /// A few short HMC trajectories on a small network: the files and fields documented in

@@ -2,7 +2,7 @@
 //! energies each driver explored, end every iteration with the drivers' ladders,
 //! buffers, permutations, trip states, gates, flags and counts, bit for bit.
 
-mod common;
+use crate::common;
 
 use nrpt_core::Error;
 use nrpt_core::driver::{Temperatures, Tempering, TemperingOptions};

@@ -10,7 +10,7 @@ use nrpt_core::swap::{SwapRule, flags};
 use nrpt_core::target::{EnergyOracle, Modes2d, Noisy, Potential, SumModes};
 use nrpt_core::window::Scheme;
 
-mod common;
+use crate::common;
 use common::Owned;
 
 fn toy(window: u32, seed: u32) -> TemperingOptions {

@@ -2,7 +2,7 @@
 //! classifier --exact` reports Λ̂, the log evidence log Z with its standard error and the
 //! test accuracy of its posterior samples; `--exact` elsewhere is refused.
 
-mod common;
+use crate::common;
 use common::{json_of, nrpt, number, stderr};
 
 /// A tiny softmax regression run (3 chains, 32 iterations, HMC with 3 leapfrog steps):

@@ -159,7 +159,7 @@ fn any_options() -> impl Strategy<Value = TemperingOptions> {
         )
 }
 
-mod common;
+use crate::common;
 use common::Owned;
 
 /// Length offsets: mostly all exact, sometimes some one off.

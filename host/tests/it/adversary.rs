@@ -7,7 +7,7 @@
 //! status of a signal or a closed pipe, never a panic (101), and nothing nrpt did not
 //! write is ever lost.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

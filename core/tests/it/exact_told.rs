@@ -16,7 +16,7 @@ use nrpt_core::exact::{
 };
 use nrpt_core::window::Scheme;
 
-mod common;
+use crate::common;
 use common::ExactOwned;
 
 /// Debug text of a value: compares floats by their shortest round-trip form, so NaN

@@ -2,7 +2,7 @@
 //! and for `nrpt run --target classifier` (flag and TOML key), and the errors of a
 //! `--dataset` combined with users' files.
 
-mod common;
+use crate::common;
 use common::{json_of, nrpt, number, stderr};
 
 /// `nrpt deep --dataset mnist1d --quick` takes the flag and runs on 12,800 + 3,200

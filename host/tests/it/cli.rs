@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{json_of, nrpt};
 
 fn finite(v: &Value, key: &str) -> f64 {
@@ -472,7 +472,7 @@ fn scale_runs_the_full_sampler_too() {
 
 // The book's reference pages that are generated from the code, so that they cannot drift:
 // every command's `--help` and every configuration key. `NRPT_BLESS=1 cargo test -p
-// nrpt-host --test cli reference` rewrites them after a change to the flags or keys.
+// nrpt-host --test it cli::reference` rewrites them after a change to the flags or keys.
 
 /// `docs/src/reference/NAME` of the repository.
 fn book_page(name: &str) -> std::path::PathBuf {
@@ -498,7 +498,7 @@ fn check_generated(name: &str, generated: &str) {
             .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()));
         panic!(
             "docs/src/reference/{name} differs from what the code generates (first at line \
-             {}); run `NRPT_BLESS=1 cargo test -p nrpt-host --test cli reference` and \
+             {}); run `NRPT_BLESS=1 cargo test -p nrpt-host --test it cli::reference` and \
              commit the page",
             line + 1
         );
@@ -529,8 +529,8 @@ fn reference_of_the_commands_is_their_help() {
     command_paths(&cmd, &mut Vec::new(), &mut paths);
     let mut page = String::from(
         "# Commands and flags\n\n\
-         <!-- Generated from the command's own `--help` by host/tests/cli.rs; do not edit.\n     \
-         Regenerate: NRPT_BLESS=1 cargo test -p nrpt-host --test cli reference -->\n\n\
+         <!-- Generated from the command's own `--help` by host/tests/it/cli.rs; do not edit.\n     \
+         Regenerate: NRPT_BLESS=1 cargo test -p nrpt-host --test it cli::reference -->\n\n\
          What `nrpt <command> --help` prints, for every command. The \
          [command-line overview](command-line.md) says what the commands are for and what \
          every command has in common.\n\n",
@@ -566,8 +566,8 @@ fn reference_of_the_commands_is_their_help() {
 fn reference_of_the_configuration_keys_is_their_declaration() {
     let mut page = String::from(
         "# Configuration keys\n\n\
-         <!-- Generated from host/src/config/keys.rs by host/tests/cli.rs; do not edit.\n     \
-         Regenerate: NRPT_BLESS=1 cargo test -p nrpt-host --test cli reference -->\n\n\
+         <!-- Generated from host/src/config/keys.rs by host/tests/it/cli.rs; do not edit.\n     \
+         Regenerate: NRPT_BLESS=1 cargo test -p nrpt-host --test it cli::reference -->\n\n\
          Every key of `nrpt run`'s TOML file, in the order of its declaration, with its flag \
          and its help (the same text as `nrpt run --help`; a value in brackets is the \
          default of the 2D target, and each target may take its own). How the file and the \

@@ -1,7 +1,7 @@
 //! Data targets end to end: `nrpt deep`, `nrpt run --target classifier`,
 //! `nrpt bench --model mlp`, and users' data files with their errors.
 
-mod common;
+use crate::common;
 use common::{json_of, nrpt, number};
 
 /// A tiny comparison on the default model (so the bundled reference scores it): every
