@@ -5,5 +5,6 @@
 
 mod determinism;
 mod embedded;
+mod fast_math;
 mod parity;
 mod source_targets;
