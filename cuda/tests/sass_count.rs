@@ -481,21 +481,39 @@ fn warp_instructions_per_chain_step() {
         CLOCK_HZ / 1e9,
         peak
     );
-    for mode in MathMode::ALL {
-        let ptx = kernels::compile_ptx(ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
-        let mut options = kernels::compile_options(ARCH, mode);
-        options.push("-lineinfo".into());
-        let ptx_lines = nrpt_cuda::ptx_cache::nvrtc_compile("nrpt_kernels.cu", &source, &options)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let plain = disassemble(&ptxas, &nvdisasm, &dir, &format!("{mode:?}"), &ptx, false);
-        let listing = disassemble(
-            &ptxas,
-            &nvdisasm,
-            &dir,
-            &format!("{mode:?}.lines"),
-            &ptx_lines,
-            true,
-        );
+    // Each mode's two compilations (plain and with line info), ptxas and nvdisasm run on
+    // their own thread: NVRTC and the tools are most of this test's time.
+    let listings: Vec<(MathMode, String, String)> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = MathMode::ALL
+            .into_iter()
+            .map(|mode| {
+                let (ptxas, nvdisasm, dir, source) = (&ptxas, &nvdisasm, &dir, &source);
+                scope.spawn(move || {
+                    let ptx = kernels::compile_ptx(ARCH, mode).unwrap_or_else(|e| panic!("{e}"));
+                    let mut options = kernels::compile_options(ARCH, mode);
+                    options.push("-lineinfo".into());
+                    let ptx_lines =
+                        nrpt_cuda::ptx_cache::nvrtc_compile("nrpt_kernels.cu", source, &options)
+                            .unwrap_or_else(|e| panic!("{e}"));
+                    let plain =
+                        disassemble(ptxas, nvdisasm, dir, &format!("{mode:?}"), &ptx, false);
+                    let listing = disassemble(
+                        ptxas,
+                        nvdisasm,
+                        dir,
+                        &format!("{mode:?}.lines"),
+                        &ptx_lines,
+                        true,
+                    );
+                    (mode, plain, listing)
+                })
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    for (mode, plain, listing) in listings {
         for kernel in [Kernel::Persistent2d, Kernel::Persistent2dWarp] {
             let r = analyse(&listing, &plain, &source, kernel);
             let per = |c: &sass::Counts, part: &str| c.get(part) / LANES;
