@@ -23,6 +23,30 @@ step "format"
 cargo fmt --all --check
 cargo fmt --manifest-path python/Cargo.toml --check
 
+step "Python package, started in the background at the lowest priority: sdist, manylinux2014 abi3 wheel built from it (maturin --zig), installed in a fresh venv"
+# The wheel shares no compiled crate with the steps below (the zig linker enters every
+# fingerprint), so it builds in a target folder of its own (no wait on cargo's lock) and
+# at nice 19 / idle I/O class: it takes the core the foreground steps leave idle (test
+# runs, QEMU, Node, mdBook, pytest) and yields the rest. Its log is printed at the Python
+# step, which waits for it.
+python3 scripts/check-python-lock.py  # its lock pins the crates it shares with the workspace
+python_target="$CARGO_TARGET_DIR/python-package"
+mkdir -p "$python_target"
+# A fresh environment each run, removed at the end; the script installs the wheel and
+# python/requirements-ci.txt into it (a venv, or a folder for PYTHONPATH where python3 has
+# no venv module).
+venv=$(mktemp -d "$CARGO_TARGET_DIR/python-venv.XXXXXX")
+package_log="$python_target/python-package.log"
+low=(nice -n 19)
+if command -v ionice >/dev/null 2>&1; then low+=(ionice -c 3); fi
+# setsid: a process group of its own, so that a failing step stops the whole build
+# (maturin, cargo, rustc) with it.
+CARGO_TARGET_DIR="$python_target" setsid "${low[@]}" \
+    scripts/python-package.sh --profile ci --venv "$venv" >"$package_log" 2>&1 &
+package_pid=$!
+trap 'kill -- -"$package_pid" 2>/dev/null || true; wait "$package_pid" 2>/dev/null || true; rm -rf "$venv"' EXIT
+echo "started (process $package_pid, log $package_log)"
+
 step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --manifest-path python/Cargo.toml -- -D warnings
@@ -71,17 +95,17 @@ python3 -c "import numpy" 2>/dev/null || python3 -m pip install --quiet numpy
 python3 benches/numpy/test_nrpt_numpy.py
 python3 benches/numpy/test_mlp_numpy.py
 
-step "Python package: sdist, manylinux2014 abi3 wheel built from it (maturin --zig), installed in a fresh venv, then its tests against the command"
+step "Python package: the wheel from the background step, then stubtest and its tests against the command"
 python_started=$SECONDS
-# Its own lock file pins the crates it shares with the workspace at the same versions.
-python3 scripts/check-python-lock.py
+package_status=0
+wait "$package_pid" || package_status=$?
+cat "$package_log"
+if [[ $package_status -ne 0 ]]; then
+    echo "error: scripts/python-package.sh failed (exit $package_status; its log above)" >&2
+    exit 1
+fi
+echo "python package: waited $((SECONDS - python_started)) s for the background build"
 target=$(target_dir)
-# A fresh environment each run, removed at the end; the script installs the wheel and
-# python/requirements-ci.txt into it (a venv, or a folder for PYTHONPATH where python3 has
-# no venv module).
-venv=$(mktemp -d "$target/python-venv.XXXXXX")
-trap 'rm -rf "$venv"' EXIT
-scripts/python-package.sh --profile ci --venv "$venv"
 if [[ -x "$venv/bin/python" ]]; then
     py="$venv/bin/python"
 else
