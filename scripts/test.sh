@@ -37,14 +37,26 @@ mkdir -p "$python_target"
 # no venv module).
 venv=$(mktemp -d "$CARGO_TARGET_DIR/python-venv.XXXXXX")
 package_log="$python_target/python-package.log"
-low=(nice -n 19)
-if command -v ionice >/dev/null 2>&1; then low+=(ionice -c 3); fi
-# setsid: a process group of its own, so that a failing step stops the whole build
-# (maturin, cargo, rustc) with it.
-CARGO_TARGET_DIR="$python_target" setsid "${low[@]}" \
+# setsid: a session and process group of its own, so that a failing or interrupted
+# suite stops the whole build (maturin, cargo, rustc) with it. A new session is also a
+# new scheduler autogroup where the kernel has them (sched_autogroup_enabled), and CPU
+# time is shared between autogroups whatever the nice values inside them: the build
+# lowers its own group's priority too (/proc/self/autogroup, which an unprivileged
+# process may raise), else it would take half the machine from the steps below.
+CARGO_TARGET_DIR="$python_target" setsid bash -c '
+    echo 19 >/proc/self/autogroup 2>/dev/null || true
+    if command -v ionice >/dev/null 2>&1; then exec nice -n 19 ionice -c 3 "$@"; fi
+    exec nice -n 19 "$@"' low-priority \
     scripts/python-package.sh --profile ci --venv "$venv" >"$package_log" 2>&1 &
 package_pid=$!
-trap 'kill -- -"$package_pid" 2>/dev/null || true; wait "$package_pid" 2>/dev/null || true; rm -rf "$venv"' EXIT
+stop_package() {
+    kill -- -"$package_pid" 2>/dev/null || true
+    wait "$package_pid" 2>/dev/null || true
+    rm -rf "$venv"
+}
+trap stop_package EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 echo "started (process $package_pid, log $package_log)"
 
 step "lints"
