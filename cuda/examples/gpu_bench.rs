@@ -43,7 +43,7 @@ use nrpt_core::explore::Explorer;
 use nrpt_cuda::limits;
 use nrpt_cuda::ptx_cache;
 use nrpt_cuda::timing::{
-    BENCH_MODES, MIN_ITERATIONS, MIN_REPETITIONS, Repetitions, mode_name, target_2d_chain_steps,
+    BENCH_MODES, MIN_ITERATIONS, MIN_REPETITIONS, Repetitions, target_2d_chain_steps,
 };
 use nrpt_cuda::{
     CudaError, EnsembleConfig, ExecutionPath, Gpu, GpuEnsembles, GpuTarget, MathMode, Precision,
@@ -170,7 +170,7 @@ fn parse(args: Vec<String>) -> Result<Mode, String> {
 /// `exact=175,fast=140`: SASS instructions per coordinate of the D = 1024 f32 step by
 /// mode name (a name of `BENCH_MODES`, a positive count).
 fn parse_sass(text: &str) -> Result<BTreeMap<String, f64>, String> {
-    let names: Vec<String> = BENCH_MODES.iter().map(|m| mode_name(*m)).collect();
+    let names: Vec<String> = BENCH_MODES.iter().map(|m| m.name().to_string()).collect();
     let mut out = BTreeMap::new();
     for item in text.split(',').filter(|s| !s.is_empty()) {
         let (name, n) = item
@@ -400,7 +400,7 @@ fn measure(
     };
     Ok(Row {
         kind: kind.to_string(),
-        math: mode_name(config.math),
+        math: config.math.name().to_string(),
         chains,
         dim,
         iterations,
@@ -609,7 +609,7 @@ fn issue_limit(lim: &Limits) -> Option<f64> {
 fn targets(rows: &[Row], lim: &Limits, sass: &BTreeMap<String, f64>) -> Vec<Figure> {
     let mut out = Vec::new();
     for mode in BENCH_MODES {
-        let m = mode_name(mode);
+        let m = mode.name().to_string();
         let persistent = best(rows, |r| r.kind == "2d persistent" && r.math == m);
         out.push(Figure {
             name: format!("persistent_2d_{m}_chain_steps_per_s"),
@@ -632,7 +632,7 @@ fn targets(rows: &[Row], lim: &Limits, sass: &BTreeMap<String, f64>) -> Vec<Figu
         });
     }
     for mode in BENCH_MODES {
-        let m = mode_name(mode);
+        let m = mode.name().to_string();
         let wide = best(rows, |r| r.kind == "D=1024 step F32" && r.math == m);
         out.push(Figure {
             name: format!("d1024_f32_{m}_share_of_copy_bandwidth"),
@@ -833,7 +833,7 @@ mod tests {
         }
         Row {
             kind: kind.to_string(),
-            math: mode_name(mode),
+            math: mode.name().to_string(),
             chains,
             dim,
             iterations: MIN_ITERATIONS,
@@ -873,17 +873,11 @@ mod tests {
         ];
         let figures = targets(&rows, &limits(), &BTreeMap::new());
         let get = |name: String| figures.iter().find(|f| f.name == name).unwrap();
-        let e = get(format!(
-            "persistent_2d_{}_chain_steps_per_s",
-            mode_name(exact)
-        ));
+        let e = get(format!("persistent_2d_{}_chain_steps_per_s", exact.name()));
         assert_eq!(e.value, Some(1.5e10));
         assert_eq!(e.target, Some(2e10));
         assert_eq!(e.met(), Some(false));
-        let f = get(format!(
-            "persistent_2d_{}_chain_steps_per_s",
-            mode_name(fast)
-        ));
+        let f = get(format!("persistent_2d_{}_chain_steps_per_s", fast.name()));
         assert_eq!(f.value, Some(4e10));
         assert_eq!(f.target, Some(6e10));
         assert!((f.ratio().unwrap() - 4.0 / 6.0).abs() < 1e-12);
@@ -901,17 +895,14 @@ mod tests {
         let sass = parse_sass("exact=150").unwrap();
         let figures = targets(&rows, &limits(), &sass);
         let get = |name: String| figures.iter().find(|f| f.name == name).unwrap();
-        let m = mode_name(exact);
+        let m = exact.name().to_string();
         // 3·10¹³ instructions/s over 1.024·10¹¹ coordinate-steps/s.
         let slots = get(format!("d1024_f32_{m}_issue_slots_per_coordinate"));
         let want = 60_000.0e9 / 2.0 / (1e8 * 1024.0);
         assert!((slots.value.unwrap() - want).abs() < 1e-9 * want);
         let share = get(format!("d1024_f32_{m}_share_of_issue_limit"));
         assert!((share.value.unwrap() - 150.0 / want).abs() < 1e-12);
-        let unknown = get(format!(
-            "d1024_f32_{}_share_of_issue_limit",
-            mode_name(fast)
-        ));
+        let unknown = get(format!("d1024_f32_{}_share_of_issue_limit", fast.name()));
         assert_eq!(unknown.value, None);
         let copy = get(format!("d1024_f32_{m}_share_of_copy_bandwidth"));
         assert!((copy.value.unwrap() - 8.0 * 1024.0 * 1e8 / 4000e9).abs() < 1e-12);
@@ -958,7 +949,7 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         let r = &v["rows"][1];
-        assert_eq!(r["math"], mode_name(fast));
+        assert_eq!(r["math"], fast.name());
         assert_eq!(
             r["device_seconds_each"].as_array().unwrap().len(),
             MIN_REPETITIONS
@@ -971,11 +962,11 @@ mod tests {
             .map(|f| f["name"].as_str().unwrap())
             .collect();
         for m in BENCH_MODES {
-            let name = format!("persistent_2d_{}_chain_steps_per_s", mode_name(m));
+            let name = format!("persistent_2d_{}_chain_steps_per_s", m.name());
             assert!(names.contains(&name.as_str()), "{names:?}");
         }
         let f = &v["figures"][1];
-        assert_eq!(f["math"], mode_name(fast));
+        assert_eq!(f["math"], fast.name());
         assert_eq!(f["target"].as_f64(), Some(6e10));
         assert!((f["ratio_to_target"].as_f64().unwrap() - 0.5).abs() < 1e-6);
     }

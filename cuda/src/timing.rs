@@ -28,14 +28,8 @@ pub const MIN_ITERATIONS: u64 = 300;
 
 /// The math modes a bench reports, in this order, each against its own target: the
 /// exact mode (nrpt-core's bits) first, then the fast one (FMA and the hardware
-/// approximations). Code that reads this list names every field by [`mode_name`].
+/// approximations). Code that reads this list names every field by [`MathMode::name`].
 pub const BENCH_MODES: [MathMode; 2] = [MathMode::Exact, MathMode::Fast];
-
-/// The mode's name in reports and JSON keys ([`MathMode::name`]: `exact`, `fma`,
-/// `fast`).
-pub fn mode_name(mode: MathMode) -> String {
-    mode.name().to_string()
-}
 
 /// Whether `mode` is the exact mode (nrpt-core's bits), judged against the exact
 /// targets; every other mode is judged against the fast ones.
@@ -189,8 +183,8 @@ mod tests {
         assert_eq!(target_2d_chain_steps(*fast[0]), 6e10);
         assert_eq!(target_mlp_share(*fast[0]), Some(0.30));
         assert_eq!(BENCH_MODES[0], exact, "the exact mode comes first");
-        assert_eq!(mode_name(exact), "exact");
-        assert_eq!(mode_name(MathMode::Fma), "fma");
+        assert_eq!(exact.name(), "exact");
+        assert_eq!(MathMode::Fma.name(), "fma");
     }
 
     #[test]

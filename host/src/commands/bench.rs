@@ -71,7 +71,7 @@ pub struct DeviceLimits {
 /// end (set-up, uploads, downloads and the final snapshot included) apart.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceFigures {
-    /// The kernels' floating-point contract (nrpt_cuda::timing::mode_name).
+    /// The kernels' floating-point contract (nrpt_cuda::MathMode::name).
     pub math: String,
     /// Timed runs after the warm-up.
     pub repetitions: usize,
@@ -209,7 +209,7 @@ fn time_cuda(
     mode: nrpt_cuda::MathMode,
     warm_iterations: u64,
 ) -> Result<(DeviceFigures, crate::engine::RunOutput)> {
-    use nrpt_cuda::timing::{MIN_REPETITIONS, Repetitions, mode_name};
+    use nrpt_cuda::timing::{MIN_REPETITIONS, Repetitions};
     let b = cuda.clone().with_math(mode);
     b.run(&warm_up(job, warm_iterations), &crate::interrupt::flow)?;
     let mut reps = Repetitions::default();
@@ -231,7 +231,7 @@ fn time_cuda(
     };
     let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
     let figures = DeviceFigures {
-        math: mode_name(mode),
+        math: mode.name().to_string(),
         repetitions: reps.device.len(),
         device_seconds: device,
         end_to_end_seconds: end_to_end,
