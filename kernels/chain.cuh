@@ -4,9 +4,11 @@
 // replica's STEP stream (key [seed, ensemble], counter rng::counter(iteration, replica,
 // STEP, block), the iteration in full 64 bits).
 //
-// Word use, as in core: gradient noise (Noisy: fill_normals over D, 2·ceil(D/2) words,
-// only if σ_g != 0), then Langevin noise (fill_normals over D, only if the f64 noise
-// scale is > 0), then the energy noise (one normal pair, first value, only if σ_e != 0).
+// Word use, as in core for the Noisy oracle: the gradient noise and the step's sampling
+// noise are one normal vector (fill_normals over D, 2·ceil(D/2) words, only if the f64
+// merged scale nrpt_core::explore::merged_noise_scale is > 0), then the energy noise
+// (one normal pair, first value, only if σ_e != 0). For the 2D toy: four words, one
+// Philox block, two Box–Muller pairs per chain-step at every level.
 //
 // Energies over D coordinates are summed by the pairwise tree of nrpt_core::reduce
 // (NrptTree here; a block's threads and passes by the shuffle trees of step.cu,
@@ -22,12 +24,11 @@ struct NrptChainCfg {
     nrpt_u32 dim;
     nrpt_u32 target;
     bool momentum;
-    bool grad_noise;
     bool energy_noise;
     float mu;      // F::from_f64(momentum)
-    float gscale;  // F::from_f64(gradient_noise)
     float escale;  // F::from_f64(energy_noise)
     double mu64;
+    double gnoise;  // σ_g, the gradient noise, in f64 (merged into the step's noise)
     nrpt_u32 noise_words;  // 2 · ceil(D / 2)
 };
 
@@ -36,11 +37,10 @@ NRPT_HD NrptChainCfg nrpt_chain_cfg(const NrptGpuParams* p) {
     c.dim = p->core.dim;
     c.target = p->target;
     c.momentum = p->core.explorer != 0u;
-    c.grad_noise = p->gradient_noise != 0.0;
     c.energy_noise = p->energy_noise != 0.0;
     c.mu = (float)p->core.momentum;
     c.mu64 = p->core.momentum;
-    c.gscale = (float)p->gradient_noise;
+    c.gnoise = p->gradient_noise;
     c.escale = (float)p->energy_noise;
     c.noise_words = 2u * ((p->core.dim + 1u) / 2u);
     return c;
@@ -49,13 +49,13 @@ NRPT_HD NrptChainCfg nrpt_chain_cfg(const NrptGpuParams* p) {
 /// What a level's learning rate and temperature mean for one step.
 struct NrptLevelCoeffs {
     float eta;          // F::from_f64(η)
-    float sigma;        // F::from_f64(noise_scale(explorer, η, T))
-    bool draw;          // the f64 noise scale is > 0: Langevin noise is drawn
-    nrpt_u32 lang_off;  // first word of the Langevin noise
+    float sigma;        // F::from_f64(merged_noise_scale(η, σ_g, noise_scale(explorer, η, T)))
+    bool draw;          // the f64 merged scale is > 0: the step's noise is drawn (words 0 ..)
     nrpt_u32 energy_off;  // first word of the energy noise
 };
 
-/// explore::noise_scale in f64, then the f32 casts the driver makes.
+/// explore::noise_scale and explore::merged_noise_scale in f64, then the f32 casts the
+/// driver makes.
 NRPT_HD NrptLevelCoeffs nrpt_level_coeffs(const NrptChainCfg* c, double eta, double temp) {
     // T = 0 (the SGD explorers) gives sqrt(+0) = +0 exactly: skip the f64 square root.
     double sigma = 0.0;
@@ -63,53 +63,54 @@ NRPT_HD NrptLevelCoeffs nrpt_level_coeffs(const NrptChainCfg* c, double eta, dou
         sigma = c->momentum ? nrpt_sqrt(2.0 * (1.0 - c->mu64) * eta * temp)
                             : nrpt_sqrt(2.0 * eta * temp);
     }
+    const double a = eta * c->gnoise;
+    const double merged =
+        sigma == 0.0 ? a : (a == 0.0 ? sigma : nrpt_sqrt(a * a + sigma * sigma));
     NrptLevelCoeffs l;
-    l.draw = sigma > 0.0;
+    l.draw = merged > 0.0;
     l.eta = (float)eta;
-    l.sigma = (float)sigma;
-    l.lang_off = c->grad_noise ? c->noise_words : 0u;
-    l.energy_off = l.lang_off + (l.draw ? c->noise_words : 0u);
+    l.sigma = (float)merged;
+    l.energy_off = l.draw ? c->noise_words : 0u;
     return l;
 }
 
 /// One coordinate's update (explore::langevin_step / momentum_step).
 NRPT_HD void nrpt_update(const NrptChainCfg* c, const NrptLevelCoeffs* l, float* x, float* v,
                          float g, float z) {
+    // The markers fence code the paper's 2D configuration never runs (SGD without
+    // noise, momentum, SumModes, other rules): the SASS counter's configuration bound.
     if (!c->momentum) {
         if (l->sigma == 0.0f) {
+            // sass-count: other-rules
             *x = *x - l->eta * g;
+            // sass-count: other-rules end
         } else {
             *x = (*x - l->eta * g) + l->sigma * z;
         }
     } else {
+        // sass-count: other-rules
         float nv = c->mu * *v - l->eta * g;
         if (l->sigma != 0.0f) {
             nv = nv + l->sigma * z;
         }
         *v = nv;
         *x = *x + nv;
+        // sass-count: other-rules end
     }
 }
 
 /// Steps the coordinates 2·pair and 2·pair + 1 (the second only if `has1`), given the
-/// exact gradients g0, g1 at the old state. `gc` serves the gradient-noise words and
-/// `lc` the Langevin words (they may be the same cursor).
-NRPT_HD void nrpt_step_pair(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptCursor* gc,
-                            NrptCursor* lc, nrpt_u32 pair, bool has1, float* x0, float* x1,
-                            float* v0, float* v1, float g0, float g1) {
-    if (c->grad_noise) {
-        nrpt_u32 w0 = nrpt_cursor_word(gc, 2u * pair);
-        nrpt_u32 w1 = nrpt_cursor_word(gc, 2u * pair + 1u);
-        NrptPair z = nrpt_box_muller_f32(w0, w1);
-        g0 = g0 + c->gscale * z.z0;
-        g1 = g1 + c->gscale * z.z1;
-    }
+/// exact gradients g0, g1 at the old state, with the merged noise of words 2·pair and
+/// 2·pair + 1 served by `cur`.
+NRPT_HD void nrpt_step_pair(const NrptChainCfg* c, const NrptLevelCoeffs* l, NrptCursor* cur,
+                            nrpt_u32 pair, bool has1, float* x0, float* x1, float* v0,
+                            float* v1, float g0, float g1) {
     NrptPair zl;
     zl.z0 = 0.0f;
     zl.z1 = 0.0f;
     if (l->draw) {
-        nrpt_u32 w0 = nrpt_cursor_word(lc, l->lang_off + 2u * pair);
-        nrpt_u32 w1 = nrpt_cursor_word(lc, l->lang_off + 2u * pair + 1u);
+        nrpt_u32 w0 = nrpt_cursor_word(cur, 2u * pair);
+        nrpt_u32 w1 = nrpt_cursor_word(cur, 2u * pair + 1u);
         zl = nrpt_box_muller_f32(w0, w1);
     }
     nrpt_update(c, l, x0, v0, g0, zl.z0);
@@ -135,30 +136,48 @@ NRPT_HD float nrpt_energy_noise(const NrptChainCfg* c, const NrptLevelCoeffs* l,
 /// else of the transcendental functions); returns its stochastic energy and leaves in
 /// *s0, *s1 the sines at the new state, which the energy computes anyway (one
 /// sin_cos_2pi per coordinate and step instead of two, when the caller keeps them).
-/// Works for Modes2d and for SumModes with D = 2.
+/// Works for Modes2d and for SumModes with D = 2. Every word it reads lies in block 0
+/// of the stream (the step's noise in words 0–1 when drawn, the energy noise in the
+/// next two), so it computes one Philox block and no other.
 NRPT_HD float nrpt_chain_step_2d_sin(const NrptChainCfg* c, const NrptLevelCoeffs* l,
                                      NrptStream s, float* x0, float* x1, float* v0, float* v1,
                                      float* s0, float* s1) {
-    NrptCursor cur = nrpt_cursor(s, 0u);
+    const NrptBlock b = nrpt_stream_block(s, 0u);
     float g0, g1;
     if (c->target == NRPT_TARGET_MODES2D) {
         nrpt_modes2d_gradient_sin(*x0, *x1, *s0, *s1, &g0, &g1);
     } else {
+        // sass-count: other-rules
         g0 = nrpt_sum_modes_grad_sin(*x0, *s0);
         g1 = nrpt_sum_modes_grad_sin(*x1, *s1);
+        // sass-count: other-rules end
     }
-    nrpt_step_pair(c, l, &cur, &cur, 0u, true, x0, x1, v0, v1, g0, g1);
+    NrptPair z;
+    z.z0 = 0.0f;
+    z.z1 = 0.0f;
+    if (l->draw) {
+        z = nrpt_box_muller_f32(b.w0, b.w1);
+    }
+    nrpt_update(c, l, x0, v0, g0, z.z0);
+    nrpt_update(c, l, x1, v1, g1, z.z1);
     float u;
     if (c->target == NRPT_TARGET_MODES2D) {
         u = nrpt_modes2d_energy_sin(*x0, *x1, s0, s1);
     } else {
+        // sass-count: other-rules
         // Two leaves: the tree of nrpt_core::reduce is their plain sum.
-        NrptSinCos a = nrpt_sin_cos_2pi(*x0), b = nrpt_sin_cos_2pi(*x1);
-        *s0 = a.s;
-        *s1 = b.s;
-        u = nrpt_sum_modes_term_cos(*x0, a.c) + nrpt_sum_modes_term_cos(*x1, b.c);
+        NrptSinCos ca = nrpt_sin_cos_2pi(*x0), cb = nrpt_sin_cos_2pi(*x1);
+        *s0 = ca.s;
+        *s1 = cb.s;
+        u = nrpt_sum_modes_term_cos(*x0, ca.c) + nrpt_sum_modes_term_cos(*x1, cb.c);
+        // sass-count: other-rules end
     }
-    return nrpt_energy_noise(c, l, &cur, u);
+    if (!c->energy_noise) {
+        return u;
+    }
+    // energy_off is 2 when the step drew its noise, 0 otherwise.
+    const nrpt_u32 e0 = l->draw ? b.w2 : b.w0, e1 = l->draw ? b.w3 : b.w1;
+    return u + c->escale * nrpt_box_muller_f32(e0, e1).z0;
 }
 
 /// The whole iteration of one 2D replica held in registers; returns its stochastic
@@ -247,9 +266,8 @@ NRPT_HD float nrpt_energy_noise_at(const NrptChainCfg* c, const NrptLevelCoeffs*
 /// Steps quad q of a SumModes replica (coordinates 4q .. 4q + n − 1, n = 1..4): loads
 /// them (one vector access when `vec`, which needs n = 4 and an aligned quad), takes
 /// the step as nrpt_step_pair does pair by pair — the words of pair p are 2p, 2p + 1
-/// of the gradient noise and lang_off + 2p, + 1 of the Langevin noise, read straight
-/// from their Philox blocks (one block per quad and stream, two for the Langevin noise
-/// when lang_off is not a multiple of 4), so no cursor is kept — stores the new state
+/// of the merged noise, read straight from block q of the stream, so no cursor is
+/// kept — stores the new state
 /// (and momenta), and returns the tree sum of the energy terms at the stored state
 /// (rounded to the storage type in registers: no reload). `v` may alias `x` unless the
 /// explorer has momentum.
@@ -272,32 +290,12 @@ NRPT_HD float nrpt_step_quad(const NrptChainCfg* c, const NrptLevelCoeffs* l, Nr
     }
     float g[4];
     for (int i = 0; i < 4; ++i) g[i] = nrpt_sum_modes_grad(xs[i]);
-    if (c->grad_noise) {
-        NrptBlock b = nrpt_stream_block(s, q);
-        NrptPair z = nrpt_box_muller_f32(b.w0, b.w1);
-        g[0] = g[0] + c->gscale * z.z0;
-        g[1] = g[1] + c->gscale * z.z1;
-        if (n > 2u) {
-            z = nrpt_box_muller_f32(b.w2, b.w3);
-            g[2] = g[2] + c->gscale * z.z0;
-            g[3] = g[3] + c->gscale * z.z1;
-        }
-    }
     NrptPair z0, z1;
     z0.z0 = z0.z1 = z1.z0 = z1.z1 = 0.0f;
     if (l->draw) {
-        nrpt_u32 w = l->lang_off + 4u * q;  // first word of pair 2q (even)
-        NrptBlock b = nrpt_stream_block(s, w >> 2);
-        if ((w & 3u) == 0u) {
-            z0 = nrpt_box_muller_f32(b.w0, b.w1);
-            if (n > 2u) z1 = nrpt_box_muller_f32(b.w2, b.w3);
-        } else {
-            z0 = nrpt_box_muller_f32(b.w2, b.w3);
-            if (n > 2u) {
-                NrptBlock b2 = nrpt_stream_block(s, (w >> 2) + 1u);
-                z1 = nrpt_box_muller_f32(b2.w0, b2.w1);
-            }
-        }
+        NrptBlock b = nrpt_stream_block(s, q);  // words 4q .. 4q + 3: pairs 2q, 2q + 1
+        z0 = nrpt_box_muller_f32(b.w0, b.w1);
+        if (n > 2u) z1 = nrpt_box_muller_f32(b.w2, b.w3);
     }
     nrpt_update(c, l, &xs[0], &vs[0], g[0], z0.z0);
     if (n > 1u) nrpt_update(c, l, &xs[1], &vs[1], g[1], z0.z1);

@@ -1,10 +1,10 @@
 // source_step.cuh: one replica's iteration for a target that brings its own CUDA source
 // (nrpt_cuda::TargetSource), as nrpt_core::driver::Engine::explore does it for F = f32
 // with the oracle Noisy<the target's potential>: the exact gradient at the state, the
-// gradient noise (fill_normals over D, only if σ_g != 0), the Langevin or momentum
-// update with its noise (fill_normals over D, only if the level's f64 noise scale is
-// > 0), the exact energy at the new state, then the energy noise (one normal pair,
-// first value, only if σ_e != 0): the word use of chain.cuh's built-in steps.
+// Langevin or momentum update with the gradient noise and the sampling noise merged
+// (fill_normals over D, only if the level's f64 merged scale is > 0), the exact energy
+// at the new state, then the energy noise (one normal pair, first value, only if
+// σ_e != 0): the word use of chain.cuh's built-in steps.
 //
 // The target's source is included before this header as "nrpt_target.cuh" and defines
 //
@@ -36,7 +36,7 @@ NRPT_HD float nrpt_chain_step_source(const NrptChainCfg* c, const NrptLevelCoeff
         float* x1 = has1 ? &x[i + 1u] : &unused;
         float* v0 = c->momentum ? &v[i] : &unused_v;
         float* v1 = (c->momentum && has1) ? &v[i + 1u] : &unused_v;
-        nrpt_step_pair(c, l, &cur, &cur, pair, has1, &x[i], x1, v0, v1, g[i],
+        nrpt_step_pair(c, l, &cur, pair, has1, &x[i], x1, v0, v1, g[i],
                        has1 ? g[i + 1u] : 0.0f);
     }
     float u = nrpt_target_energy(x, d);

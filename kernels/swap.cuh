@@ -264,6 +264,7 @@ NRPT_HD void nrpt_adapt_ladder(const NrptEnsembleRefs* r, nrpt_u32 P, bool in_pl
     }
     // In place: each rate from the already updated rate below it, both halves clamped
     // between the neighbours (as max then min, like the Rust code).
+    // sass-count: other-rules
     for (nrpt_u32 l = 1; l + 1u < P; ++l) {
         double below = NRPT_AT(r->ladder, l - 1u, st);
         double here = NRPT_AT(r->ladder, l, st);
@@ -276,6 +277,7 @@ NRPT_HD void nrpt_adapt_ladder(const NrptEnsembleRefs* r, nrpt_u32 P, bool in_pl
         NRPT_AT(r->ladder, l, st) = 0.5 * (from_below + from_above);
         grow_below = grow_above;
     }
+    // sass-count: other-rules end
 }
 
 /// adapt::adapt_buffer: `C + (mean − S) γ / c`, then max(0, ·) unless `unprojected`
@@ -318,8 +320,10 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
     if (gated) {
         parity = (nrpt_u32)((k / (nrpt_u64)window) & 1u);
     } else {
+        // sass-count: other-rules
         parity = nrpt_stream_word(swap_stream, 0u) >> 31;
         first_word = 1u;
+        // sass-count: other-rules end
     }
     const float buf = (float)*buffer;
     nrpt_u32 nonfinite_energies = 0u, indicators = 0u, swaps = 0u, nonfinite = 0u;
@@ -336,12 +340,14 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
         if (!metropolis) {
             ind = finite && (eh + buf < ec);
         } else {
+            // sass-count: other-rules
             float u = nrpt_uniform_f32(nrpt_stream_word(swap_stream, first_word + q));
             if (finite) {
                 double tc = NRPT_AT(r->temps, q, st), th = NRPT_AT(r->temps, q + 1u, st);
                 float lr = (float)(1.0 / tc - 1.0 / th) * (ec - eh);
                 ind = lr >= 0.0f || nrpt_ln(u) < lr;  // UnitDraw::ln_uniform for f32
             }
+            // sass-count: other-rules end
         }
         nrpt_u32 f = 0u;
         if (!finite) {
@@ -398,7 +404,9 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
     nrpt_team_sync(team);
     if (follow) {
         NRPT_TEAM_FOR(team, l, P) {
+            // sass-count: other-rules
             NRPT_AT(r->temps, l, st) = NRPT_AT(r->ladder, l, st) / NRPT_AT(r->ladder, 0u, st);
+            // sass-count: other-rules end
         }
         nrpt_team_sync(team);
     }

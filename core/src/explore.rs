@@ -61,6 +61,27 @@ pub fn noise_scale(explorer: Explorer, eta: f64, temperature: f64) -> f64 {
     }
 }
 
+/// Standard deviation of the one normal vector that stands for both the gradient noise
+/// and the sampling noise of a step whose stochastic gradient is `∇U(x) + σ_g ξ'` with
+/// ξ' ~ N(0, I) (the toy targets' [`Noisy`](crate::target::Noisy) oracle):
+/// `sqrt((η σ_g)² + σ²)`, σ the [`noise_scale`] of the level, in `f64` as written:
+/// `a = η·σ_g`; then `a` when σ = 0 (the SGD levels), σ when `a = 0`, and otherwise
+/// `sqrt(a·a + σ·σ)` (no fused step). The sum `−η σ_g ξ' + σ ξ''` of two independent
+/// normal vectors is one normal vector of this scale, so an SGLD step
+/// `x − η ∇U(x) + s ξ` (momentum: `v ← μ v − η ∇U(x) + s ξ`) has the same transition law
+/// as the step with the noisy gradient and its own noise, from half the normals.
+#[inline]
+pub fn merged_noise_scale(eta: f64, gradient_noise: f64, sigma: f64) -> f64 {
+    let a = eta * gradient_noise;
+    if sigma == 0.0 {
+        a
+    } else if a == 0.0 {
+        sigma
+    } else {
+        libm::sqrt(a * a + sigma * sigma)
+    }
+}
+
 /// SGLD / SGD step in place: `x ← x − η g + σ ξ` with σ = `noise_scale` (pass 0 for SGD).
 #[inline]
 pub fn langevin_step<F: Float>(x: &mut [F], grad: &[F], noise: &[F], eta: F, sigma: F) {

@@ -745,8 +745,8 @@ fn block_shapes_and_team_widths() {
     }
 }
 
-/// One replica's step and energy as Engine::iterate computes it, from core's public
-/// pieces.
+/// One replica's step and energy as the driver computes it (nrpt-core's
+/// `explore_replica`, the Noisy oracle of the paper's noise).
 fn core_one_step(
     params: &GpuParams,
     input: &StepInput,
@@ -754,39 +754,37 @@ fn core_one_step(
     v: &mut [f32],
     momentum: bool,
 ) -> f32 {
-    use nrpt_core::explore::{langevin_step, momentum_step, noise_scale};
-    use nrpt_core::rng::fill_normals;
-    use nrpt_core::target::EnergyOracle;
+    use nrpt_core::driver::{ReplicaStep, explore_replica};
     let d = x.len();
-    let mut oracle = Noisy::paper(SumModes { dim: d });
-    let mut rng = PhiloxStream::new(
-        params.core.seed,
-        input.ensemble_key,
-        input.iteration,
-        input.replica,
-        streams::STEP,
-    );
-    let mut grad = vec![0f32; d];
-    let mut noise = vec![0f32; d];
-    oracle.gradient(x, &mut grad, &mut rng).unwrap();
-    let explorer = if momentum {
-        Explorer::Momentum {
-            momentum: params.core.momentum,
-        }
-    } else {
-        Explorer::Langevin
+    let options = TemperingOptions {
+        explorer: if momentum {
+            Explorer::Momentum {
+                momentum: params.core.momentum,
+            }
+        } else {
+            Explorer::Langevin
+        },
+        seed: params.core.seed,
+        ensemble: input.ensemble_key,
+        ..TemperingOptions::default()
     };
-    let sigma = noise_scale(explorer, input.eta, input.temperature);
-    if sigma > 0.0 {
-        fill_normals(&mut rng, &mut noise);
-    }
-    let (eta, sigma) = (input.eta as f32, sigma as f32);
-    if momentum {
-        momentum_step(x, v, &grad, &noise, eta, params.core.momentum as f32, sigma);
-    } else {
-        langevin_step(x, &grad, &noise, eta, sigma);
-    }
-    oracle.energy(x, &mut rng).unwrap()
+    let step = ReplicaStep {
+        iteration: input.iteration,
+        replica: input.replica,
+        eta: input.eta,
+        temperature: input.temperature,
+    };
+    let mut scratch = vec![0f32; 2 * d];
+    let energy = explore_replica(
+        &options,
+        &mut Noisy::paper(SumModes { dim: d }),
+        step,
+        x,
+        if momentum { v } else { &mut [] },
+        &mut scratch,
+        true,
+    );
+    energy.unwrap().unwrap()
 }
 
 /// Half-precision storage: the step rounds the stored state; its energy is the energy

@@ -4,11 +4,12 @@
 //!
 //! Both draw from the same Philox streams as the tempering driver (key (seed, e),
 //! counter (iteration, chain, block, STEP)), use the same noisy oracle and
-//! nrpt-core's SGLD step, in `f32`.
+//! nrpt-core's SGLD step with its gradient noise merged into the step's
+//! (`merged_noise_scale`), in `f32`.
 
-use nrpt_core::explore::langevin_step;
+use nrpt_core::explore::{Explorer, langevin_step, merged_noise_scale, noise_scale};
 use nrpt_core::rng::{PhiloxStream, Rng, fill_normals, streams, uniform_f64};
-use nrpt_core::target::{EnergyOracle, Modes2d, Noisy};
+use nrpt_core::target::{Modes2d, Noisy, Potential};
 use rayon::prelude::*;
 
 use crate::engine::{EngineError, Flow, OnProgress};
@@ -58,13 +59,15 @@ fn sgld_step(
 ) {
     let mut rng = PhiloxStream::new(key.0, key.1, k, chain, streams::STEP);
     let mut grad = [0.0f32; 2];
-    let Ok(()) = o.gradient(x, &mut grad, &mut rng);
-    let sigma = (2.0 * eta * t).sqrt();
+    // The exact gradient, and its noise merged with the step's as the driver does.
+    o.potential.gradient(x, &mut grad);
+    let sigma = noise_scale(Explorer::Langevin, eta, t);
+    let scale = merged_noise_scale(eta, o.gradient_noise, sigma);
     let mut noise = [0.0f32; 2];
-    if sigma > 0.0 {
+    if scale > 0.0 {
         fill_normals(&mut rng, &mut noise);
     }
-    langevin_step(x, &grad, &noise, eta as f32, sigma as f32);
+    langevin_step(x, &grad, &noise, eta as f32, scale as f32);
 }
 
 /// Every 1024 iterations: reports progress, and stops when told to.

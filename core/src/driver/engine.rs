@@ -10,7 +10,7 @@ use super::storage::Storage;
 use super::{IterationReport, Progress};
 use crate::adapt::{StepSize, adapt_buffer, adapt_ladder_indicators, initial_ladder};
 use crate::error::{Error, check_len};
-use crate::explore::{Explorer, langevin_step, momentum_step, noise_scale};
+use crate::explore::{Explorer, langevin_step, merged_noise_scale, momentum_step, noise_scale};
 use crate::float::Float;
 use crate::index::{IndexStats, PairStats, authors_pass, init_identity, observe_arrival};
 use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, UnitDraw, fill_normals, streams};
@@ -365,7 +365,10 @@ impl<E: fmt::Debug + fmt::Display> core::error::Error for ReplicaError<E> {}
 
 /// One replica's share of phases 1–2, exactly as [`crate::Tempering::explore`] runs it:
 /// from stream `STEP` of (k, r) the gradient noise (through the oracle), the sampling
-/// noise when its scale ([`noise_scale`]) is above 0, the step of `options.explorer` on
+/// noise when its scale ([`noise_scale`]) is above 0 — or, from an oracle whose
+/// [`gaussian_gradient`](EnergyOracle::gaussian_gradient) gives its exact gradient and
+/// the scale σ_g of its Gaussian gradient noise, both noises as one normal vector of
+/// scale [`merged_noise_scale`] — the step of `options.explorer` on
 /// `x` (and on the velocity `v` of a momentum explorer; `v` is not read otherwise and
 /// may be empty), then, when `energy` is set, the stochastic energy at the new state.
 /// Under the rule [`StepEnergy::SharedBatchBeforeStep`] the gradient draws from stream
@@ -440,21 +443,34 @@ pub(crate) fn step_replica<F: UnitDraw, O: EnergyOracle<F>>(
     );
     let shared = o.rules.step_energy == StepEnergy::SharedBatchBeforeStep;
     let mut before = None;
-    if shared {
-        // Every replica's gradient from the same draw; its loss is the energy.
-        let mut batch = PhiloxStream::new(
-            o.seed,
-            o.ensemble,
-            step.iteration,
-            ENSEMBLE_WIDE,
-            streams::STEP,
-        );
-        oracle.gradient(x, grad, &mut batch)?;
-        before = oracle.last_loss();
-    } else {
-        oracle.gradient(x, grad, &mut rng)?;
-    }
     let sigma = noise_scale(o.explorer, step.eta, step.temperature);
+    // An oracle whose gradient noise is additive Gaussian: its noise and the sampling
+    // noise are one normal vector of the summed variance (the same transition law).
+    let gaussian = if shared {
+        None
+    } else {
+        oracle.gaussian_gradient(x, grad)?
+    };
+    let sigma = match gaussian {
+        Some(gradient_noise) => merged_noise_scale(step.eta, gradient_noise, sigma),
+        None if shared => {
+            // Every replica's gradient from the same draw; its loss is the energy.
+            let mut batch = PhiloxStream::new(
+                o.seed,
+                o.ensemble,
+                step.iteration,
+                ENSEMBLE_WIDE,
+                streams::STEP,
+            );
+            oracle.gradient(x, grad, &mut batch)?;
+            before = oracle.last_loss();
+            sigma
+        }
+        None => {
+            oracle.gradient(x, grad, &mut rng)?;
+            sigma
+        }
+    };
     if sigma > 0.0 {
         fill_normals(&mut rng, noise);
     }

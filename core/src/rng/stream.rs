@@ -58,9 +58,15 @@ pub mod streams {
     // Ids must stay below 2^8 (see [`counter`](super::counter)).
     /// Everything one replica draws in one iteration, in this order: the noise of its
     /// stochastic gradient (as many words as the oracle takes), the Langevin noise of
-    /// its exploration step (`2·ceil(D/2)` words, only when its level's temperature is
-    /// above 0), then the noise of its stochastic energy. One stream, so that for the
-    /// 2D toy an SGD step and its energy share a single Philox block.
+    /// its exploration step (`2·ceil(D/2)` words, only when its level's noise scale is
+    /// above 0), then the noise of its stochastic energy. An oracle with additive
+    /// Gaussian gradient noise
+    /// ([`gaussian_gradient`](crate::target::EnergyOracle::gaussian_gradient), the toy
+    /// targets) takes no words for its gradient: its noise and the Langevin noise are one
+    /// normal vector (`2·ceil(D/2)` words, when
+    /// [`merged_noise_scale`](crate::explore::merged_noise_scale) is above 0). One
+    /// stream, so that for the 2D toy a step and its energy share a single Philox block
+    /// at every level, the target level's SGLD step included.
     pub const STEP: u32 = 0;
     /// Uniforms of the Metropolis swap rule and the parities of stochastic even/odd (SEO)
     /// swaps; ensemble-wide, drawn with replica [`ENSEMBLE_WIDE`](super::ENSEMBLE_WIDE).

@@ -52,6 +52,22 @@ pub trait EnergyOracle<F: Float> {
     /// Returns a stochastic energy Ũ(x).
     fn energy<R: Rng + ?Sized>(&mut self, x: &[F], rng: &mut R) -> Result<F, Self::Error>;
 
+    /// For an oracle whose stochastic gradient is an exact gradient plus additive
+    /// Gaussian noise, `∇Ũ(x) = ∇U(x) + σ_g ξ` with ξ ~ N(0, I_D) drawn afresh and
+    /// independent of everything else: writes ∇U(x) into `grad` (length D) and returns
+    /// `Some(σ_g)`. The explorer then draws the gradient noise together with its own
+    /// sampling noise, as one normal vector of the summed variance
+    /// ([`merged_noise_scale`](crate::explore::merged_noise_scale)): the same transition
+    /// law from half the normals. [`Noisy`] does this.
+    ///
+    /// The default returns `Ok(None)` and leaves `grad` alone: the explorer calls
+    /// [`gradient`](EnergyOracle::gradient), and the oracle's noise, whatever its law,
+    /// stays the oracle's. An oracle that wraps another should forward this method.
+    fn gaussian_gradient(&mut self, x: &[F], grad: &mut [F]) -> Result<Option<f64>, Self::Error> {
+        let _ = (x, grad);
+        Ok(None)
+    }
+
     /// Whether [`last_loss`](EnergyOracle::last_loss) reports a loss (data targets);
     /// the rule [`StepEnergy::SharedBatchBeforeStep`](crate::rules::StepEnergy) needs
     /// one. Default: no.
@@ -95,8 +111,11 @@ pub trait LanePotential: Potential<f32> {
 /// A potential seen only through noise: `∇Ũ = ∇U + σ_g ξ` with ξ ~ N(0, I_D) and
 /// `Ũ = U + σ_e ζ` with ζ ~ N(0, 1). The paper's toy uses σ_g = σ_e = 2.
 ///
-/// Word use (the GPU kernels match it): the gradient noise is [`fill_normals`] over D
-/// values, the energy noise the first value of one [`normal_pair`].
+/// Word use (the GPU kernels match it): the gradient noise, drawn by
+/// [`gradient`](EnergyOracle::gradient), is [`fill_normals`] over D values; the energy
+/// noise the first value of one [`normal_pair`]. The sampler does not call `gradient`:
+/// [`gaussian_gradient`](EnergyOracle::gaussian_gradient) gives it ∇U and σ_g, and it
+/// draws the gradient noise and its own sampling noise as one normal vector.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Noisy<P> {
     /// The exact potential.
@@ -174,6 +193,11 @@ impl<F: Float + UnitDraw, P: Potential<F>> EnergyOracle<F> for Noisy<P> {
             }
         }
         Ok(())
+    }
+
+    fn gaussian_gradient(&mut self, x: &[F], grad: &mut [F]) -> Result<Option<f64>, Infallible> {
+        self.potential.gradient(x, grad);
+        Ok(Some(self.gradient_noise))
     }
 
     fn energy<R: Rng + ?Sized>(&mut self, x: &[F], rng: &mut R) -> Result<F, Infallible> {

@@ -51,6 +51,9 @@ impl<F: UnitDraw, O: EnergyOracle<F>> EnergyOracle<F> for Flaky<O> {
     ) -> Result<(), O::Error> {
         self.inner.gradient(x, grad, rng)
     }
+    fn gaussian_gradient(&mut self, x: &[F], grad: &mut [F]) -> Result<Option<f64>, O::Error> {
+        self.inner.gaussian_gradient(x, grad)
+    }
     fn energy<R: Rng + ?Sized>(&mut self, x: &[F], rng: &mut R) -> Result<F, O::Error> {
         let e = self.inner.energy(x, rng)?;
         self.calls += 1;

@@ -12,5 +12,6 @@ mod exact;
 mod exact_told;
 mod index_process;
 mod lanes;
+mod merged_noise;
 mod optimal_reference;
 mod properties;

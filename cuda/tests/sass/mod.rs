@@ -3,7 +3,7 @@
 //! blocks, its natural loops, and the instructions a warp issues in one iteration of
 //! a chosen loop, counted statically (see `count_loop`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// One SASS instruction.
 #[derive(Clone, Debug)]
@@ -363,14 +363,28 @@ impl Counts {
     }
 }
 
+/// The three counts of one iteration of a loop ([`count_loop`]).
+pub struct LoopCounts {
+    /// Every block of the body.
+    pub worst: Counts,
+    /// Every block the configuration can reach.
+    pub config: Counts,
+    /// The cheapest path doing the configuration's work.
+    pub least: Counts,
+}
+
 /// The count of one iteration of loop `main`: `worst` counts every block of its body
 /// once per trip of the inner loops around it (every side of every branch, as a warp
-/// whose lanes take both sides issues them); `least` is the cheapest path from the
-/// header back to it that passes through an instruction of each of `required` (the
-/// work the configuration does; every other branch on its cheaper side), inner loops
-/// at their trip counts. `trips(loop)` gives each inner loop's trip count;
-/// `region(instr)` names the part an instruction belongs to; `required[i](instr)`
-/// tells whether an instruction is one of waypoint i's.
+/// whose lanes take both sides issues them); `config` counts the same way the blocks
+/// that lie on some path from the header back to it that avoids code of other
+/// configurations (a block all of whose instructions `excluded` marks: it never runs
+/// in this configuration, nor does what only it leads to); `least` is the cheapest such
+/// path that passes through an instruction of each of `required` (the work the
+/// configuration does; every other branch on its cheaper side), inner loops at their
+/// trip counts. `trips(loop)` gives each inner loop's trip count; `region(instr)` names
+/// the part an instruction belongs to; `required[i](instr)` tells whether an
+/// instruction is one of waypoint i's.
+#[allow(clippy::too_many_arguments)]
 pub fn count_loop(
     f: &Function,
     blocks: &[Block],
@@ -379,7 +393,8 @@ pub fn count_loop(
     trips: &dyn Fn(&Loop) -> Result<f64, String>,
     region: &dyn Fn(&Instr) -> String,
     required: &[&dyn Fn(&Instr) -> bool],
-) -> Result<(Counts, Counts), String> {
+    excluded: &dyn Fn(&Instr) -> bool,
+) -> Result<LoopCounts, String> {
     // Multiplicity of each block: the product of the trip counts of the inner loops
     // that hold it.
     let mut mult: HashMap<usize, f64> = main.body.iter().map(|&b| (b, 1.0)).collect();
@@ -409,6 +424,61 @@ pub fn count_loop(
     for &b in &main.body {
         for (r, n) in block_counts(b).by_region {
             worst.add(&r, n);
+        }
+    }
+    // Blocks of other configurations' code only, and the blocks reachable from the
+    // header and reaching a latch without passing one (edges back to the header end a
+    // path; inner loops' back edges are followed).
+    let other: HashSet<usize> = main
+        .body
+        .iter()
+        .copied()
+        .filter(|&b| {
+            let code = &f.instrs[blocks[b].start..blocks[b].end];
+            !code.is_empty() && code.iter().all(excluded)
+        })
+        .collect();
+    if other.contains(&main.header) {
+        return Err("the loop's header is marked as other configurations' code".into());
+    }
+    let inside = |b: usize, s: usize| -> bool {
+        main.body.contains(&s) && s != main.header && !other.contains(&s) && !other.contains(&b)
+    };
+    let mut from_header: HashSet<usize> = HashSet::from([main.header]);
+    let mut stack = vec![main.header];
+    while let Some(b) = stack.pop() {
+        for &s in &blocks[b].succs {
+            if inside(b, s) && from_header.insert(s) {
+                stack.push(s);
+            }
+        }
+    }
+    let mut preds: HashMap<usize, Vec<usize>> = HashMap::new();
+    for &b in &main.body {
+        for &s in &blocks[b].succs {
+            if inside(b, s) {
+                preds.entry(s).or_default().push(b);
+            }
+        }
+    }
+    let mut to_latch: HashSet<usize> = main
+        .latches
+        .iter()
+        .copied()
+        .filter(|l| !other.contains(l))
+        .collect();
+    let mut stack: Vec<usize> = to_latch.iter().copied().collect();
+    while let Some(b) = stack.pop() {
+        for &q in preds.get(&b).map_or(&[][..], |v| &v[..]) {
+            if to_latch.insert(q) {
+                stack.push(q);
+            }
+        }
+    }
+    let mut config = Counts::default();
+    for &b in from_header.intersection(&to_latch) {
+        for (r, n) in block_counts(b).by_region {
+            config.add(&r, n);
         }
     }
     // Waypoints each block satisfies (a bit mask). A waypoint whose code is partly in
@@ -450,6 +520,8 @@ pub fn count_loop(
     let forward = |b: usize, s: usize| -> bool {
         main.body.contains(&s) && !headers.get(&s).is_some_and(|l| l.body.contains(&b))
     };
+    // The cheapest path may not pass other configurations' code either.
+    let allowed = |b: usize, s: usize| forward(b, s) && !other.contains(&s);
     // Topological order (Kahn) of the acyclic body.
     let mut indeg: HashMap<usize, usize> = main.body.iter().map(|&b| (b, 0)).collect();
     for &b in &main.body {
@@ -490,7 +562,7 @@ pub fn count_loop(
                 continue;
             };
             for &s in &blocks[b].succs {
-                if forward(b, s) {
+                if allowed(b, s) {
                     let next = (s, m | marks[&s]);
                     let c = cost + block_counts(s).total();
                     if best.get(&next).is_none_or(|&(old, _)| c < old) {
@@ -515,5 +587,9 @@ pub fn count_loop(
         }
         at = best[&st].1;
     }
-    Ok((worst, least))
+    Ok(LoopCounts {
+        worst,
+        config,
+        least,
+    })
 }

@@ -22,7 +22,7 @@
 
 use nrpt_core::adapt::{StepSize, initial_ladder};
 use nrpt_core::driver::{InitialStates, Temperatures};
-use nrpt_core::explore::Explorer;
+use nrpt_core::explore::{Explorer, merged_noise_scale, noise_scale};
 use nrpt_core::fastmath::sin_cos_2pi;
 use nrpt_core::index::{IndexStats, TripState, initial_trip_state};
 use nrpt_core::lanes::{LaneExchange, LaneRules, LaneStates, PairLanes, blend};
@@ -68,6 +68,8 @@ pub struct Lanes {
     seed: u32,
     ensemble: U32s,
     noise: f32,
+    /// The same noise scale in `f64`: σ_g of the merged exploration noise.
+    noise64: f64,
     rules: LaneRules,
     hot: Vec<f64>,
     xa: Vec<F32s>,
@@ -143,6 +145,10 @@ impl Lanes {
                 xb[l][i] = (low + (high - low) * uniform_f64(rng.next_u32())) as f32;
             }
         }
+        let noise64 = match job.target.lane_group() {
+            Some(LaneGroup::Modes2d { noise }) => noise,
+            None => 0.0,
+        };
         let sines = |x: &Vec<F32s>| -> Vec<F32s> {
             x.iter().map(|v| v.map(|c| sin_cos_2pi(c).0)).collect()
         };
@@ -151,10 +157,8 @@ impl Lanes {
             p,
             seed: o.seed,
             ensemble,
-            noise: match job.target.lane_group() {
-                Some(LaneGroup::Modes2d { noise }) => noise as f32,
-                None => 0.0,
-            },
+            noise: noise64 as f32,
+            noise64,
             rules,
             hot,
             xa,
@@ -192,6 +196,19 @@ impl Lanes {
                 self.seed,
                 &self.ensemble,
             );
+            // One normal pair for the gradient noise and the sampling noise together
+            // (nrpt-core's merged_noise_scale): at every level words 0–1 move the state
+            // and words 2–3 give the energy noise, one Philox block per chain-step.
+            let mut scale = [0.0f32; LANES];
+            for i in 0..LANES {
+                let lr = self.ladder[l][i];
+                let sigma = if self.hot[l] > 0.0 {
+                    noise_scale(Explorer::Langevin, lr, self.hot[l])
+                } else {
+                    0.0
+                };
+                scale[i] = merged_noise_scale(lr, self.noise64, sigma) as f32;
+            }
             let x = Level {
                 xa: &mut self.xa[l],
                 xb: &mut self.xb[l],
@@ -199,21 +216,7 @@ impl Lanes {
                 sb: &mut self.sb[l],
                 en: &mut self.energy[l],
             };
-            if self.hot[l] > 0.0 {
-                // SGLD: Langevin noise from words 2 and 3, the energy's from block 1.
-                let w1 = philox(
-                    step_counter(k, &self.replica[l], 1),
-                    self.seed,
-                    &self.ensemble,
-                );
-                let mut sigma = [0.0f32; LANES];
-                for i in 0..LANES {
-                    sigma[i] = (2.0 * self.ladder[l][i] * self.hot[l]).sqrt() as f32;
-                }
-                explore_hot::<M>(x, &eta, &sigma, &w, &w1, noise);
-            } else {
-                explore_cold::<M>(x, &eta, &w, noise);
-            }
+            explore_level::<M>(x, &eta, &scale, &w, noise);
         }
     }
 
@@ -464,43 +467,20 @@ struct Level<'a> {
     en: &'a mut F32s,
 }
 
-/// Exploration step and energy of one level of SGD explorers (temperature 0), in the
-/// math `M` (exact: nrpt-core's bits, operation for operation; fast: contracted).
+/// Exploration step and energy of one level, in the math `M` (exact: nrpt-core's bits,
+/// operation for operation; fast: contracted): the exact gradient, then one normal pair
+/// of scale `scale` (the gradient noise and the level's sampling noise merged), then
+/// the energy with its noise.
 #[inline(always)]
-fn explore_cold<M: LaneMath>(x: Level<'_>, eta: &F32s, w: &[U32s; 4], noise: f32) {
+fn explore_level<M: LaneMath>(x: Level<'_>, eta: &F32s, scale: &F32s, w: &[U32s; 4], noise: f32) {
     let Level { xa, xb, sa, sb, en } = x;
     for i in 0..LANES {
         let (z0, z1) = M::box_muller(w[0][i], w[1][i]);
         let (g0, g1) = M::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
-        let (g0, g1) = (M::mul_add(noise, z0, g0), M::mul_add(noise, z1, g1));
-        let a = M::mul_add(-eta[i], g0, xa[i]);
-        let b = M::mul_add(-eta[i], g1, xb[i]);
+        let a = M::mul_add(scale[i], z0, M::mul_add(-eta[i], g0, xa[i]));
+        let b = M::mul_add(scale[i], z1, M::mul_add(-eta[i], g1, xb[i]));
         let (u, s_a, s_b) = M::energy_and_sines(a, b);
         en[i] = M::mul_add(noise, M::box_muller(w[2][i], w[3][i]).0, u);
-        (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
-    }
-}
-
-/// Exploration step (SGLD with noise scale `sigma`) and energy of one level.
-#[inline(always)]
-fn explore_hot<M: LaneMath>(
-    x: Level<'_>,
-    eta: &F32s,
-    sigma: &F32s,
-    w: &[U32s; 4],
-    w1: &[U32s; 4],
-    noise: f32,
-) {
-    let Level { xa, xb, sa, sb, en } = x;
-    for i in 0..LANES {
-        let (z0, z1) = M::box_muller(w[0][i], w[1][i]);
-        let (g0, g1) = M::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);
-        let (g0, g1) = (M::mul_add(noise, z0, g0), M::mul_add(noise, z1, g1));
-        let (n0, n1) = M::box_muller(w[2][i], w[3][i]);
-        let a = M::mul_add(sigma[i], n0, M::mul_add(-eta[i], g0, xa[i]));
-        let b = M::mul_add(sigma[i], n1, M::mul_add(-eta[i], g1, xb[i]));
-        let (u, s_a, s_b) = M::energy_and_sines(a, b);
-        en[i] = M::mul_add(noise, M::box_muller(w1[0][i], w1[1][i]).0, u);
         (xa[i], xb[i], sa[i], sb[i]) = (a, b, s_a, s_b);
     }
 }

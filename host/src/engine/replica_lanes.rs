@@ -8,9 +8,10 @@
 //! [`LanePotential`]), which the compiler turns into SIMD (AVX2 when the processor has
 //! it, chosen at run time). Every value is computed by the operations nrpt-core
 //! performs, in the same order, from the same words of each replica's STEP stream, so
-//! results are identical (the tests compare whole runs bit for bit). A replica whose
-//! level has a temperature above 0 draws extra Langevin noise between its gradient's and
-//! its energy's words: those lanes read their words further along their streams.
+//! results are identical (the tests compare whole runs bit for bit). The gradient
+//! noise and the step's sampling noise are one normal vector (nrpt-core's
+//! `merged_noise_scale`); a lane whose scale is 0 (no gradient noise, T = 0) draws
+//! none and reads its energy's words from the start of its stream.
 //!
 //! Applies to Langevin (SGD/SGLD) and momentum explorers; with energies per level the
 //! energy is computed here, with fresh energies per pair test it is left to the driver.
@@ -22,7 +23,7 @@
 use std::cell::RefCell;
 
 use nrpt_core::driver::Tempering;
-use nrpt_core::explore::{Explorer, noise_scale};
+use nrpt_core::explore::{Explorer, merged_noise_scale, noise_scale};
 use nrpt_core::rng::{counter, philox4x32_10_lanes, streams};
 use nrpt_core::rules::PairEnergies;
 use nrpt_core::target::{LanePotential, Noisy};
@@ -109,52 +110,32 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// One vector pass: gradient with its noise, the step (with Langevin noise of scale
-/// `sigma` in the lanes where it is above 0), and (when `energy`) the energy with its
-/// noise, of the states in `s.x` (and velocities in `s.v` for momentum), exactly as
-/// `Noisy::gradient`, the explorer's step and `Noisy::energy` draw and compute them.
+/// One vector pass: the exact gradient, the step with one normal vector of scale
+/// `scale` in the lanes where `draw` holds (the gradient noise and the level's sampling
+/// noise merged, nrpt-core's `merged_noise_scale`), and (when `energy`) the energy with
+/// its noise, of the states in `s.x` (and velocities in `s.v` for momentum), exactly as
+/// the driver draws and computes them for a `Noisy` oracle.
 #[inline(always)]
 fn pass<P: LanePotential>(
     oracle: &Noisy<P>,
     explorer: Explorer,
     s: &mut Scratch,
     eta: &F32s,
-    sigma: &F32s,
+    noise: (&F32s, &[bool; LANES]),
     words: &mut LaneWords,
     energy: bool,
 ) -> F32s {
+    let (scale, draw) = noise;
     let d = s.x.len();
     oracle.potential.gradient_lanes(&s.x, &mut s.g);
+    // The step's noise (`fill_normals` over D values from word 0) in the lanes that
+    // draw; the others step without it, as the driver's `sigma == 0` branch does.
+    let any = draw.iter().any(|&v| v);
     let mut pos = 0u64;
-    if oracle.gradient_noise != 0.0 {
-        let sd = oracle.gradient_noise as f32;
-        // Noisy draws in chunks of 8 coordinates, two words per pair (the second value
-        // of an odd chunk's last pair unused).
-        for chunk in (0..d).step_by(8) {
-            let end = (chunk + 8).min(d);
-            for j in (chunk..end).step_by(2) {
-                let (z0, z1) = words.normals(pos);
-                pos += 2;
-                for i in 0..LANES {
-                    s.g[j][i] += sd * z0[i];
-                }
-                if j + 1 < end {
-                    for i in 0..LANES {
-                        s.g[j + 1][i] += sd * z1[i];
-                    }
-                }
-            }
-        }
-    }
-    // The Langevin noise of hot lanes (`fill_normals` over D values, after the gradient's
-    // words) is added to the step of those lanes only; cold lanes step without it, as
-    // the driver's `sigma == 0` branch does.
-    let hot = sigma.iter().any(|&v| v > 0.0);
-    let mut hot_pos = pos;
     for j in (0..d).step_by(2) {
-        let (z0, z1) = if hot {
-            let z = words.normals(hot_pos);
-            hot_pos += 2;
+        let (z0, z1) = if any {
+            let z = words.normals(pos);
+            pos += 2;
             z
         } else {
             ([0.0; LANES], [0.0; LANES])
@@ -169,8 +150,8 @@ fn pass<P: LanePotential>(
                     let x = &mut s.x[jj];
                     for i in 0..LANES {
                         let stepped = x[i] - eta[i] * g[i];
-                        x[i] = if sigma[i] > 0.0 {
-                            stepped + sigma[i] * z[i]
+                        x[i] = if scale[i] != 0.0 {
+                            stepped + scale[i] * z[i]
                         } else {
                             stepped
                         };
@@ -181,8 +162,8 @@ fn pass<P: LanePotential>(
                     let (x, v) = (&mut s.x[jj], &mut s.v[jj]);
                     for i in 0..LANES {
                         let moved = mu * v[i] - eta[i] * g[i];
-                        v[i] = if sigma[i] > 0.0 {
-                            moved + sigma[i] * z[i]
+                        v[i] = if scale[i] != 0.0 {
+                            moved + scale[i] * z[i]
                         } else {
                             moved
                         };
@@ -198,16 +179,15 @@ fn pass<P: LanePotential>(
     let mut u = oracle.potential.energy_lanes(&s.x);
     if oracle.energy_noise != 0.0 {
         let sd = oracle.energy_noise as f32;
-        // Cold lanes take the words right after the gradient's, hot lanes after their
-        // Langevin noise.
-        let (cold, _) = words.normals(pos);
-        let (warm, _) = if hot {
-            words.normals(hot_pos)
+        // Lanes that drew take the words after their step's noise, the others word 0.
+        let (after, _) = words.normals(pos);
+        let (first, _) = if any && !draw.iter().all(|&v| v) {
+            words.normals(0)
         } else {
-            (cold, cold)
+            (after, after)
         };
         for i in 0..LANES {
-            let z = if sigma[i] > 0.0 { warm[i] } else { cold[i] };
+            let z = if draw[i] { after[i] } else { first[i] };
             u[i] += sd * z;
         }
     }
@@ -220,20 +200,28 @@ fn pass_avx2<P: LanePotential>(
     oracle: &Noisy<P>,
     explorer: Explorer,
     s: &mut Scratch,
-    lanes: (&F32s, &F32s),
+    lanes: (&F32s, &F32s, &[bool; LANES]),
     words: &mut LaneWords,
     energy: bool,
 ) -> F32s {
-    pass(oracle, explorer, s, lanes.0, lanes.1, words, energy)
+    pass(
+        oracle,
+        explorer,
+        s,
+        lanes.0,
+        (lanes.1, lanes.2),
+        words,
+        energy,
+    )
 }
 
 /// [`pass`] with the instruction set `simd` (already resolved for this processor);
-/// `lanes` holds every lane's learning rate and Langevin noise scale.
+/// `lanes` holds every lane's learning rate, merged noise scale and whether it draws.
 fn pass_dispatch<P: LanePotential>(
     oracle: &Noisy<P>,
     explorer: Explorer,
     s: &mut Scratch,
-    lanes: (&F32s, &F32s),
+    lanes: (&F32s, &F32s, &[bool; LANES]),
     words: &mut LaneWords,
     energy: bool,
     simd: Simd,
@@ -242,7 +230,15 @@ fn pass_dispatch<P: LanePotential>(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Simd::resolve` returns Auto or Avx2 only where AVX2 is present.
         Simd::Auto | Simd::Avx2 => unsafe { pass_avx2(oracle, explorer, s, lanes, words, energy) },
-        _ => pass(oracle, explorer, s, lanes.0, lanes.1, words, energy),
+        _ => pass(
+            oracle,
+            explorer,
+            s,
+            lanes.0,
+            (lanes.1, lanes.2),
+            words,
+            energy,
+        ),
     }
 }
 
@@ -270,13 +266,17 @@ pub fn explore<P: LanePotential + Copy>(t: &mut Tempering<'_, f32, Noisy<P>>, si
         s.v.resize(if momentum { d } else { 0 }, [0.0; LANES]);
         for r0 in (0..p).step_by(LANES) {
             let n = LANES.min(p - r0);
-            let (mut eta, mut sigma) = ([0.0f32; LANES], [0.0f32; LANES]);
+            let (mut eta, mut scale) = ([0.0f32; LANES], [0.0f32; LANES]);
+            let mut draw = [false; LANES];
             for i in 0..n {
                 let r = r0 + i;
                 let level = view.level_of[r] as usize;
                 let (lr, t) = (view.ladder[level], view.temperatures[level]);
                 eta[i] = lr as f32;
-                sigma[i] = noise_scale(opts.explorer, lr, t) as f32;
+                let sigma = noise_scale(opts.explorer, lr, t);
+                let merged = merged_noise_scale(lr, oracle.gradient_noise, sigma);
+                scale[i] = merged as f32;
+                draw[i] = merged > 0.0;
                 for j in 0..d {
                     s.x[j][i] = view.states[r * d + j];
                     if momentum {
@@ -289,7 +289,7 @@ pub fn explore<P: LanePotential + Copy>(t: &mut Tempering<'_, f32, Noisy<P>>, si
                 &oracle,
                 opts.explorer,
                 s,
-                (&eta, &sigma),
+                (&eta, &scale, &draw),
                 &mut words,
                 energy,
                 simd,
