@@ -120,9 +120,12 @@ fn mean_se(v: &[f64]) -> (f64, f64) {
     (m, (var / n).sqrt())
 }
 
+/// A statistic's name and its value for one seed.
+type Statistic = (&'static str, fn(&Seed) -> f64);
+
 /// Each statistic's difference of the means in standard errors, b − a.
 fn differences(a: &[Seed], b: &[Seed]) -> Vec<(&'static str, f64)> {
-    let stats: [(&str, fn(&Seed) -> f64); 4] = [
+    let stats: [Statistic; 4] = [
         ("round trips / 1000 iterations", |s| s.trips),
         ("indicator rate, pairs 2-4", |s| s.inner_rate),
         ("mean |x|^2 at the target level", |s| s.sq_norm),
