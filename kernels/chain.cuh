@@ -77,18 +77,18 @@ NRPT_HD NrptLevelCoeffs nrpt_level_coeffs(const NrptChainCfg* c, double eta, dou
 /// One coordinate's update (explore::langevin_step / momentum_step).
 NRPT_HD void nrpt_update(const NrptChainCfg* c, const NrptLevelCoeffs* l, float* x, float* v,
                          float g, float z) {
-    // The markers fence code the paper's 2D configuration never runs (SGD without
-    // noise, momentum, SumModes, other rules): the SASS counter's configuration bound.
+    // NRPT_OTHER_RULES() fences code the paper's 2D configuration never runs (SGD
+    // without noise, momentum, SumModes, other rules): see common.cuh.
     if (!c->momentum) {
         if (l->sigma == 0.0f) {
-            // sass-count: other-rules
+            NRPT_OTHER_RULES();
             *x = *x - l->eta * g;
             // sass-count: other-rules end
         } else {
             *x = (*x - l->eta * g) + l->sigma * z;
         }
     } else {
-        // sass-count: other-rules
+        NRPT_OTHER_RULES();
         float nv = c->mu * *v - l->eta * g;
         if (l->sigma != 0.0f) {
             nv = nv + l->sigma * z;
@@ -147,7 +147,7 @@ NRPT_HD float nrpt_chain_step_2d_sin(const NrptChainCfg* c, const NrptLevelCoeff
     if (c->target == NRPT_TARGET_MODES2D) {
         nrpt_modes2d_gradient_sin(*x0, *x1, *s0, *s1, &g0, &g1);
     } else {
-        // sass-count: other-rules
+        NRPT_OTHER_RULES();
         g0 = nrpt_sum_modes_grad_sin(*x0, *s0);
         g1 = nrpt_sum_modes_grad_sin(*x1, *s1);
         // sass-count: other-rules end
@@ -164,7 +164,7 @@ NRPT_HD float nrpt_chain_step_2d_sin(const NrptChainCfg* c, const NrptLevelCoeff
     if (c->target == NRPT_TARGET_MODES2D) {
         u = nrpt_modes2d_energy_sin(*x0, *x1, s0, s1);
     } else {
-        // sass-count: other-rules
+        NRPT_OTHER_RULES();
         // Two leaves: the tree of nrpt_core::reduce is their plain sum.
         NrptSinCos ca = nrpt_sin_cos_2pi(*x0), cb = nrpt_sin_cos_2pi(*x1);
         *s0 = ca.s;

@@ -31,6 +31,20 @@ typedef int nrpt_i32;
 typedef unsigned long long nrpt_u64;
 typedef long long nrpt_i64;
 
+// NRPT_OTHER_RULES(); opens code that the paper's 2D configuration (buffered rule, DEO
+// window, Jacobi ladder, SGD explorers behind Gaussian noise, the 25-mode target, no
+// momentum, no per-iteration flag record) never runs, up to the comment
+// `// sass-count: other-rules end`: the fences of the SASS counter's configuration
+// bound (cuda/tests/sass_count.rs). On the GPU it is nothing; in the host builds it
+// counts, per thread, the times such code ran, which the tests read to check that the
+// paper's configuration never enters a fence (nrpt_cuda::host_math::other_rules_count).
+#if defined(__CUDACC__)
+#define NRPT_OTHER_RULES() ((void)0)
+#else
+static thread_local nrpt_u64 nrpt_other_rules_count __attribute__((unused)) = 0;
+#define NRPT_OTHER_RULES() ((void)++nrpt_other_rules_count)
+#endif
+
 NRPT_HD float nrpt_f32_from_bits(nrpt_u32 u) {
 #if defined(__CUDA_ARCH__)
     return __uint_as_float(u);

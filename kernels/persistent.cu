@@ -118,7 +118,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
                 nrpt_swap_and_adapt(&p, p.core.ensemble + eh, k, ic[it], &refs, &s_buffers[h],
                                     &s_stats[h], &team);
                 if (record) {
-                    // sass-count: other-rules
+                    NRPT_OTHER_RULES();
                     nrpt_u8* out = record + ((nrpt_u64)it * p.ensembles + eh) * (P - 1u);
                     NRPT_TEAM_FOR(&team, q, P - 1u) { out[q] = s_flags[hp + q]; }
                     // sass-count: other-rules end
@@ -132,7 +132,7 @@ persistent_2d(NrptGpuParams p, nrpt_u64 k0, nrpt_u32 iters, const NrptIterConsts
         // the driver's. The flags stay put until the next swap phase.
         if (active && momentum && !(p.core.adapt_flags & NRPT_MOMENTUM_CARRY) &&
             nrpt_swapped_at_level(s_flags + pv, 1u, s_of[lv + r], P)) {
-            // sass-count: other-rules
+            NRPT_OTHER_RULES();
             v0 = 0.0f;
             v1 = 0.0f;
             // sass-count: other-rules end

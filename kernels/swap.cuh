@@ -264,7 +264,7 @@ NRPT_HD void nrpt_adapt_ladder(const NrptEnsembleRefs* r, nrpt_u32 P, bool in_pl
     }
     // In place: each rate from the already updated rate below it, both halves clamped
     // between the neighbours (as max then min, like the Rust code).
-    // sass-count: other-rules
+    NRPT_OTHER_RULES();
     for (nrpt_u32 l = 1; l + 1u < P; ++l) {
         double below = NRPT_AT(r->ladder, l - 1u, st);
         double here = NRPT_AT(r->ladder, l, st);
@@ -320,7 +320,7 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
     if (gated) {
         parity = (nrpt_u32)((k / (nrpt_u64)window) & 1u);
     } else {
-        // sass-count: other-rules
+        NRPT_OTHER_RULES();
         parity = nrpt_stream_word(swap_stream, 0u) >> 31;
         first_word = 1u;
         // sass-count: other-rules end
@@ -340,7 +340,7 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
         if (!metropolis) {
             ind = finite && (eh + buf < ec);
         } else {
-            // sass-count: other-rules
+            NRPT_OTHER_RULES();
             float u = nrpt_uniform_f32(nrpt_stream_word(swap_stream, first_word + q));
             if (finite) {
                 double tc = NRPT_AT(r->temps, q, st), th = NRPT_AT(r->temps, q + 1u, st);
@@ -404,7 +404,7 @@ NRPT_HD NrptSweepSummary nrpt_swap_and_adapt(const NrptGpuParams* p, nrpt_u32 en
     nrpt_team_sync(team);
     if (follow) {
         NRPT_TEAM_FOR(team, l, P) {
-            // sass-count: other-rules
+            NRPT_OTHER_RULES();
             NRPT_AT(r->temps, l, st) = NRPT_AT(r->ladder, l, st) / NRPT_AT(r->ladder, 0u, st);
             // sass-count: other-rules end
         }

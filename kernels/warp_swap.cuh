@@ -162,7 +162,7 @@ NRPT_HD void nrpt_warp_exchange(L& w, const NrptGpuParams* p, nrpt_u32 ensemble_
     if (gated) {
         parity = (nrpt_u32)((k / (nrpt_u64)window) & 1u);
     } else {
-        // sass-count: other-rules
+        NRPT_OTHER_RULES();
         parity = nrpt_stream_word(swap_stream, 0u) >> 31;
         first_word = 1u;
         // sass-count: other-rules end
@@ -207,7 +207,7 @@ NRPT_HD void nrpt_warp_exchange(L& w, const NrptGpuParams* p, nrpt_u32 ensemble_
         if (!metropolis) {
             ind = finite && (eh + buf < ec);
         } else {
-            // sass-count: other-rules
+            NRPT_OTHER_RULES();
             float u = nrpt_uniform_f32(nrpt_stream_word(swap_stream, first_word + l));
             if (finite) {
                 double tc = me.temp, th = w.r(temp_above, l);
@@ -287,7 +287,7 @@ NRPT_HD void nrpt_warp_exchange(L& w, const NrptGpuParams* p, nrpt_u32 ensemble_
             me.trip = w.r(trip, l);
             // MomentumOnSwap::Reset: both replicas of a swap restart from rest.
             if (reset && w.r(partner, l) != l) {
-                // sass-count: other-rules
+                NRPT_OTHER_RULES();
                 me.v0 = 0.0f;
                 me.v1 = 0.0f;
                 // sass-count: other-rules end
@@ -317,7 +317,7 @@ NRPT_HD void nrpt_warp_exchange(L& w, const NrptGpuParams* p, nrpt_u32 ensemble_
                 me.eta = nrpt_fmin(nrpt_fmax(0.5 * (from_below + from_above), floor), ceiling);
             });
         } else {
-            // sass-count: other-rules
+            NRPT_OTHER_RULES();
             for (nrpt_u32 j = 1u; j + 1u < P; ++j) {
                 RegD below = w.shfl(eta, down), above = w.shfl(eta, up);
                 w.each([&](nrpt_u32 l) {
@@ -344,7 +344,7 @@ NRPT_HD void nrpt_warp_exchange(L& w, const NrptGpuParams* p, nrpt_u32 ensemble_
         RegD eta0 = w.shfl(eta, first);
         w.each([&](nrpt_u32 l) {
             NrptWarpLane& me = w.at(l);
-            // sass-count: other-rules
+            NRPT_OTHER_RULES();
             if (me.valid) me.temp = me.eta / w.r(eta0, l);
             // sass-count: other-rules end
         });
@@ -360,7 +360,7 @@ NRPT_HD void nrpt_warp_exchange(L& w, const NrptGpuParams* p, nrpt_u32 ensemble_
             me.pair_ia += ((f & NRPT_FLAG_INDICATOR) ? 1u : 0u) | ((f & NRPT_FLAG_ATTEMPT) ? 1u << 16 : 0u);
             me.pair_sn += ((f & NRPT_FLAG_SWAPPED) ? 1u : 0u) | ((f & NRPT_FLAG_NONFINITE) ? 1u << 16 : 0u);
             if (record) {
-                // sass-count: other-rules
+                NRPT_OTHER_RULES();
                 record[l] = (nrpt_u8)f;
                 // sass-count: other-rules end
             }

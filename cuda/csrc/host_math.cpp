@@ -28,6 +28,9 @@ nrpt_u32 NRPT_HOST_FN(stream_word)(nrpt_u32 seed, nrpt_u32 ensemble, nrpt_u64 it
 }
 
 float NRPT_HOST_FN(uniform_f32)(nrpt_u32 w) { return nrpt_uniform_f32(w); }
+
+/// How many times this thread entered code fenced by NRPT_OTHER_RULES() (common.cuh).
+nrpt_u64 NRPT_HOST_FN(other_rules_count)(void) { return nrpt_other_rules_count; }
 double NRPT_HOST_FN(uniform_f64)(nrpt_u32 w) { return nrpt_uniform_f64(w); }
 
 void NRPT_HOST_FN(box_muller_f32)(nrpt_u32 w0, nrpt_u32 w1, float* out) {

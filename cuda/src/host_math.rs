@@ -28,6 +28,8 @@ macro_rules! shims {
                 ) -> u32;
                 #[link_name = concat!($prefix, "uniform_f32")]
                 pub fn nrpt_host_uniform_f32(w: u32) -> f32;
+                #[link_name = concat!($prefix, "other_rules_count")]
+                pub fn nrpt_host_other_rules_count() -> u64;
                 #[link_name = concat!($prefix, "uniform_f64")]
                 pub fn nrpt_host_uniform_f64(w: u32) -> f64;
                 #[link_name = concat!($prefix, "box_muller_f32")]
@@ -587,6 +589,15 @@ pub fn chain_step_2d_sin_in(
 /// The sines (sin 2πx₀, sin 2πx₁) the persistent kernel computes after loading a state.
 pub fn sines(x: [f32; 2]) -> [f32; 2] {
     sines_in(HostMath::Exact, x)
+}
+
+/// How many times the calling thread has entered, in the build `math`, code the kernels
+/// fence with `NRPT_OTHER_RULES()` (kernels/common.cuh): code of the rules the paper's
+/// 2D configuration does not run, which the SASS counter's configuration bound leaves
+/// out. The count only grows; take a difference around a run.
+pub fn other_rules_count(math: HostMath) -> u64 {
+    // SAFETY: reads a thread-local counter.
+    unsafe { shim!(math, nrpt_host_other_rules_count)() }
 }
 
 /// [`sines`] in the build `math` ([`HostMath`]).

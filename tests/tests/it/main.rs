@@ -6,5 +6,6 @@
 mod determinism;
 mod embedded;
 mod fast_math;
+mod fences;
 mod parity;
 mod source_targets;
