@@ -63,6 +63,7 @@ NRPT_HD NrptLevelCoeffs nrpt_level_coeffs(const NrptChainCfg* c, double eta, dou
         sigma = c->momentum ? nrpt_sqrt(2.0 * (1.0 - c->mu64) * eta * temp)
                             : nrpt_sqrt(2.0 * eta * temp);
     }
+    // |η·σ_g| in core; here both are ≥ 0 (checked when the parameters are built).
     const double a = eta * c->gnoise;
     const double merged =
         sigma == 0.0 ? a : (a == 0.0 ? sigma : nrpt_sqrt(a * a + sigma * sigma));

@@ -65,14 +65,16 @@ pub fn noise_scale(explorer: Explorer, eta: f64, temperature: f64) -> f64 {
 /// and the sampling noise of a step whose stochastic gradient is `∇U(x) + σ_g ξ'` with
 /// ξ' ~ N(0, I) (the toy targets' [`Noisy`](crate::target::Noisy) oracle):
 /// `sqrt((η σ_g)² + σ²)`, σ the [`noise_scale`] of the level, in `f64` as written:
-/// `a = η·σ_g`; then `a` when σ = 0 (the SGD levels), σ when `a = 0`, and otherwise
+/// `a = |η·σ_g|`; then `a` when σ = 0 (the SGD levels), σ when `a = 0`, and otherwise
 /// `sqrt(a·a + σ·σ)` (no fused step). The sum `−η σ_g ξ' + σ ξ''` of two independent
 /// normal vectors is one normal vector of this scale, so an SGLD step
 /// `x − η ∇U(x) + s ξ` (momentum: `v ← μ v − η ∇U(x) + s ξ`) has the same transition law
-/// as the step with the noisy gradient and its own noise, from half the normals.
+/// as the step with the noisy gradient and its own noise, from half the normals. A
+/// negative σ_g stands for the same noise as |σ_g| (`|a|` is taken); a NaN makes the
+/// scale NaN, and the step's state with it, as a NaN gradient would.
 #[inline]
 pub fn merged_noise_scale(eta: f64, gradient_noise: f64, sigma: f64) -> f64 {
-    let a = eta * gradient_noise;
+    let a = libm::fabs(eta * gradient_noise);
     if sigma == 0.0 {
         a
     } else if a == 0.0 {
@@ -143,6 +145,37 @@ mod tests {
         let mut x = [1.0f64, -2.0];
         langevin_step(&mut x, &[0.5, -1.0], &[9.0, 9.0], 0.1, 0.0);
         assert_eq!(x, [0.95, -1.9]);
+    }
+
+    /// The merged scale against its definition, the variances adding: s² equals
+    /// (η σ_g)² + σ² to 4 ulp (the roundings of the products, the sum, the square root
+    /// and the squaring here); the SGD levels' scale is η·σ_g exactly, σ_g = 0 gives σ
+    /// exactly, and the sign of σ_g does not matter.
+    #[test]
+    fn merged_scale_adds_the_variances() {
+        assert_eq!(merged_noise_scale(0.3, 2.0, 0.0), 0.3 * 2.0);
+        assert_eq!(merged_noise_scale(0.3, 0.0, 0.7), 0.7);
+        assert_eq!(merged_noise_scale(0.3, 0.0, 0.0), 0.0);
+        assert_eq!(merged_noise_scale(0.3, -2.0, 0.0), 0.3 * 2.0);
+        assert_eq!(
+            merged_noise_scale(0.3, -2.0, 0.5).to_bits(),
+            merged_noise_scale(0.3, 2.0, 0.5).to_bits()
+        );
+        for (eta, g, t) in [
+            (0.003, 2.0, 1.0),
+            (0.6, 2.0, 1.0),
+            (0.01, 0.5, 3.0),
+            (1e-6, 4.0, 0.2),
+        ] {
+            let sigma = noise_scale(Explorer::Langevin, eta, t);
+            let s = merged_noise_scale(eta, g, sigma);
+            let want = (eta * g) * (eta * g) + sigma * sigma;
+            assert!(
+                ((s * s - want) / want).abs() < 4.0 * f64::EPSILON,
+                "{eta} {g} {t}"
+            );
+        }
+        assert!(merged_noise_scale(0.3, f64::NAN, 0.5).is_nan());
     }
 
     #[test]
