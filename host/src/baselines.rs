@@ -4,12 +4,12 @@
 //!
 //! Both draw from the same Philox streams as the tempering driver (key (seed, e),
 //! counter (iteration, chain, block, STEP)), use the same noisy oracle and
-//! nrpt-core's SGLD step with its gradient noise merged into the step's
-//! (`merged_noise_scale`), in `f32`.
+//! nrpt-core's SGLD step (`explore_replica`, the driver's own), in `f32`.
 
-use nrpt_core::explore::{Explorer, langevin_step, merged_noise_scale, noise_scale};
-use nrpt_core::rng::{PhiloxStream, Rng, fill_normals, streams, uniform_f64};
-use nrpt_core::target::{Modes2d, Noisy, Potential};
+use nrpt_core::driver::{ReplicaStep, TemperingOptions, explore_replica};
+use nrpt_core::explore::Explorer;
+use nrpt_core::rng::{PhiloxStream, Rng, streams, uniform_f64};
+use nrpt_core::target::{Modes2d, Noisy};
 use rayon::prelude::*;
 
 use crate::engine::{EngineError, Flow, OnProgress};
@@ -47,7 +47,8 @@ fn start(seed: u32, e: u32, chain: u32) -> [f32; 2] {
     x
 }
 
-/// One SGLD step at learning rate `eta` and temperature `t` of chain `chain`.
+/// One SGLD step at learning rate `eta` and temperature `t` of chain `chain`: the
+/// tempering driver's own step (`explore_replica`, its energy not computed).
 fn sgld_step(
     x: &mut [f32; 2],
     o: &mut Noisy<Modes2d>,
@@ -57,17 +58,21 @@ fn sgld_step(
     eta: f64,
     t: f64,
 ) {
-    let mut rng = PhiloxStream::new(key.0, key.1, k, chain, streams::STEP);
-    let mut grad = [0.0f32; 2];
-    // The exact gradient, and its noise merged with the step's as the driver does.
-    o.potential.gradient(x, &mut grad);
-    let sigma = noise_scale(Explorer::Langevin, eta, t);
-    let scale = merged_noise_scale(eta, o.gradient_noise, sigma);
-    let mut noise = [0.0f32; 2];
-    if scale > 0.0 {
-        fill_normals(&mut rng, &mut noise);
-    }
-    langevin_step(x, &grad, &noise, eta as f32, scale as f32);
+    let options = TemperingOptions {
+        explorer: Explorer::Langevin,
+        seed: key.0,
+        ensemble: key.1,
+        ..TemperingOptions::default()
+    };
+    let step = ReplicaStep {
+        iteration: k,
+        replica: chain,
+        eta,
+        temperature: t,
+    };
+    let mut scratch = [0.0f32; 4];
+    explore_replica(&options, o, step, x, &mut [], &mut scratch, false)
+        .expect("two coordinates and a scratch of four values fit the 2D toy");
 }
 
 /// Every 1024 iterations: reports progress, and stops when told to.

@@ -443,34 +443,25 @@ pub(crate) fn step_replica<F: UnitDraw, O: EnergyOracle<F>>(
     );
     let shared = o.rules.step_energy == StepEnergy::SharedBatchBeforeStep;
     let mut before = None;
-    let sigma = noise_scale(o.explorer, step.eta, step.temperature);
-    // An oracle whose gradient noise is additive Gaussian: its noise and the sampling
-    // noise are one normal vector of the summed variance (the same transition law).
-    let gaussian = if shared {
-        None
+    let mut sigma = noise_scale(o.explorer, step.eta, step.temperature);
+    if shared {
+        // Every replica's gradient from the same draw; its loss is the energy.
+        let mut batch = PhiloxStream::new(
+            o.seed,
+            o.ensemble,
+            step.iteration,
+            ENSEMBLE_WIDE,
+            streams::STEP,
+        );
+        oracle.gradient(x, grad, &mut batch)?;
+        before = oracle.last_loss();
+    } else if let Some(gradient_noise) = oracle.gaussian_gradient(x, grad)? {
+        // Additive Gaussian gradient noise: it and the sampling noise are one normal
+        // vector of the summed variance (the same transition law).
+        sigma = merged_noise_scale(step.eta, gradient_noise, sigma);
     } else {
-        oracle.gaussian_gradient(x, grad)?
-    };
-    let sigma = match gaussian {
-        Some(gradient_noise) => merged_noise_scale(step.eta, gradient_noise, sigma),
-        None if shared => {
-            // Every replica's gradient from the same draw; its loss is the energy.
-            let mut batch = PhiloxStream::new(
-                o.seed,
-                o.ensemble,
-                step.iteration,
-                ENSEMBLE_WIDE,
-                streams::STEP,
-            );
-            oracle.gradient(x, grad, &mut batch)?;
-            before = oracle.last_loss();
-            sigma
-        }
-        None => {
-            oracle.gradient(x, grad, &mut rng)?;
-            sigma
-        }
-    };
+        oracle.gradient(x, grad, &mut rng)?;
+    }
     if sigma > 0.0 {
         fill_normals(&mut rng, noise);
     }

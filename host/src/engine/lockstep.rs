@@ -67,9 +67,9 @@ pub struct Lanes {
     p: usize,
     seed: u32,
     ensemble: U32s,
-    noise: f32,
-    /// The same noise scale in `f64`: σ_g of the merged exploration noise.
-    noise64: f64,
+    /// The oracle's noise scale (gradient and energy), in `f64` as nrpt-core's `Noisy`
+    /// holds it.
+    noise: f64,
     rules: LaneRules,
     hot: Vec<f64>,
     xa: Vec<F32s>,
@@ -145,7 +145,7 @@ impl Lanes {
                 xb[l][i] = (low + (high - low) * uniform_f64(rng.next_u32())) as f32;
             }
         }
-        let noise64 = match job.target.lane_group() {
+        let noise = match job.target.lane_group() {
             Some(LaneGroup::Modes2d { noise }) => noise,
             None => 0.0,
         };
@@ -157,8 +157,7 @@ impl Lanes {
             p,
             seed: o.seed,
             ensemble,
-            noise: noise64 as f32,
-            noise64,
+            noise,
             rules,
             hot,
             xa,
@@ -185,7 +184,7 @@ impl Lanes {
     #[inline(always)]
     fn explore<M: LaneMath>(&mut self) {
         let k = self.iteration;
-        let noise = self.noise;
+        let noise = self.noise as f32;
         for l in 0..self.p {
             let mut eta = [0.0f32; LANES];
             for i in 0..LANES {
@@ -207,7 +206,7 @@ impl Lanes {
                 } else {
                     0.0
                 };
-                scale[i] = merged_noise_scale(lr, self.noise64, sigma) as f32;
+                scale[i] = merged_noise_scale(lr, self.noise, sigma) as f32;
             }
             let x = Level {
                 xa: &mut self.xa[l],
