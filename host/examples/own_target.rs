@@ -159,6 +159,7 @@ fn main() -> anyhow::Result<()> {
 
     // Resume from the checkpoint of an earlier, interrupted run of the same description.
     let path = out.join("own-target.checkpoint");
+    let resumed = checkpoint::seal_of(&path);
     let saved = match checkpoint::read::<Description>(&path) {
         Ok(c) if c.config == description => {
             c.state.check(&job).map_err(anyhow::Error::msg)?;
@@ -177,10 +178,13 @@ fn main() -> anyhow::Result<()> {
     };
     let progress = Progress::new("two modes", iterations * job.ensembles as u64, false);
     let cpu = CpuBackend::default();
-    let state = checkpoint::run(&cpu, &job, saved, &plan, &|n| progress.inc(n))?;
+    let done = checkpoint::run(&cpu, &job, saved, &plan, &|n| progress.inc(n))?;
     progress.finish();
-    let _ = std::fs::remove_file(&path);
-    let result = cpu.finish(&job, state);
+    // Removed only if it is still the checkpoint this run wrote last (or resumed from).
+    if let Some(seal) = done.seal.or(resumed) {
+        checkpoint::remove_own(&path, &seal);
+    }
+    let result = cpu.finish(&job, done.state);
 
     // The level-0 samples against the truth: half of them in each mode (the sign of
     // Σ x_j), mean 0, E[x₁²] = 1 + m².

@@ -222,9 +222,90 @@ pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Writes a checkpoint atomically (a temporary file renamed into place).
-pub fn write<C: Serialize>(path: &Path, c: &Checkpoint<C>) -> anyhow::Result<()> {
-    write_atomic(path, &encode(c)?)
+/// The SHA-256 a checkpoint file ends with: what tells the file one process wrote from
+/// any other (see [`remove_own`]).
+pub type Seal = [u8; SUM];
+
+/// Writes a checkpoint atomically (a temporary file renamed into place) and returns its
+/// seal.
+pub fn write<C: Serialize>(path: &Path, c: &Checkpoint<C>) -> anyhow::Result<Seal> {
+    let bytes = encode(c)?;
+    write_atomic(path, &bytes)?;
+    Ok(seal_of_bytes(&bytes))
+}
+
+fn seal_of_bytes(bytes: &[u8]) -> Seal {
+    let mut seal = [0u8; SUM];
+    if bytes.len() >= SUM {
+        seal.copy_from_slice(&bytes[bytes.len() - SUM..]);
+    }
+    seal
+}
+
+/// What is at the path where a run would write its checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Occupant {
+    /// Nothing.
+    Nothing,
+    /// A file that starts as nrpt's checkpoints do (of any format or version, damaged or
+    /// not): nrpt wrote it.
+    Checkpoint,
+    /// Anything else (what it is, for a message): a file nrpt did not write, a folder,
+    /// a link, a device.
+    Other(String),
+}
+
+/// Looks at `path` without following a symbolic link and reads at most its first bytes.
+pub fn occupant(path: &Path) -> std::io::Result<Occupant> {
+    use std::io::Read;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Occupant::Nothing),
+        Err(e) => return Err(e),
+    };
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return Ok(Occupant::Other("a folder".into()));
+    }
+    if kind.is_symlink() {
+        return Ok(Occupant::Other("a symbolic link".into()));
+    }
+    if !kind.is_file() {
+        return Ok(Occupant::Other("not a regular file".into()));
+    }
+    let mut head = [0u8; 8];
+    let mut f = std::fs::File::open(path)?;
+    let n = f.read(&mut head)?;
+    Ok(if n == head.len() && &head == MAGIC {
+        Occupant::Checkpoint
+    } else {
+        Occupant::Other("a file nrpt did not write".into())
+    })
+}
+
+/// The seal of the checkpoint at `path` (its last 32 bytes), when a regular file there
+/// starts as a checkpoint.
+pub fn seal_of(path: &Path) -> Option<Seal> {
+    use std::io::{Read, Seek, SeekFrom};
+    if occupant(path).ok()? != Occupant::Checkpoint {
+        return None;
+    }
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    if len < (HEAD + SUM) as u64 {
+        return None;
+    }
+    f.seek(SeekFrom::Start(len - SUM as u64)).ok()?;
+    let mut seal = [0u8; SUM];
+    f.read_exact(&mut seal).ok()?;
+    Some(seal)
+}
+
+/// Removes the checkpoint at `path` if it is still the one sealed `seal` (the file this
+/// run wrote or resumed from), and nothing else: a file put there since is kept.
+/// Returns whether it was removed.
+pub fn remove_own(path: &Path, seal: &Seal) -> bool {
+    seal_of(path).is_some_and(|s| &s == seal) && std::fs::remove_file(path).is_ok()
 }
 
 /// Reads and checks a checkpoint (at most `--max-memory` bytes).
@@ -342,6 +423,15 @@ pub struct Plan<'a, C> {
     pub inputs: &'a [InputDigest],
 }
 
+/// A run with checkpoints at its end.
+#[derive(Debug)]
+pub struct Finished {
+    /// The state after the run's last iteration.
+    pub state: RunState,
+    /// The seal of the last checkpoint this run wrote (`None` when it wrote none).
+    pub seal: Option<Seal>,
+}
+
 /// A run with checkpoints stopped by its progress callback: its last checkpoint is kept.
 #[derive(Debug, thiserror::Error)]
 #[error("stopped; the checkpoint {} holds iteration {iteration}", path.display())]
@@ -354,7 +444,8 @@ pub struct Stopped {
 
 /// Runs `job` on the CPU engine from `saved` (or from its start) to its end, saving the
 /// whole state to `plan.path` every `plan.every` iterations, and returns the final
-/// state (`CpuBackend::finish` turns it into the run's output). Segments give the same
+/// state (`CpuBackend::finish` turns it into the run's output) with the seal of the last
+/// checkpoint it wrote (remove that file with [`remove_own`] once the outputs are safe). Segments give the same
 /// bits as one run, so a run resumed from any of its checkpoints ends as the
 /// uninterrupted one. A stop asked by `progress` after a checkpoint was written is a
 /// [`Stopped`] error that names it; `progress` is first told the iterations `saved`
@@ -365,9 +456,10 @@ pub fn run<C: Serialize>(
     saved: Option<RunState>,
     plan: &Plan<'_, C>,
     progress: OnProgress<'_>,
-) -> anyhow::Result<RunState> {
+) -> anyhow::Result<Finished> {
     anyhow::ensure!(plan.every >= 1, "a checkpoint cadence of 0 iterations");
     let mut state = saved;
+    let mut seal = None;
     // The iteration of the checkpoint on disk, if any.
     let mut on_disk = None;
     if let Some(s) = &state {
@@ -396,7 +488,7 @@ pub fn run<C: Serialize>(
             }
         };
         if until >= job.iterations {
-            return Ok(s);
+            return Ok(Finished { state: s, seal });
         }
         let c = Checkpoint {
             config: plan.config,
@@ -404,11 +496,14 @@ pub fn run<C: Serialize>(
             every: plan.every,
             state: s,
         };
-        if let Err(e) = write(plan.path, &c) {
-            return Err(match stopped(on_disk) {
-                Some(stop) => stop.into(),
-                None => e,
-            });
+        match write(plan.path, &c) {
+            Ok(written) => seal = Some(written),
+            Err(e) => {
+                return Err(match stopped(on_disk) {
+                    Some(stop) => stop.into(),
+                    None => e,
+                });
+            }
         }
         on_disk = Some(until);
         state = Some(c.state);

@@ -361,6 +361,8 @@ struct Start {
     every: Option<u64>,
     saved: Option<RunState>,
     inputs: Vec<checkpoint::InputDigest>,
+    /// The seal of the checkpoint resumed from (see `checkpoint::remove_own`).
+    resumed: Option<checkpoint::Seal>,
 }
 
 /// The start of a run: from `--resume` (the checkpoint's configuration, which the other
@@ -382,10 +384,11 @@ fn start(args: &RunArgs) -> Result<Start> {
             every: args.checkpoint_every,
             saved: None,
             inputs,
+            resumed: None,
         });
     };
     if let Some(out) = &args.flags.out
-        && out != dir
+        && !same_place(out, dir)
     {
         return Err(ConfigError::new(
             "out",
@@ -410,6 +413,7 @@ fn start(args: &RunArgs) -> Result<Start> {
     }
     let c: checkpoint::Checkpoint =
         checkpoint::read(&path).map_err(|e| ConfigError::new("resume", e.to_string()))?;
+    let resumed = checkpoint::seal_of(&path);
     let mut config = c.config;
     config.out = dir.clone();
     // Flags given with --resume must not change the run.
@@ -443,7 +447,46 @@ fn start(args: &RunArgs) -> Result<Start> {
         every: Some(args.checkpoint_every.unwrap_or(c.every)),
         saved: Some(c.state),
         inputs: c.inputs,
+        resumed,
     })
+}
+
+/// Whether two paths name the same place: the same folder once links and `.`/`..` are
+/// resolved (for names that do not exist yet, their parents resolved).
+fn same_place(a: &Path, b: &Path) -> bool {
+    fn resolved(p: &Path) -> Option<PathBuf> {
+        if let Ok(r) = p.canonicalize() {
+            return Some(r);
+        }
+        let parent = crate::output::parent_of(p).canonicalize().ok()?;
+        Some(parent.join(p.file_name()?))
+    }
+    a == b || matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Refuses, before anything is computed, a run whose checkpoint would replace what
+/// nrpt did not write at `<out>.checkpoint` (a person's file, unless `--force`; a
+/// folder, a link or a device, always).
+fn check_checkpoint_place(path: &Path, force: bool) -> Result<(), ConfigError> {
+    let shown = path.display();
+    let why = match checkpoint::occupant(path) {
+        Ok(checkpoint::Occupant::Nothing | checkpoint::Occupant::Checkpoint) => return Ok(()),
+        Ok(checkpoint::Occupant::Other(what)) if what == "a file nrpt did not write" => {
+            if force {
+                return Ok(());
+            }
+            format!(
+                "the checkpoint of this run goes to {shown}, which is a file nrpt did not \
+                 write: move it, choose another --out, or add --force to replace it"
+            )
+        }
+        Ok(checkpoint::Occupant::Other(what)) => format!(
+            "the checkpoint of this run goes to {shown}, which is {what}: nrpt writes only \
+             a file of its own there (not even with --force); move it, or choose another --out"
+        ),
+        Err(e) => format!("cannot read {shown}, where the checkpoint goes: {e}"),
+    };
+    Err(ConfigError::new("out", why))
 }
 
 /// What `--out` may replace for `nrpt run`: the inputs are the data files and the
@@ -550,6 +593,7 @@ pub fn run(
         every,
         saved,
         inputs,
+        resumed,
     } = start(args)?;
     let policy = out_policy(args, &config);
     if let Some(e) = super::classifier_exact::refused(&config) {
@@ -577,9 +621,12 @@ pub fn run(
     }
     // Iterations this process runs (a resumed run starts at its checkpoint).
     let resumed_at = saved.as_ref().map_or(0, |s| s.iteration);
+    let ckpt = checkpoint::path_for(&config.out);
+    if every.is_some() && saved.is_none() {
+        check_checkpoint_place(&ckpt, args.force)?;
+    }
     let out_dir = OutDir::prepare(&config.out, &policy)?;
     let job = config.job(record_for(&config))?;
-    let ckpt = checkpoint::path_for(&config.out);
     if let Some(s) = &saved {
         s.check(&job).map_err(|m| {
             ConfigError::new(
@@ -600,6 +647,9 @@ pub fn run(
         crate::output::temp::clean_file_temps(&ckpt);
     }
     let started = Instant::now();
+    // The checkpoint on disk at the end, which this run wrote or resumed from: the only
+    // file it removes once its outputs are in place.
+    let mut own_checkpoint = resumed;
     let out = match every {
         None => super::run_job(backend, &job, "run", quiet)?,
         Some(every) => {
@@ -628,7 +678,8 @@ pub fn run(
                     }
                 })?;
             progress.finish();
-            cpu.finish(&job, done)
+            own_checkpoint = done.seal.or(own_checkpoint);
+            cpu.finish(&job, done.state)
         }
     };
     let seconds = started.elapsed().as_secs_f64();
@@ -643,8 +694,11 @@ pub fn run(
         &summary,
     )?;
     let folder = out_dir.commit()?;
-    // The outputs are complete: the checkpoint has served.
-    let _ = std::fs::remove_file(&ckpt);
+    // The outputs are complete: the checkpoint has served (removed only if it is still
+    // the file this run wrote or resumed from).
+    if let Some(seal) = own_checkpoint {
+        checkpoint::remove_own(&ckpt, &seal);
+    }
     let chain_steps_per_sec = (job.chains * job.ensembles) as f64
         * (job.iterations - resumed_at.min(job.iterations)) as f64
         / seconds;

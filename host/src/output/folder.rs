@@ -1,6 +1,7 @@
 //! Output folders written whole: checked before any computation, written into a hidden
 //! sibling, swapped into place in one step.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::ownership::{self, MARKER, Marker, Verdict};
+use super::ownership::{self, MARKER, Marker, Survey, Verdict};
 use super::temp::{self, Locked};
 use crate::config::ConfigError;
 
@@ -34,7 +35,13 @@ pub struct OutPolicy {
 /// the lock file `.NAME.nrpt-TOKEN.lock` while this process lives. The command writes
 /// its files there ([`OutDir::path`]); [`OutDir::commit`] writes the marker, gives the
 /// folder the old one's mode and puts it in place of `--out` in one step (on Linux an
-/// atomic exchange of the two names), then deletes the old folder.
+/// atomic exchange of the two names), then deletes what the old folder held when it was
+/// checked, and nothing else.
+///
+/// The folder is checked again at the commit, before and after the exchange: when
+/// something appeared in it meanwhile (a person's notes, another program's files), it is
+/// left exactly as it is and the outputs go to a new folder beside it (`NAME.1`,
+/// `NAME.2`, …), which the error [`OutChanged`] names.
 ///
 /// A command that fails or is interrupted before `commit` leaves the previous folder
 /// exactly as it was, or nothing where there was nothing: the sibling is removed when
@@ -52,7 +59,30 @@ pub struct OutDir {
     command: &'static str,
     /// The old folder's permission bits, kept by the new one.
     mode: Option<u32>,
+    /// What the old folder held when it was checked: all that may be deleted (`None`
+    /// when there was no folder).
+    replaceable: Option<BTreeSet<String>>,
+    /// Missing parents of `--out` that `prepare` created, outermost first: removed again
+    /// (when still empty) if the outputs are never put in place.
+    created: Vec<PathBuf>,
     committed: bool,
+}
+
+/// The output folder changed while the command ran: it was left as it is and the outputs
+/// were put in a new folder beside it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{target} changed while nrpt ran ({what}): nrpt left it as it is and wrote the \
+     outputs to {} instead", written_to.display()
+)]
+pub struct OutChanged {
+    /// `--out` as given.
+    pub target: String,
+    /// What changed: entries that appeared in it (some of them), or a folder that
+    /// appeared where there was none.
+    pub what: String,
+    /// Where the outputs are.
+    pub written_to: PathBuf,
 }
 
 /// What [`OutDir::commit`] found when it was asked to stop.
@@ -74,7 +104,8 @@ pub const TEMP_NAME_OVERHEAD: usize =
 
 impl OutDir {
     /// Checks that `target` can be the output folder of `policy.command` and creates the
-    /// temporary sibling. Errors name `--out`.
+    /// temporary sibling (and `target`'s missing parents, removed again if the outputs are
+    /// never put in place). Errors name `--out`; a refused folder leaves nothing behind.
     pub fn prepare(target: &Path, policy: &OutPolicy) -> Result<OutDir, ConfigError> {
         let bad = |why: String| ConfigError::new("out", why);
         let shown = target.display();
@@ -87,7 +118,7 @@ impl OutDir {
                  summaries, which need UTF-8; choose another name"
             )));
         }
-        let real = resolve(target).map_err(bad)?;
+        let Resolved { real, missing } = resolve(target).map_err(bad)?;
         if real.parent().is_none() {
             return Err(bad(format!(
                 "{shown} is the root folder: nrpt replaces its output folder whole, so it never \
@@ -100,7 +131,12 @@ impl OutDir {
             .ok_or_else(|| bad(format!("{shown} does not name a folder")))?
             .to_string();
         let parent = super::parent_of(&real).to_path_buf();
-        if let Some(max) = name_max(&parent)
+        // The file system that will hold the name: the parent's, or its nearest
+        // existing ancestor's.
+        let existing = missing
+            .first()
+            .map_or(parent.as_path(), |m| super::parent_of(m));
+        if let Some(max) = name_max(existing)
             && name.len() + TEMP_NAME_OVERHEAD > max
         {
             return Err(bad(format!(
@@ -111,6 +147,7 @@ impl OutDir {
         }
         let mut mode = None;
         let mut group = None;
+        let mut replaceable = None;
         match fs::symlink_metadata(&real) {
             Ok(meta) if !meta.is_dir() => {
                 return Err(bad(format!("{shown} exists and is not a folder")));
@@ -132,7 +169,7 @@ impl OutDir {
                         target.join("nrpt-out").display()
                     )));
                 }
-                let verdict = ownership::judge(&real)
+                let Survey { entries, verdict } = ownership::survey(&real)
                     .map_err(|e| bad(format!("cannot read {shown}: {e}")))?;
                 if let Verdict::Foreign(names) = verdict
                     && !policy.force
@@ -147,25 +184,37 @@ impl OutDir {
                 }
                 mode = Some(meta.permissions().mode() & 0o7777);
                 group = Some(meta.gid());
+                replaceable = Some(entries);
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(bad(format!("cannot read {shown}: {e}"))),
         }
+        // Every check passed: the side effects begin.
+        let mut out = OutDir {
+            target: target.to_path_buf(),
+            real,
+            temp: PathBuf::new(),
+            lock: None,
+            command: policy.command,
+            mode,
+            replaceable,
+            created: Vec::new(),
+            committed: false,
+        };
+        for dir in &missing {
+            match fs::create_dir(dir) {
+                Ok(()) => out.created.push(dir.clone()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+                Err(e) => return Err(bad(format!("cannot create {}: {e}", dir.display()))),
+            }
+        }
         clean_stale_siblings(&parent, &name);
         let lock = temp::create_locked(&parent, |t| format!(".{name}.nrpt-{t}.lock"))
             .map_err(|e| bad(format!("cannot write in {}: {e}", parent.display())))?;
-        let temp = parent.join(format!(".{name}.nrpt-{}.tmp", lock.token));
-        fs::create_dir(&temp)
+        out.temp = parent.join(format!(".{name}.nrpt-{}.tmp", lock.token));
+        out.lock = Some(lock);
+        fs::create_dir(&out.temp)
             .map_err(|e| bad(format!("cannot write in {}: {e}", parent.display())))?;
-        let out = OutDir {
-            target: target.to_path_buf(),
-            real,
-            temp,
-            lock: Some(lock),
-            command: policy.command,
-            mode,
-            committed: false,
-        };
         // The old folder's group (files created inside then take it where the
         // set-group-ID bit is set), and its mode, writable by us until the commit.
         if let Some(gid) = group
@@ -191,6 +240,10 @@ impl OutDir {
 
     /// Puts the written folder in place of the target (unless Ctrl-C or SIGTERM came
     /// first: then nothing changes and the error says so).
+    ///
+    /// When the target changed since it was checked (an entry appeared in it, or a
+    /// folder appeared where there was none), the target is left as it is, the outputs
+    /// are moved to a new folder beside it, and the error is [`OutChanged`].
     pub fn commit(mut self) -> Result<PathBuf> {
         pause_for_tests();
         if crate::interrupt::requested() {
@@ -203,34 +256,126 @@ impl OutDir {
             fs::set_permissions(&self.temp, fs::Permissions::from_mode(mode))
                 .with_context(|| format!("cannot set the mode of {}", self.temp.display()))?;
         }
-        if fs::symlink_metadata(&self.real).is_ok_and(|m| m.is_dir()) {
-            let token = self
-                .lock
-                .as_ref()
-                .map_or_else(temp::token, |l| l.token.clone());
-            exchange(&self.temp, &self.real, &token).with_context(|| {
-                format!(
-                    "cannot put the outputs in place of {}",
-                    self.target.display()
-                )
-            })?;
-            self.committed = true;
-            // The old folder now has the temporary name.
-            if let Err(e) = temp::remove_tree(&self.temp) {
-                crate::console::note(format_args!(
-                    "note: the previous contents of {} could not be removed from {}: {e}; \
-                     remove that folder by hand",
-                    self.target.display(),
-                    self.temp.display()
-                ));
-            }
-        } else {
-            fs::rename(&self.temp, &self.real)
-                .with_context(|| format!("cannot move the outputs to {}", self.target.display()))?;
-            self.committed = true;
+        let exists = fs::symlink_metadata(&self.real).is_ok_and(|m| m.is_dir());
+        match self.replaceable.clone() {
+            Some(allowed) if exists => self.replace(&allowed)?,
+            _ => self.put_in_place()?,
         }
+        self.committed = true;
         self.release_lock();
         Ok(self.target.clone())
+    }
+
+    /// Exchanges the written folder with the old one, which must hold nothing but
+    /// `allowed` (checked before and after the exchange), then deletes `allowed`.
+    fn replace(&mut self, allowed: &BTreeSet<String>) -> Result<()> {
+        let added = added_since(&self.real, allowed)?;
+        if !added.is_empty() {
+            return Err(self.divert(appeared(&added)));
+        }
+        let token = self
+            .lock
+            .as_ref()
+            .map_or_else(temp::token, |l| l.token.clone());
+        exchange(&self.temp, &self.real, &token).with_context(|| {
+            format!(
+                "cannot put the outputs in place of {}",
+                self.target.display()
+            )
+        })?;
+        // The old folder now has the temporary name: an entry added between the check
+        // and the exchange is found here, and the exchange undone.
+        let added = added_since(&self.temp, allowed)?;
+        if !added.is_empty() {
+            exchange(&self.temp, &self.real, &token).with_context(|| {
+                format!(
+                    "{} changed while its outputs were put in place, and the old folder \
+                     could not be put back: it is at {}",
+                    self.target.display(),
+                    self.temp.display()
+                )
+            })?;
+            return Err(self.divert(appeared(&added)));
+        }
+        let left = remove_listed(&self.temp, allowed);
+        if !left.is_empty() {
+            // Appeared in the instant between the last check and the removal: kept,
+            // under a name a person sees.
+            let kept = free_sibling(&self.real, "kept")
+                .and_then(|k| rename_new(&self.temp, &k).map(|()| k));
+            crate::console::note(format_args!(
+                "warning: {} appeared in {} while its outputs were put in place; {}",
+                ownership::some_names(&left),
+                self.target.display(),
+                match kept {
+                    Ok(k) => format!("they are kept in {}", self.shown(&k).display()),
+                    Err(e) => format!(
+                        "they are kept in {} ({e} when it was given a visible name)",
+                        self.temp.display()
+                    ),
+                }
+            ));
+        }
+        Ok(())
+    }
+
+    /// Moves the written folder to the target's name, which held no folder when it was
+    /// checked (or held a folder since removed): never over a folder that appeared
+    /// meanwhile, unless that one is empty.
+    fn put_in_place(&mut self) -> Result<()> {
+        match rename_new(&self.temp, &self.real) {
+            Ok(()) => Ok(()),
+            Err(e) if already_there(&e) => {
+                // Something took the name meanwhile: an empty folder may be replaced
+                // (a plain rename replaces an empty folder, and fails on any other).
+                let empty = ownership::survey(&self.real)
+                    .is_ok_and(|s| matches!(s.verdict, Verdict::Empty));
+                if empty && fs::rename(&self.temp, &self.real).is_ok() {
+                    return Ok(());
+                }
+                Err(self.divert("something of that name appeared where there was nothing".into()))
+            }
+            Err(e) => Err(anyhow::Error::new(e).context(format!(
+                "cannot move the outputs to {}",
+                self.target.display()
+            ))),
+        }
+    }
+
+    /// Leaves the target as it is and moves the written folder to a free name beside
+    /// it: the error that says where, or why it could not.
+    fn divert(&mut self, what: String) -> anyhow::Error {
+        let moved =
+            free_sibling(&self.real, "").and_then(|to| rename_new(&self.temp, &to).map(|()| to));
+        match moved {
+            Ok(to) => {
+                self.committed = true;
+                OutChanged {
+                    target: self.target.display().to_string(),
+                    what,
+                    written_to: self.shown(&to),
+                }
+                .into()
+            }
+            Err(e) => anyhow::anyhow!(
+                "{} changed while nrpt ran ({what}), and the outputs could not be put beside \
+                 it ({e}): nothing was written, {} is as it was",
+                self.target.display(),
+                self.target.display()
+            ),
+        }
+    }
+
+    /// A sibling of the real folder as the user would name it: beside `--out` as given
+    /// when that is not a link, else the full path.
+    fn shown(&self, sibling: &Path) -> PathBuf {
+        let given = fs::symlink_metadata(&self.target).is_ok_and(|m| m.file_type().is_symlink());
+        match sibling.file_name() {
+            Some(name) if !given && self.target.file_name() == self.real.file_name() => {
+                self.target.with_file_name(name)
+            }
+            _ => sibling.to_path_buf(),
+        }
     }
 
     fn release_lock(&mut self) {
@@ -243,27 +388,154 @@ impl OutDir {
 impl Drop for OutDir {
     fn drop(&mut self) {
         if !self.committed {
-            let _ = temp::remove_tree(&self.temp);
+            if !self.temp.as_os_str().is_empty() {
+                let _ = temp::remove_tree(&self.temp);
+            }
+            self.release_lock();
+            // The parents this folder created, innermost first, where still empty.
+            for dir in self.created.iter().rev() {
+                if fs::remove_dir(dir).is_err() {
+                    break;
+                }
+            }
         }
         self.release_lock();
     }
 }
 
+/// What a message says of entries that appeared in a folder.
+fn appeared(added: &[String]) -> String {
+    format!("{} appeared in it", ownership::some_names(added))
+}
+
+/// The entries of `dir` that are not in `allowed` (an error only when `dir` cannot be
+/// read; more than [`ownership`]'s limit of entries counts as added).
+fn added_since(dir: &Path, allowed: &BTreeSet<String>) -> Result<Vec<String>> {
+    match ownership::entries(dir) {
+        Ok(now) => Ok(now.difference(allowed).cloned().collect()),
+        Err(e) if e.kind() == io::ErrorKind::Other => Ok(vec![e.to_string()]),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot read {}", dir.display()))),
+    }
+}
+
+/// Removes from the folder `dir` the entries of `listed` (relative, `/`-separated), and
+/// `dir` itself once empty, opening read-only folders first; returns what is left
+/// (entries that were not listed).
+fn remove_listed(dir: &Path, listed: &BTreeSet<String>) -> Vec<String> {
+    let open_up = |p: &Path| {
+        if let Ok(meta) = fs::symlink_metadata(p)
+            && meta.is_dir()
+        {
+            let mode = meta.permissions().mode();
+            if mode & 0o700 != 0o700 {
+                let _ = fs::set_permissions(p, fs::Permissions::from_mode(mode | 0o700));
+            }
+        }
+    };
+    // Folders first made writable, so that what is in them can be removed.
+    open_up(dir);
+    for rel in listed {
+        open_up(&dir.join(rel));
+    }
+    // A folder sorts before everything in it: in reverse order, contents come first.
+    for rel in listed.iter().rev() {
+        let path = dir.join(rel);
+        let _ = match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => fs::remove_dir(&path),
+            Ok(_) => fs::remove_file(&path),
+            Err(_) => Ok(()),
+        };
+    }
+    if fs::remove_dir(dir).is_ok() {
+        return Vec::new();
+    }
+    ownership::entries(dir)
+        .map(|e| e.into_iter().collect())
+        .unwrap_or_else(|e| vec![e.to_string()])
+}
+
+/// A name beside `real` that nothing has: `NAME.1`, `NAME.2`, … (`NAME.kept-1`, … with a
+/// `tag`).
+fn free_sibling(real: &Path, tag: &str) -> io::Result<PathBuf> {
+    let name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tag = if tag.is_empty() {
+        String::new()
+    } else {
+        format!("{tag}-")
+    };
+    for n in 1..=10_000 {
+        let candidate = real.with_file_name(format!("{name}.{tag}{n}"));
+        match fs::symlink_metadata(&candidate) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(candidate),
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+    }
+    Err(io::Error::other(format!(
+        "{name}.{tag}1 to {name}.{tag}10000 are all taken"
+    )))
+}
+
+/// Renames `from` to `to` where nothing is at `to` (never replacing what appeared
+/// there: an `AlreadyExists` error then).
+fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        // Filesystems without RENAME_NOREPLACE: a check, then a rename (which can only
+        // replace an empty folder that appeared in between).
+        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
+            if fs::symlink_metadata(to).is_ok() {
+                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+            }
+            fs::rename(from, to)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether a rename failed because the name is taken.
+fn already_there(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::AlreadyExists || e.kind() == io::ErrorKind::DirectoryNotEmpty
+}
+
+/// `--out` resolved: the folder that is replaced (or the name to create), and the
+/// parents that do not exist yet.
+struct Resolved {
+    /// `target` with symbolic links resolved.
+    real: PathBuf,
+    /// Missing parents, outermost first, as absolute paths.
+    missing: Vec<PathBuf>,
+}
+
 /// `target` with symbolic links resolved: the folder (or the name to create) that is
-/// replaced. Creates missing parents.
-fn resolve(target: &Path) -> Result<PathBuf, String> {
+/// replaced. Creates nothing: missing parents are listed for [`OutDir::prepare`] to
+/// create once every check has passed.
+fn resolve(target: &Path) -> Result<Resolved, String> {
     let shown = target.display();
     match fs::symlink_metadata(target) {
         Ok(m) if m.file_type().is_symlink() => {
-            return fs::canonicalize(target).map_err(|e| {
+            let real = fs::canonicalize(target).map_err(|e| {
                 format!(
                     "{shown} is a symbolic link that leads nowhere ({e}): create the folder it \
                      names, or choose another --out"
                 )
+            })?;
+            return Ok(Resolved {
+                real,
+                missing: Vec::new(),
             });
         }
         Ok(_) => {
-            return fs::canonicalize(target).map_err(|e| format!("cannot resolve {shown}: {e}"));
+            let real =
+                fs::canonicalize(target).map_err(|e| format!("cannot resolve {shown}: {e}"))?;
+            return Ok(Resolved {
+                real,
+                missing: Vec::new(),
+            });
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot read {shown}: {e}")),
@@ -271,11 +543,47 @@ fn resolve(target: &Path) -> Result<PathBuf, String> {
     let name = target
         .file_name()
         .ok_or_else(|| format!("{shown} does not name a folder"))?;
-    let parent = super::parent_of(target);
-    fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    let parent = fs::canonicalize(parent)
-        .map_err(|e| format!("cannot resolve {}: {e}", parent.display()))?;
-    Ok(parent.join(name))
+    // The nearest existing ancestor, and the names below it that do not exist yet.
+    let mut base = super::parent_of(target).to_path_buf();
+    let mut below: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match fs::symlink_metadata(&base) {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot read {}: {e}", base.display())),
+        }
+        match (base.file_name(), base.parent()) {
+            (Some(n), Some(p)) => {
+                below.push(n.to_os_string());
+                base = if p.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    p.to_path_buf()
+                };
+            }
+            // `..` after a missing folder: the path cannot be made.
+            _ => {
+                return Err(format!(
+                    "{shown} goes through {} which does not exist",
+                    base.display()
+                ));
+            }
+        }
+    }
+    let mut at =
+        fs::canonicalize(&base).map_err(|e| format!("cannot resolve {}: {e}", base.display()))?;
+    if !at.is_dir() {
+        return Err(format!("{} is not a folder", base.display()));
+    }
+    let mut missing = Vec::new();
+    for n in below.iter().rev() {
+        at.push(n);
+        missing.push(at.clone());
+    }
+    Ok(Resolved {
+        real: at.join(name),
+        missing,
+    })
 }
 
 /// The longest name the file system of `dir` takes (`None` where it cannot be asked).
@@ -530,6 +838,96 @@ mod tests {
         assert!(!dead_temp.exists() && !dead_lock.exists());
         assert!(legacy.exists());
         drop((live, other));
+    }
+
+    /// What appears in the folder while the command runs is kept: the folder is left as
+    /// it is and the outputs go beside it; an empty folder that appeared is replaced.
+    #[test]
+    fn a_folder_that_changed_meanwhile_is_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        OutDir::prepare(&target, &policy())
+            .unwrap()
+            .commit()
+            .unwrap();
+        let o = OutDir::prepare(&target, &policy()).unwrap();
+        write_atomic(&o.path().join("new.txt"), b"new").unwrap();
+        fs::write(target.join("notes.txt"), "mine").unwrap();
+        let e = o.commit().unwrap_err();
+        let changed = e.downcast_ref::<OutChanged>().expect("OutChanged");
+        assert!(changed.what.contains("notes.txt"), "{e}");
+        assert_eq!(changed.written_to, dir.path().join("out.1"));
+        assert_eq!(names(&target), [MARKER, "notes.txt"]);
+        assert_eq!(names(&dir.path().join("out.1")), [MARKER, "new.txt"]);
+        assert_eq!(names(dir.path()), ["out", "out.1"]);
+        // The same under --force: only what was there when it was checked may go.
+        let forced = OutPolicy {
+            force: true,
+            ..policy()
+        };
+        let o = OutDir::prepare(&target, &forced).unwrap();
+        fs::create_dir(target.join("sub")).unwrap();
+        let e = o.commit().unwrap_err();
+        assert_eq!(
+            e.downcast_ref::<OutChanged>().unwrap().written_to,
+            dir.path().join("out.2")
+        );
+        assert_eq!(names(&target), [MARKER, "notes.txt", "sub"]);
+        // A folder that appeared where there was none is kept; an empty one replaced.
+        let fresh = dir.path().join("fresh");
+        let o = OutDir::prepare(&fresh, &policy()).unwrap();
+        fs::create_dir(&fresh).unwrap();
+        fs::write(fresh.join("a"), "a").unwrap();
+        let e = o.commit().unwrap_err();
+        assert_eq!(
+            e.downcast_ref::<OutChanged>().unwrap().written_to,
+            dir.path().join("fresh.1")
+        );
+        assert_eq!(names(&fresh), ["a"]);
+        let empty = dir.path().join("empty");
+        let o = OutDir::prepare(&empty, &policy()).unwrap();
+        fs::create_dir(&empty).unwrap();
+        o.commit().unwrap();
+        assert_eq!(names(&empty), [MARKER]);
+    }
+
+    /// A replaced folder loses only what it held when it was checked.
+    #[test]
+    fn only_listed_entries_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("d");
+        fs::create_dir_all(d.join("sub/deeper")).unwrap();
+        fs::write(d.join("sub/deeper/a"), "a").unwrap();
+        fs::write(d.join("b"), "b").unwrap();
+        let listed: BTreeSet<String> = ["b", "sub", "sub/deeper", "sub/deeper/a"]
+            .map(String::from)
+            .into();
+        fs::write(d.join("sub/late"), "late").unwrap();
+        fs::set_permissions(d.join("sub"), fs::Permissions::from_mode(0o555)).unwrap();
+        assert_eq!(remove_listed(&d, &listed), ["sub", "sub/late"]);
+        assert_eq!(fs::read_to_string(d.join("sub/late")).unwrap(), "late");
+        assert!(!d.join("b").exists() && !d.join("sub/deeper").exists());
+        fs::remove_file(d.join("sub/late")).unwrap();
+        assert!(remove_listed(&d, &listed).is_empty());
+        assert!(!d.exists());
+    }
+
+    /// Parents created for a folder that is never put in place are removed again;
+    /// those that existed, or that something else now uses, are kept.
+    #[test]
+    fn parents_of_an_abandoned_folder_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a/b/c");
+        drop(OutDir::prepare(&target, &policy()).unwrap());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        let o = OutDir::prepare(&target, &policy()).unwrap();
+        fs::write(dir.path().join("a/keep"), "x").unwrap();
+        drop(o);
+        assert_eq!(names(&dir.path().join("a")), ["keep"]);
+        // `..` after a folder that does not exist is refused, creating nothing.
+        let e = OutDir::prepare(&dir.path().join("x/../y"), &policy()).unwrap_err();
+        assert!(e.message.contains("does not exist"), "{e}");
+        assert_eq!(names(dir.path()), ["a"]);
     }
 
     #[test]

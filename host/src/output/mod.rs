@@ -18,7 +18,7 @@ use std::path::Path;
 
 pub use files::{Csv, write_atomic, write_json};
 pub use folder::{
-    Committed, InterruptedWhileWriting, OutDir, OutPolicy, PAUSE_BEFORE_COMMIT_VAR,
+    Committed, InterruptedWhileWriting, OutChanged, OutDir, OutPolicy, PAUSE_BEFORE_COMMIT_VAR,
     TEMP_NAME_OVERHEAD,
 };
 pub use set::{Array, Cell, Column, OutputSet, Table, Values};

@@ -1,7 +1,10 @@
 //! Which folders nrpt may replace: one it wrote itself (its marker file lists every file
-//! in it, or it has the layout of an earlier version's outputs), or an empty one. Never
-//! the root, the home folder, a folder holding the current directory or an input
-//! file, even with `--force`.
+//! in it), or an empty one. Never the root, the home folder, a folder holding the
+//! current directory or an input file, even with `--force`.
+//!
+//! The marker is the only proof: a folder without one is not nrpt's however its files
+//! are named (a person's `results.json` and `table.csv` look like an output folder),
+//! so folders written before the marker existed need `--force` once.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -56,7 +59,7 @@ pub enum Verdict {
 
 /// Every entry of `dir`, recursively, relative and `/`-separated (symbolic links are
 /// entries, not followed). At most [`MAX_ENTRIES`]: an error past that.
-fn entries(dir: &Path) -> io::Result<BTreeSet<String>> {
+pub fn entries(dir: &Path) -> io::Result<BTreeSet<String>> {
     let mut out = BTreeSet::new();
     let mut stack = vec![(dir.to_path_buf(), String::new())];
     while let Some((path, rel)) = stack.pop() {
@@ -80,65 +83,56 @@ fn entries(dir: &Path) -> io::Result<BTreeSet<String>> {
     Ok(out)
 }
 
-/// The files an earlier version of nrpt wrote (before the marker): a folder holding
-/// only such files, one of them `summary.json` or `results.json`, is ours.
-fn legacy_name(name: &str) -> bool {
-    const EXACT: [&str; 12] = [
-        "summary.json",
-        "results.json",
-        "pairs.csv",
-        "trace.csv",
-        "ladder.csv",
-        "samples.csv",
-        "samples.npy",
-        "table.csv",
-        "grid.csv",
-        "points.csv",
-        "rounds.csv",
-        "lambda.csv",
-    ];
-    let figure = (name.starts_with("fig")
-        || name.starts_with("et_vs_")
-        || name == "lambda.png"
-        || name == "lambda.svg")
-        && [".png", ".svg", ".csv"].iter().any(|x| name.ends_with(x));
-    EXACT.contains(&name) || figure
+/// What an existing folder holds, and what it is to nrpt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Survey {
+    /// Every entry (see [`entries`]), the marker included.
+    pub entries: BTreeSet<String>,
+    /// Empty, ours, or foreign.
+    pub verdict: Verdict,
 }
 
 /// Judges the existing folder `dir`.
 pub fn judge(dir: &Path) -> io::Result<Verdict> {
+    survey(dir).map(|s| s.verdict)
+}
+
+/// Lists the existing folder `dir` and judges it: a folder of more than
+/// [`MAX_ENTRIES`] entries is foreign.
+pub fn survey(dir: &Path) -> io::Result<Survey> {
     let found = match entries(dir) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::Other => {
-            return Ok(Verdict::Foreign(vec![e.to_string()]));
+            return Ok(Survey {
+                entries: BTreeSet::new(),
+                verdict: Verdict::Foreign(vec![e.to_string()]),
+            });
         }
         Err(e) => return Err(e),
     };
-    if found.is_empty() {
-        return Ok(Verdict::Empty);
-    }
-    let foreign: Vec<String> = match read_marker(dir) {
-        Some(m) => {
-            let listed: BTreeSet<&str> = m.files.iter().map(String::as_str).collect();
-            found
-                .iter()
-                .filter(|f| f.as_str() != MARKER && !listed.contains(f.as_str()))
-                .cloned()
-                .collect()
-        }
-        None => {
-            let summary = found.contains("summary.json") || found.contains("results.json");
-            found
-                .iter()
-                .filter(|f| !summary || !legacy_name(f))
-                .cloned()
-                .collect()
+    let verdict = if found.is_empty() {
+        Verdict::Empty
+    } else {
+        // Without a valid marker nothing in the folder is proven ours.
+        let marker = read_marker(dir);
+        let marked = marker.is_some();
+        let listed: BTreeSet<String> = marker
+            .map(|m| m.files.into_iter().collect())
+            .unwrap_or_default();
+        let foreign: Vec<String> = found
+            .iter()
+            .filter(|f| !(listed.contains(f.as_str()) || (marked && f.as_str() == MARKER)))
+            .cloned()
+            .collect();
+        if foreign.is_empty() {
+            Verdict::Ours
+        } else {
+            Verdict::Foreign(foreign)
         }
     };
-    Ok(if foreign.is_empty() {
-        Verdict::Ours
-    } else {
-        Verdict::Foreign(foreign)
+    Ok(Survey {
+        entries: found,
+        verdict,
     })
 }
 
@@ -210,7 +204,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn empty_marked_legacy_and_foreign_folders() {
+    fn empty_marked_and_foreign_folders_and_no_proof_without_a_marker() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         assert_eq!(judge(d).unwrap(), Verdict::Empty);
@@ -219,15 +213,21 @@ mod tests {
             judge(d).unwrap(),
             Verdict::Foreign(vec!["train.csv".into()])
         );
-        // An earlier version's layout.
-        let old = tempfile::tempdir().unwrap();
-        for f in ["summary.json", "pairs.csv", "fig7a_round_trips.png"] {
-            fs::write(old.path().join(f), "x").unwrap();
+        // The names of nrpt's outputs without a marker are not proof: a person's
+        // results and tables are kept.
+        let mine = tempfile::tempdir().unwrap();
+        for f in [
+            "results.json",
+            "summary.json",
+            "table.csv",
+            "figure1_final.png",
+        ] {
+            fs::write(mine.path().join(f), "x").unwrap();
         }
-        assert_eq!(judge(old.path()).unwrap(), Verdict::Ours);
-        // Names of outputs without a summary are not enough.
-        fs::remove_file(old.path().join("summary.json")).unwrap();
-        assert!(matches!(judge(old.path()).unwrap(), Verdict::Foreign(_)));
+        assert!(matches!(judge(mine.path()).unwrap(), Verdict::Foreign(f) if f.len() == 4));
+        // A damaged marker proves nothing, and is itself foreign.
+        fs::write(mine.path().join(MARKER), "{").unwrap();
+        assert!(matches!(judge(mine.path()).unwrap(), Verdict::Foreign(f) if f.len() == 5));
         // A marker lists what nrpt wrote; anything else is foreign.
         let ours = tempfile::tempdir().unwrap();
         fs::create_dir(ours.path().join("sub")).unwrap();

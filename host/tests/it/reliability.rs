@@ -43,18 +43,33 @@ fn long_run(out: &Path) -> std::process::Child {
 }
 
 /// An output folder from an earlier run: one file with known contents.
+/// An output folder of an earlier run: its summary and nrpt's marker listing it.
 fn old_folder(out: &Path) {
     std::fs::create_dir_all(out).unwrap();
     std::fs::write(out.join("summary.json"), "old").unwrap();
+    std::fs::write(out.join(MARKER), OLD_MARKER).unwrap();
 }
 
+const MARKER: &str = ".nrpt-output.json";
+const OLD_MARKER: &str =
+    r#"{"written_by":"nrpt","version":"0.1.0","command":"run","files":["summary.json"]}"#;
+
 fn assert_old_folder_intact(out: &Path) {
-    let names: Vec<String> = std::fs::read_dir(out)
+    let mut names: Vec<String> = std::fs::read_dir(out)
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["summary.json"], "the old folder changed: {names:?}");
+    names.sort();
+    assert_eq!(
+        names,
+        [MARKER, "summary.json"],
+        "the old folder changed: {names:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join(MARKER)).unwrap(),
+        OLD_MARKER
+    );
     assert_eq!(
         std::fs::read_to_string(out.join("summary.json")).unwrap(),
         "old"
