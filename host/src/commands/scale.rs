@@ -1,7 +1,7 @@
 //! `nrpt scale`: round-trip time against P and W, measured beside Lemma 1, in sweeps
 //! that split into shards, and `nrpt scale merge` to put the shards together.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ use crate::progress::Progress;
 use crate::scale::{self, Fit, Point, Settings};
 
 pub use crate::shard::Shard;
+use crate::shard::ShardError;
 
 /// `results.json` of a sweep or a shard.
 #[derive(Debug, Serialize, Deserialize)]
@@ -482,7 +483,8 @@ fn print_table(r: &Results) -> Result<(), StdoutError> {
 
 /// Runs a sweep (or one shard of it).
 pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
-    settings(a)?;
+    // Inputs are read once (a rates file may be a pipe).
+    let s = settings(a)?;
     let out = OutDir::prepare(
         &a.out,
         &OutPolicy {
@@ -491,7 +493,7 @@ pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Res
             inputs: a.rates_file.iter().cloned().collect(),
         },
     )?;
-    let results = compute(a, backend, quiet, &|p| {
+    let results = compute_settled(s, a.shard, backend, quiet, &|p| {
         if !quiet && !json {
             note!(
                 "P = {:>5}, W = {:>5} ({}), S = {}: E[T] = {:.1} (Lemma 1 {:.1}, ratio {:.4}) in {:.1} s",
@@ -517,11 +519,22 @@ pub fn compute(
     quiet: bool,
     done: &(dyn Fn(&Point) + Sync),
 ) -> Result<Results> {
-    let s = settings(a)?;
+    compute_settled(settings(a)?, a.shard, backend, quiet, done)
+}
+
+/// [`compute`] with the settings already read.
+fn compute_settled(
+    s: Settings,
+    shard: Option<Shard>,
+    backend: &dyn Backend,
+    quiet: bool,
+    done: &(dyn Fn(&Point) + Sync),
+) -> Result<Results> {
     let all = scale::enumerate(&s);
     let indices: Vec<usize> = (0..all.len())
-        .filter(|&i| a.shard.is_none_or(|sh| sh.holds(i)))
+        .filter(|&i| shard.is_none_or(|sh| sh.holds(i)))
         .collect();
+    scale::check_points(&s, &indices)?;
     let progress = Progress::new("scale", indices.len() as u64, quiet);
     let points = scale::run(&s, &indices, backend, &|p| {
         progress.inc(1);
@@ -531,7 +544,7 @@ pub fn compute(
     let fits = scale::fits(&points);
     Ok(Results {
         settings: s,
-        shard: a.shard,
+        shard,
         points,
         fits,
     })
@@ -547,7 +560,7 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
             inputs: a.inputs.clone(),
         },
     )?;
-    let mut parts: Vec<Results> = Vec::new();
+    let mut parts: Vec<(PathBuf, Results)> = Vec::new();
     for dir in &a.inputs {
         let path = if dir.is_dir() {
             dir.join("results.json")
@@ -572,47 +585,10 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
         r.settings.check().map_err(|e| {
             ConfigError::new("inputs", format!("{}: its settings: {e}", path.display()))
         })?;
-        parts.push(r);
+        parts.push((dir.clone(), r));
     }
-    let Some(first) = parts.first() else {
-        return Err(ConfigError::new("inputs", "give at least one shard folder").into());
-    };
-    let settings = first.settings.clone();
-    for p in &parts {
-        if p.settings != settings {
-            return Err(ConfigError::new(
-                "inputs",
-                "the shards come from different sweeps (their settings differ)",
-            )
-            .into());
-        }
-    }
-    let all = scale::enumerate(&settings);
-    let mut points: Vec<Point> = parts.into_iter().flat_map(|p| p.points).collect();
-    // Every point must be one of the sweep's, as the sweep made it.
-    if let Some(p) = points.iter().find(|p| {
-        all.get(p.index)
-            .is_none_or(|(_, chains, rule, _)| *chains != p.chains || *rule != p.window_rule)
-    }) {
-        return Err(ConfigError::new(
-            "inputs",
-            format!(
-                "point {} (P = {}, W = {}) is not a point of the sweep its settings describe",
-                p.index, p.chains, p.window_rule
-            ),
-        )
-        .into());
-    }
-    points.sort_by_key(|p| p.index);
-    points.dedup_by_key(|p| p.index);
-    let expected = all.len();
-    let missing = (points.len() != expected).then(|| {
-        format!(
-            "{} of the sweep's {} points are present (missing shards?)",
-            points.len(),
-            expected
-        )
-    });
+    let points = merged_points(&parts)?;
+    let settings = parts[0].1.settings.clone();
     let fits = scale::fits(&points);
     let results = Results {
         settings,
@@ -620,10 +596,83 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
         points,
         fits,
     };
-    if let Some(w) = &missing {
-        note!("warning: {w}");
-    }
     finish(out, &results, json, "merged into")
+}
+
+/// The points of every shard of one sweep, each once, in sweep order: refused, by
+/// name, when the shards are not all of one sweep exactly once (another sweep, a shard
+/// twice, a shard missing) or a point is not what the sweep could have written.
+fn merged_points(parts: &[(PathBuf, Results)]) -> Result<Vec<Point>> {
+    let Some((first_folder, first)) = parts.first() else {
+        return Err(ShardError::NoInputs.into());
+    };
+    let shard_of = |r: &Results| r.shard.unwrap_or(Shard::WHOLE);
+    let count = shard_of(first).count;
+    let mut seen: Vec<(usize, &PathBuf)> = Vec::new();
+    for (folder, r) in parts {
+        let shard = shard_of(r);
+        if r.settings != first.settings || shard.count != count {
+            return Err(ShardError::OtherRun {
+                folder: folder.clone(),
+                first: first_folder.clone(),
+                found: format!("other settings or {} shards", shard.count),
+                expected: format!("{count} shards"),
+            }
+            .into());
+        }
+        if let Some((_, other)) = seen.iter().find(|(i, _)| *i == shard.index) {
+            return Err(ShardError::Duplicate {
+                shard,
+                first: (*other).clone(),
+                second: folder.clone(),
+            }
+            .into());
+        }
+        seen.push((shard.index, folder));
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !seen.iter().any(|(s, _)| s == i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ShardError::Missing {
+            missing: missing.join(", "),
+            count,
+            given: parts.len(),
+        }
+        .into());
+    }
+    let all = scale::enumerate(&first.settings);
+    let mut points: Vec<Option<Point>> = vec![None; all.len()];
+    for (folder, r) in parts {
+        let shard = shard_of(r);
+        let bad = |why: String| {
+            ConfigError::new(
+                "inputs",
+                format!(
+                    "{}: its results do not fit shard {shard} of its sweep: {why}",
+                    folder.display()
+                ),
+            )
+        };
+        for p in &r.points {
+            let entry = all
+                .get(p.index)
+                .filter(|_| shard.holds(p.index))
+                .ok_or_else(|| bad(format!("point {} is not one of the shard's", p.index)))?;
+            p.check(&first.settings, entry)
+                .map_err(|why| bad(format!("point {}: {why}", p.index)))?;
+            let slot = &mut points[p.index];
+            if slot.is_some() {
+                return Err(bad(format!("point {} is given twice", p.index)).into());
+            }
+            *slot = Some(p.clone());
+        }
+        if let Some(i) = (0..all.len()).find(|&i| shard.holds(i) && points[i].is_none()) {
+            return Err(bad(format!("point {i} is missing")).into());
+        }
+    }
+    Ok(points.into_iter().flatten().collect())
 }
 
 /// Writes the outputs of a sweep and prints them (JSON, or a table and where they went).

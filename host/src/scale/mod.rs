@@ -80,6 +80,101 @@ pub struct Point {
     pub limit_expected_round_trip: Option<f64>,
 }
 
+impl Point {
+    /// Checks a point read back (a shard's `results.json`) against what a sweep with
+    /// `settings` could have written as point `entry` of [`enumerate`]: its place in the
+    /// sweep, every value in its range, and the values derived from others (the rate
+    /// from the round trips, `E[T]` from the rate, the ratio) equal to them up to
+    /// rounding. The message names the value.
+    pub fn check(&self, s: &Settings, entry: &(usize, usize, String, f64)) -> Result<(), String> {
+        let (index, chains, rule, rate) = entry;
+        if self.index != *index || self.chains != *chains || &self.window_rule != rule {
+            return Err(format!(
+                "it is not point {index} of the sweep (P = {chains}, W = {rule})"
+            ));
+        }
+        let bad = |what: &str, v: f64| Err(format!("{what} = {v} cannot be"));
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+        if s.model == Model::GaussianPath {
+            if !(0.0..=1.0).contains(&self.swap_rate) {
+                return bad("swap_rate", self.swap_rate);
+            }
+        } else if self.swap_rate.to_bits() != rate.to_bits() {
+            return Err(format!(
+                "swap_rate = {} where the sweep's point has {rate}",
+                self.swap_rate
+            ));
+        }
+        if self.ensembles == 0 {
+            return Err("ensembles = 0 cannot be".into());
+        }
+        if self.iterations == 0 || self.iterations > s.max_iterations {
+            return Err(format!(
+                "iterations = {} is not between 1 and the sweep's cap {}",
+                self.iterations, s.max_iterations
+            ));
+        }
+        let rho = self.round_trips as f64 / (self.ensembles as f64 * self.iterations as f64);
+        let per_1000 = self.round_trips_per_1000;
+        // A round trip takes at least 2(P − 1) iterations.
+        if !(per_1000.is_finite() && (0.0..=1000.0).contains(&per_1000)) {
+            return bad("round_trips_per_1000", per_1000);
+        }
+        if !close(per_1000, 1000.0 * rho) {
+            return Err(format!(
+                "round_trips_per_1000 = {per_1000} does not follow from its {} round trips \
+                 over {} ensembles × {} iterations",
+                self.round_trips, self.ensembles, self.iterations
+            ));
+        }
+        let et = self.expected_round_trip;
+        let consistent = if per_1000 > 0.0 {
+            close(et, 1000.0 * self.chains as f64 / per_1000)
+        } else {
+            et == f64::INFINITY
+        };
+        if !consistent {
+            return Err(format!(
+                "expected_round_trip = {et} does not follow from round_trips_per_1000 = {per_1000}"
+            ));
+        }
+        if self.expected_round_trip_se.is_nan() || self.expected_round_trip_se < 0.0 {
+            return bad("expected_round_trip_se", self.expected_round_trip_se);
+        }
+        let model = self.model_expected_round_trip;
+        if model.is_nan() || model <= 0.0 {
+            return bad("model_expected_round_trip", model);
+        }
+        let ratio_ok = if et.is_finite() && model.is_finite() {
+            close(self.ratio, et / model)
+        } else {
+            self.ratio >= 0.0
+        };
+        if !ratio_ok {
+            return Err(format!(
+                "ratio = {} is not expected_round_trip / model_expected_round_trip",
+                self.ratio
+            ));
+        }
+        if !(self.seconds.is_finite() && self.seconds >= 0.0) {
+            return bad("seconds", self.seconds);
+        }
+        let exact = s.model == Model::GaussianPath;
+        match (exact, self.lambda, self.limit_expected_round_trip) {
+            (true, Some(l), Some(t)) if l.is_finite() && l >= 0.0 && t.is_finite() && t > 0.0 => {
+                Ok(())
+            }
+            (false, None, None) => Ok(()),
+            (true, ..) => Err(format!(
+                "lambda = {:?} and limit_expected_round_trip = {:?}: a gaussian-path point \
+                 has a finite Λ ≥ 0 and a limit > 0",
+                self.lambda, self.limit_expected_round_trip
+            )),
+            (false, ..) => Err("lambda is set, but only a gaussian-path point has one".into()),
+        }
+    }
+}
+
 /// A least-squares line through (ln P, ln `E[T]`) of one window rule.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
@@ -505,19 +600,17 @@ fn bernoulli_point<const N: usize>(
 
 /// Runs one point of the full sampler on `backend` (fixed length: warm-up, then the
 /// cap; `E[T]` from the round trips after the warm-up, its error from the ensembles).
-fn run_sampler_point(
+/// The job of one point of a sampler model (and its warm-up): refused, as `nrpt run`
+/// refuses it, when it does not fit `--max-memory`.
+fn sampler_job(
     s: &Settings,
-    index: usize,
     chains: usize,
     rule: &str,
     rate: f64,
-    backend: &dyn Backend,
-) -> Result<Point, EngineError> {
-    let started = Instant::now();
-    let window: WindowSpec = rule.parse().map_err(|e: String| EngineError::Backend {
-        backend: "scale",
-        message: e,
-    })?;
+) -> Result<(crate::engine::Job, u64), ConfigError> {
+    let window: WindowSpec = rule
+        .parse()
+        .map_err(|e: String| ConfigError::new("window", e))?;
     let warmup = s.warmup.unwrap_or(s.max_iterations / 5);
     let ensembles = if s.ensembles > 0 { s.ensembles } else { 16 };
     let config = RunConfig {
@@ -541,10 +634,39 @@ fn run_sampler_point(
         trace_every: warmup.max(1),
         path_iterations: 0,
     };
-    let job = config.job(record).map_err(|e| EngineError::Backend {
+    Ok((config.job(record)?, warmup))
+}
+
+/// Checks, before any point runs, that every point of `indices` can run: for the
+/// sampler models, each point's job as `nrpt run` checks it (its memory against
+/// `--max-memory` included).
+pub fn check_points(s: &Settings, indices: &[usize]) -> Result<(), ConfigError> {
+    if !matches!(s.model, Model::Modes2d | Model::SumModes) {
+        return Ok(());
+    }
+    let all = enumerate(s);
+    for &i in indices {
+        if let Some((_, chains, rule, rate)) = all.get(i) {
+            sampler_job(s, *chains, rule, *rate)?;
+        }
+    }
+    Ok(())
+}
+
+fn run_sampler_point(
+    s: &Settings,
+    index: usize,
+    chains: usize,
+    rule: &str,
+    rate: f64,
+    backend: &dyn Backend,
+) -> Result<Point, EngineError> {
+    let started = Instant::now();
+    let (job, warmup) = sampler_job(s, chains, rule, rate).map_err(|e| EngineError::Backend {
         backend: "scale",
         message: e.to_string(),
     })?;
+    let ensembles = job.ensembles;
     let out = backend.run(&job, &crate::interrupt::flow)?;
     let total = out.total_stats().round_trips;
     let at_warmup = if warmup > 0 {

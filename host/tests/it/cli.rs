@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common;
 use common::{json_of, nrpt};
@@ -418,6 +418,41 @@ fn scale_sweeps_shard_and_merge() {
     };
     assert_eq!(strip(&m), strip(&v));
     assert_eq!(m["fits"], v["fits"]);
+    // Every shard exactly once, every value what the sweep could have written: else a
+    // refusal (status 2) naming the problem, and no output.
+    let refused = |inputs: &[&Path], needle: &str| {
+        let out = dir.path().join("refused");
+        let mut a = vec!["scale".to_string(), "merge".to_string()];
+        a.extend(inputs.iter().map(|p| p.to_str().unwrap().to_string()));
+        a.extend(["-o".to_string(), out.to_str().unwrap().to_string()]);
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = nrpt(&refs);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{inputs:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{inputs:?}: `{needle}` missing in {err}"
+        );
+        assert!(!out.exists(), "{inputs:?}");
+    };
+    refused(&[&s0, &s0], "given twice");
+    refused(&[&s0], "1/2 of 2 are missing");
+    refused(&[&s0, &s1, &s1], "given twice");
+    refused(&[&s0, &whole], "another run");
+    let tampered = dir.path().join("t0");
+    std::fs::create_dir(&tampered).unwrap();
+    let text = std::fs::read_to_string(s0.join("results.json")).unwrap();
+    for (key, value, needle) in [
+        ("swap_rate", json!(-1.0), "swap_rate = -1"),
+        ("round_trips_per_1000", json!(3.0), "does not follow"),
+        ("ratio", json!(7.0), "ratio = 7"),
+        ("seconds", json!(-2.0), "seconds = -2"),
+    ] {
+        let mut r: Value = serde_json::from_str(&text).unwrap();
+        r["points"][0][key] = value;
+        std::fs::write(tampered.join("results.json"), r.to_string()).unwrap();
+        refused(&[&tampered, &s1], needle);
+    }
     assert_usage_error(&["scale", "--shard", "2/2"], "--shard");
     assert_usage_error(&["scale", "--chains", "1,8"], "--chains");
     assert_usage_error(&["scale", "--window", "seo"], "--window");
