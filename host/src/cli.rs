@@ -516,12 +516,12 @@ impl DataArgs {
 #[derive(Debug, Args)]
 pub struct ReferenceArgs {
     /// A short version: 2 chains of 50 warm-up and 100 kept trajectories of at most
-    /// 64 leapfrog steps (a check, not a reference).
+    /// 64 leapfrog steps (a check, not a reference); flags given with it still count.
     #[arg(long)]
     pub quick: bool,
-    /// Independent chains (at least 2, for R̂).
-    #[arg(long, short = 'c', default_value_t = 4, value_name = "N")]
-    pub chains: usize,
+    /// Independent chains, 2 to 64 (at least 2, for R̂) [default: 4; 2 with --quick].
+    #[arg(long, short = 'c', value_name = "N")]
+    pub chains: Option<usize>,
     /// Warm-up trajectories per chain (step size adapted; discarded).
     #[arg(long, value_name = "N")]
     pub warmup: Option<u64>,

@@ -195,7 +195,7 @@ impl Read for Input {
 
 /// A gzip stream over an [`Input`], capped after decompression.
 pub struct GzInput {
-    inner: flate2::read::MultiGzDecoder<BufReader<Input>>,
+    inner: flate2::read::MultiGzDecoder<BufReader<Box<dyn Read>>>,
     compressed: Rc<Cell<u64>>,
     out: u64,
     cap: u64,
@@ -207,13 +207,62 @@ pub struct GzInput {
 pub fn open_gz(path: &Path, cap: u64, what: &'static str) -> io::Result<GzInput> {
     let input = open(path, cap, what)?;
     let compressed = Rc::clone(&input.read);
-    Ok(GzInput {
+    Ok(gunzip(Box::new(input), compressed, cap, what))
+}
+
+/// A gzip stream over `input`, whose bytes read so far `compressed` counts: at most
+/// `cap` bytes out, expanding at most [`MAX_GZIP_RATIO`] times.
+fn gunzip(
+    input: Box<dyn Read>,
+    compressed: Rc<Cell<u64>>,
+    cap: u64,
+    what: &'static str,
+) -> GzInput {
+    GzInput {
         inner: flate2::read::MultiGzDecoder::new(BufReader::new(input)),
         compressed,
         out: 0,
         cap,
         what,
-    })
+    }
+}
+
+/// The first bytes of a gzip stream (RFC 1952: ID1, ID2).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Bytes [`open_detected`] reads ahead to tell the format.
+pub const HEAD_BYTES: usize = 8;
+
+/// An input whose format was told from its first bytes: the bytes of the file, or
+/// decompressed when it is gzip.
+pub struct Detected {
+    /// The first [`HEAD_BYTES`] bytes of the file as stored (fewer for a shorter file),
+    /// for a reader that checks what else it might be (a NumPy file given as CSV).
+    pub head: Vec<u8>,
+    /// Whether the file is gzip-compressed.
+    pub gzip: bool,
+    /// Its contents, from the first byte (decompressed when gzip).
+    pub reader: Box<dyn Read>,
+}
+
+/// Opens `path` as [`open`] does and tells from its first bytes whether it is
+/// gzip-compressed (then decompressed, capped as [`open_gz`] is), whatever its name:
+/// each byte is read once, so a pipe works as a file does.
+pub fn open_detected(path: &Path, cap: u64, what: &'static str) -> io::Result<Detected> {
+    let mut input = open(path, cap, what)?;
+    let compressed = Rc::clone(&input.read);
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    (&mut input)
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)?;
+    let gzip = head.starts_with(&GZIP_MAGIC);
+    let whole: Box<dyn Read> = Box::new(io::Cursor::new(head.clone()).chain(input));
+    let reader: Box<dyn Read> = if gzip {
+        Box::new(gunzip(whole, compressed, cap, what))
+    } else {
+        whole
+    };
+    Ok(Detected { head, gzip, reader })
 }
 
 impl Read for GzInput {

@@ -129,7 +129,10 @@ pub fn settings(args: &DeepArgs, per_epoch: f64) -> Result<Settings, ConfigError
         if !(v.is_finite() && v > 0.0 && v <= 1e5) {
             return Err(ConfigError::new(
                 name,
-                format!("must be a number of epochs between 0 and 100000, got {v}"),
+                format!(
+                    "must be a number of epochs above 0 and at most 100000 (fractions such \
+                     as 0.5 allowed), got {v}"
+                ),
             ));
         }
     }

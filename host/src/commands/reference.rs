@@ -19,7 +19,7 @@ use crate::progress::Progress;
 pub fn settings(args: &ReferenceArgs) -> Result<HmcSettings, ConfigError> {
     let d = HmcSettings::default();
     let s = HmcSettings {
-        chains: if args.quick { 2 } else { args.chains },
+        chains: args.chains.unwrap_or(if args.quick { 2 } else { d.chains }),
         warmup: args
             .warmup
             .unwrap_or(if args.quick { 50 } else { d.warmup }),

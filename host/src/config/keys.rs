@@ -381,8 +381,9 @@ keys! {
     dataset: Option<Bundled> = None, [skip_serializing_if = "Option::is_none"],
         flag Bundled [long, value_name = "NAME"] => set!(Some dataset),
         used |_, t| t.reads("dataset");
-    /// Classifier: training data, CSV (label last; `.gz` accepted) or `.npy` features
-    /// (default: the bundled data set of --dataset).
+    /// Classifier: training data, CSV (label last; gzip accepted) or `.npy` features
+    /// with --labels; a name without `.csv`/`.npy` (a pipe) is read as CSV, or as
+    /// `.npy` with --labels (default: the bundled data set of --dataset).
     data: Option<PathBuf> = None, [skip_serializing_if = "Option::is_none"],
         flag PathBuf [long, value_name = "FILE"] => set!(Some data),
         used |_, t| t.reads("data");

@@ -8,7 +8,8 @@
 //! - every row has the same number of fields, at least two;
 //! - features are finite numbers, the label a non-negative integer (`3` or `3.0`) at
 //!   most [`MAX_LABEL`](super::MAX_LABEL);
-//! - a file whose name ends in `.gz` is gzip-compressed;
+//! - a gzip-compressed file is decompressed, whatever its name (told by its first
+//!   bytes, so that a pipe such as `<(cat d.csv.gz)` works too);
 //! - a UTF-8 byte-order mark and Windows line ends are accepted.
 //!
 //! Every error names the file, the line (as editors count it, from 1, blank and comment
@@ -46,10 +47,10 @@ use super::error::{DataError, FieldProblem, LineProblem};
 use super::split::Table;
 use super::{MAX_FEATURES, MAX_LABEL, display};
 
-/// Reads the CSV file at `path`, gunzipping it when its name ends in `.gz`: at most
-/// [`max_data_bytes`](crate::input::max_data_bytes) of it, before and after
+/// Reads the CSV file at `path`, gunzipping it when its first bytes say it is gzip: at
+/// most [`max_data_bytes`](crate::input::max_data_bytes) of it, before and after
 /// decompression, and a regular file unless special files are allowed
-/// ([`crate::input`]).
+/// ([`crate::input`]). A NumPy file is refused with the flag it needs.
 pub(crate) fn read_csv(path: &Path) -> Result<Table, DataError> {
     let file = display(path);
     let io_error = |source| DataError::Io {
@@ -58,24 +59,20 @@ pub(crate) fn read_csv(path: &Path) -> Result<Table, DataError> {
     };
     let cap = crate::input::max_data_bytes();
     const WHAT: &str = "the cap of a data file: a quarter of --max-memory, at most 4 GiB";
-    if is_gz(path) {
-        let gz = crate::input::open_gz(path, cap, WHAT).map_err(io_error)?;
-        parse_csv(gz, &file)
-    } else {
-        let f = crate::input::open(path, cap, WHAT).map_err(io_error)?;
-        parse_csv(f, &file)
+    let input = crate::input::open_detected(path, cap, WHAT).map_err(io_error)?;
+    if input.head.starts_with(crate::npy::MAGIC) {
+        return Err(io_error(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is a NumPy .npy file, not CSV: give it with its labels file (--labels), or \
+             name it .npy",
+        )));
     }
+    parse_csv(input.reader, &file)
 }
 
 /// The longest line accepted: room for [`MAX_FEATURES`] fields and a label of 64
 /// characters each.
 pub(crate) const MAX_LINE_BYTES: u64 = (MAX_FEATURES as u64 + 1) * 64;
-
-/// Whether a file name ends in `.gz` (any case).
-fn is_gz(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
-}
 
 /// Parses CSV text from `reader`; `file` names it in messages.
 pub(crate) fn parse_csv<R: Read>(reader: R, file: &str) -> Result<Table, DataError> {

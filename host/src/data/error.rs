@@ -139,6 +139,26 @@ pub enum DataError {
     },
 }
 
+impl DataError {
+    /// The file the error is about, as the user named it, where it is one file (for an
+    /// error naming the flag to blame).
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            DataError::Io { file, .. }
+            | DataError::CsvLine { file, .. }
+            | DataError::CsvField { file, .. }
+            | DataError::Npy { file, .. }
+            | DataError::NoExamples { file }
+            | DataError::EmptyTestSplit { file, .. }
+            | DataError::OutOfRange { file, .. }
+            | DataError::Memory { file, .. } => Some(file),
+            DataError::LabelCount { labels, .. } => Some(labels),
+            DataError::FeatureCount { test, .. } => Some(test),
+            DataError::Flag { .. } | DataError::OneClass { .. } | DataError::Bundled(_) => None,
+        }
+    }
+}
+
 /// What is wrong with a CSV line as a whole.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

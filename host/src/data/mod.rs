@@ -117,6 +117,30 @@ pub struct Dataset {
     pub test: Split,
 }
 
+impl Dataset {
+    /// A warning when the labels imply far more classes than there are training
+    /// examples (the largest label sets the number of classes, and so the size of the
+    /// model's last layer): a wrong label column, or labels that are identifiers.
+    pub fn class_warning(&self) -> Option<String> {
+        let examples = self.train.len();
+        if self.classes <= examples.max(2) {
+            return None;
+        }
+        let mut seen: Vec<u32> = self.train.y.iter().chain(&self.test.y).copied().collect();
+        seen.sort_unstable();
+        seen.dedup();
+        Some(format!(
+            "{}: the largest label is {}, so the model has {} classes for {examples} \
+             training examples ({} distinct labels): its last layer has a row per class; \
+             if the labels are not 0, 1, … per class, renumber them",
+            self.name,
+            self.classes - 1,
+            self.classes,
+            seen.len()
+        ))
+    }
+}
+
 /// Loads the data `spec` names.
 pub fn load(spec: &DataSpec) -> Result<Dataset, DataError> {
     match spec {

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::display;
 use super::error::DataError;
 
 /// A data set compiled into `nrpt`, as `--dataset` (TOML `dataset`) names it.
@@ -95,24 +94,21 @@ enum Format {
     Npy,
 }
 
-/// The format of `path` from its name: `.csv` or `.csv.gz` (any case), or `.npy`.
-fn format_of(path: &Path, flag: &'static str) -> Result<Format, DataError> {
+/// The format of `path` as its name announces it: `.csv` or `.csv.gz` (any case), or
+/// `.npy`; `None` for any other name (a pipe such as `/dev/fd/63`, `data.txt`), whose
+/// format the other flags imply (`.npy` data comes with `--labels`, CSV without) and
+/// whose content is checked when it is read.
+fn format_of(path: &Path) -> Option<Format> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
     if name.ends_with(".csv") || name.ends_with(".csv.gz") {
-        Ok(Format::Csv)
+        Some(Format::Csv)
     } else if name.ends_with(".npy") {
-        Ok(Format::Npy)
+        Some(Format::Npy)
     } else {
-        Err(DataError::Flag {
-            flag,
-            reason: format!(
-                "cannot tell the format of {}: name a .csv, .csv.gz or .npy file",
-                display(path)
-            ),
-        })
+        None
     }
 }
 
@@ -120,9 +116,11 @@ impl DataSpec {
     /// The data the five flags name: `--dataset` alone is that bundled data set, and
     /// cannot be combined with any of the four file flags; none of them is the bundled
     /// digits; a `.csv` or `.csv.gz` `--data` file is CSV (labels in its last column, so
-    /// no `--labels`); a `.npy` `--data` file is NumPy, and needs `--labels`. A test
-    /// file is optional, and for `.npy` comes as `--test-data` with `--test-labels`. The
-    /// error names the flag.
+    /// no `--labels`); a `.npy` `--data` file is NumPy, and needs `--labels`; a `--data`
+    /// file whose name says neither (a pipe such as `<(zcat d.csv.gz)`) is NumPy with
+    /// `--labels` and CSV without (gzip-compressed or not, as its first bytes say). A
+    /// test file is optional, and for `.npy` comes as `--test-data` with
+    /// `--test-labels`. The error names the flag.
     pub fn from_paths(
         dataset: Option<Bundled>,
         data: Option<&Path>,
@@ -162,7 +160,12 @@ impl DataSpec {
                 (_, _, Some(_)) => Err(flag("--test-labels", needs_data)),
             };
         };
-        match format_of(data, "--data")? {
+        let implied = if labels.is_some() {
+            Format::Npy
+        } else {
+            Format::Csv
+        };
+        match format_of(data).unwrap_or(implied) {
             Format::Csv => {
                 if labels.is_some() {
                     return Err(flag(
@@ -177,7 +180,7 @@ impl DataSpec {
                     ));
                 }
                 if let Some(t) = test_data
-                    && format_of(t, "--test-data")? != Format::Csv
+                    && format_of(t).is_some_and(|f| f != Format::Csv)
                 {
                     return Err(flag("--test-data", "must be CSV, like --data"));
                 }
@@ -193,7 +196,7 @@ impl DataSpec {
                         "is needed with .npy --data: a labels .npy file",
                     ));
                 };
-                if format_of(labels, "--labels")? != Format::Npy {
+                if format_of(labels).is_some_and(|f| f != Format::Npy) {
                     return Err(flag("--labels", "must be a .npy file, like --data"));
                 }
                 let test = match (test_data, test_labels) {
@@ -206,7 +209,7 @@ impl DataSpec {
                     }
                     (Some(x), Some(y)) => {
                         for (path, name) in [(x, "--test-data"), (y, "--test-labels")] {
-                            if format_of(path, name)? != Format::Npy {
+                            if format_of(path).is_some_and(|f| f != Format::Npy) {
                                 return Err(flag(name, "must be a .npy file, like --data"));
                             }
                         }
@@ -302,6 +305,29 @@ mod tests {
         );
     }
 
+    /// A name that says nothing (a pipe, `data.txt`): NumPy with `--labels`, CSV
+    /// without; the files' content is checked when they are read.
+    #[test]
+    fn other_names_by_the_flags_given() {
+        assert_eq!(
+            spec([Some("/dev/fd/63"), None, Some("t.txt"), None]).unwrap(),
+            DataSpec::Csv {
+                train: "/dev/fd/63".into(),
+                test: Some("t.txt".into())
+            }
+        );
+        assert_eq!(
+            spec([Some("/dev/fd/63"), Some("/dev/fd/64"), None, None]).unwrap(),
+            DataSpec::Npy {
+                train_x: "/dev/fd/63".into(),
+                train_y: "/dev/fd/64".into(),
+                test: None
+            }
+        );
+        let e = error([Some("data"), Some("y.csv"), None, None]);
+        assert!(e.starts_with("--labels: must be a .npy file"), "{e}");
+    }
+
     #[test]
     fn npy_by_name() {
         let s = spec([Some("x.npy"), Some("y.npy"), Some("tx.npy"), Some("ty.npy")]).unwrap();
@@ -330,10 +356,6 @@ mod tests {
                 "--test-labels: needs --data",
             ),
             (
-                [Some("d.txt"), None, None, None],
-                "--data: cannot tell the format of d.txt",
-            ),
-            (
                 [Some("d.csv"), Some("y.npy"), None, None],
                 "--labels: is for .npy data",
             ),
@@ -346,20 +368,12 @@ mod tests {
                 "--test-data: must be CSV",
             ),
             (
-                [Some("d.csv"), None, Some("t.tsv"), None],
-                "--test-data: cannot tell",
-            ),
-            (
                 [Some("x.npy"), None, None, None],
                 "--labels: is needed with .npy --data",
             ),
             (
                 [Some("x.npy"), Some("y.csv"), None, None],
                 "--labels: must be a .npy file",
-            ),
-            (
-                [Some("x.npy"), Some("y"), None, None],
-                "--labels: cannot tell",
             ),
             (
                 [Some("x.npy"), Some("y.npy"), Some("t.npy"), None],

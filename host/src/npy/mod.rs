@@ -32,7 +32,7 @@ pub(crate) use write::encode;
 pub use write::{encode_f32, encode_f64};
 
 /// The magic string every `.npy` file starts with.
-const MAGIC: &[u8] = b"\x93NUMPY";
+pub const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// An array's shape and its elements as `f64`, in C (row-major) order.
 #[derive(Clone, Debug, PartialEq)]

@@ -67,7 +67,21 @@ pub fn model(c: &RunConfig) -> Result<crate::deep::Model, ConfigError> {
         }
         e => ConfigError::new("data", e.to_string()),
     })?;
-    let data = crate::data::load(&spec).map_err(|e| ConfigError::new("data", e.to_string()))?;
+    let data = crate::data::load(&spec).map_err(|e| {
+        // The key whose file the error is about (`--labels`, `--test-data`, …).
+        let key = e
+            .file()
+            .and_then(|f| {
+                c.input_paths()
+                    .into_iter()
+                    .find(|(_, p)| crate::data::display(p) == f)
+            })
+            .map_or("data", |(k, _)| k);
+        ConfigError::new(key, e.to_string())
+    })?;
+    if let Some(w) = data.class_warning() {
+        crate::note!("warning: {w}");
+    }
     crate::deep::Model::new(Arc::new(data), &c.hidden, c.batch, c.prior_sigma)
 }
 

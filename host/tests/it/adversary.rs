@@ -101,6 +101,129 @@ fn folders_nrpt_did_not_write_are_refused_before_computing() {
     assert!(d.join("notes.txt").exists());
 }
 
+/// The three ways an earlier version deleted a user's files without `--force`: a file
+/// named like the checkpoint, a folder that merely looked like an output folder, and a
+/// file added to the output folder while the command ran.
+#[test]
+fn nothing_the_user_wrote_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path();
+    // (a) `<out>.checkpoint` is nrpt's only when nrpt wrote it.
+    std::fs::write(here.join("p1.checkpoint"), "notes").unwrap();
+    let o = run_in(
+        here,
+        &["run", "-n", "200", "-e", "1", "-p", "4", "-o", "p1"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_in(
+        here,
+        &[
+            "run",
+            "-n",
+            "200",
+            "-e",
+            "1",
+            "-p",
+            "4",
+            "-o",
+            "p1",
+            "--checkpoint-every",
+            "50",
+        ],
+    );
+    refused(&o, &["--out", "p1.checkpoint", "did not write", "--force"]);
+    assert_eq!(
+        std::fs::read_to_string(here.join("p1.checkpoint")).unwrap(),
+        "notes"
+    );
+    std::fs::create_dir(here.join("p2.checkpoint")).unwrap();
+    let o = run_in(
+        here,
+        &[
+            "run",
+            "-n",
+            "200",
+            "-o",
+            "p2",
+            "--checkpoint-every",
+            "50",
+            "--force",
+        ],
+    );
+    refused(&o, &["p2.checkpoint", "is a folder"]);
+    assert!(!here.join("p2").exists());
+    // A run with checkpoints removes its own at the end, and only its own.
+    let o = run_in(
+        here,
+        &[
+            "run",
+            "-n",
+            "200",
+            "-p",
+            "4",
+            "-o",
+            "p3",
+            "--checkpoint-every",
+            "50",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!here.join("p3.checkpoint").exists());
+    // (b) Names like nrpt's outputs, without nrpt's marker, are a person's files.
+    let paper = here.join("mypaper");
+    std::fs::create_dir(&paper).unwrap();
+    std::fs::write(paper.join("results.json"), r#"{"accuracy":0.93}"#).unwrap();
+    std::fs::write(paper.join("table.csv"), "a,b\n").unwrap();
+    std::fs::write(paper.join("figure1_final.png"), "PNG").unwrap();
+    refused(
+        &run_in(here, &["run", "-n", "200", "-o", "mypaper"]),
+        &["results.json", "table.csv", "--force"],
+    );
+    let only = here.join("only");
+    std::fs::create_dir(&only).unwrap();
+    std::fs::write(only.join("results.json"), "{}").unwrap();
+    refused(
+        &run_in(here, &["scale", "-p", "8", "-o", "only"]),
+        &["results.json"],
+    );
+    assert_eq!(
+        names(&paper),
+        ["figure1_final.png", "results.json", "table.csv"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(only.join("results.json")).unwrap(),
+        "{}"
+    );
+    // (c) A file added while the command runs is kept, and the outputs go beside it.
+    let o = run_in(here, &["run", "-n", "200", "-p", "4", "-o", "p4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut child = command()
+        .current_dir(here)
+        .env(common::PAUSE, "3000")
+        .args(["run", "-n", "300", "-p", "4", "-o", "p4"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the written outputs", || {
+        siblings(&here.join("p4"))
+            .iter()
+            .any(|s| s.join("summary.json").exists())
+    });
+    // Within the 3 s the command waits, every output written, before it commits.
+    std::fs::write(here.join("p4/notes.txt"), "mine").unwrap();
+    let (status, err) = finish(&mut child, Duration::from_secs(60), "the diverted run");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("notes.txt") && err.contains("p4.1"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(here.join("p4/notes.txt")).unwrap(),
+        "mine"
+    );
+    assert!(here.join("p4/summary.json").exists());
+    assert!(here.join("p4.1/summary.json").exists());
+    assert!(siblings(&here.join("p4")).is_empty());
+}
+
 #[test]
 fn the_working_directory_home_and_input_folders_are_never_replaced() {
     let dir = tempfile::tempdir().unwrap();
@@ -401,6 +524,182 @@ fn stale_temporary_files_are_cleaned_and_live_ones_kept() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(names(here), ["out"], "left behind");
+}
+
+/// Inputs that an earlier version got wrong: a pipe's data format, the flag an error
+/// names, paths that are the same folder, refusals that must exit with 2 and leave
+/// nothing behind, and labels that imply absurdly many classes.
+#[test]
+fn inputs_are_read_once_and_refusals_name_their_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path();
+    write_csv(&here.join("d.csv"));
+    // The data format from the content, when a pipe's name says nothing; gzip or not.
+    let gz = {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(&std::fs::read(here.join("d.csv")).unwrap())
+            .unwrap();
+        enc.finish().unwrap()
+    };
+    let plain = std::fs::read(here.join("d.csv")).unwrap();
+    for (name, bytes) in [("plain", plain), ("gzip", gz.clone())] {
+        let fifo = here.join(format!("pipe-{name}"));
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, bytes))
+        };
+        let out = format!("out-{name}");
+        let o = run_in(
+            here,
+            &[
+                "--allow-special-files",
+                "run",
+                "--target",
+                "classifier",
+                "--hidden",
+                "0",
+                "--batch",
+                "10",
+                "-n",
+                "40",
+                "--data",
+                fifo.to_str().unwrap(),
+                "-o",
+                &out,
+            ],
+        );
+        writer.join().unwrap().unwrap();
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert!(here.join(&out).join("summary.json").exists());
+    }
+    // A `.npy` file given as CSV data is named as one; an error about a test file names
+    // its flag.
+    std::fs::write(here.join("data.bin"), b"\x93NUMPY\x01\x00garbage").unwrap();
+    std::fs::write(here.join("t.csv"), "1,2,3\n1,2\n").unwrap();
+    for (flags, needles) in [
+        (
+            vec!["--data", "data.bin"],
+            vec!["--data", "NumPy", "--labels"],
+        ),
+        (
+            vec!["--data", "d.csv", "--test-data", "t.csv"],
+            vec!["--test-data", "t.csv line 2"],
+        ),
+    ] {
+        let mut args = vec![
+            "run",
+            "--target",
+            "classifier",
+            "--batch",
+            "10",
+            "-n",
+            "40",
+            "-o",
+            "x",
+        ];
+        args.extend(flags);
+        refused(&run_in(here, &args), &needles);
+    }
+    // `--resume out` with `--out ./out` is the same folder.
+    let o = run_in(
+        here,
+        &[
+            "run",
+            "-n",
+            "100",
+            "-p",
+            "4",
+            "-o",
+            "r",
+            "--checkpoint-every",
+            "40",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_in(here, &["run", "--resume", "r", "--out", "./r"]);
+    let err = stderr(&o);
+    assert!(!err.contains("leave out"), "{err}");
+    // Refusals of settings exit with 2 whichever command, and create no folder.
+    for (args, needles) in [
+        (
+            vec![
+                "--max-memory",
+                "64M",
+                "scale",
+                "--model",
+                "modes2d",
+                "-p",
+                "1024",
+                "-e",
+                "1000",
+                "-o",
+                "a/b/c",
+            ],
+            vec!["--max-memory"],
+        ),
+        (
+            vec![
+                "--max-memory",
+                "64M",
+                "run",
+                "-e",
+                "1000",
+                "-p",
+                "64",
+                "-n",
+                "30000",
+                "-o",
+                "a/b/c",
+            ],
+            vec!["--max-memory"],
+        ),
+        (
+            vec!["reference", "--quick", "-c", "0", "-o", "a/b/c"],
+            vec!["--chains", "between 2 and 64"],
+        ),
+        (
+            vec!["deep", "--epochs", "0", "-o", "a/b/c"],
+            vec!["--epochs", "above 0"],
+        ),
+    ] {
+        refused(&run_in(here, &args), &needles);
+        assert!(!here.join("a").exists(), "{args:?} created a folder");
+    }
+    // Labels that imply far more classes than examples: a warning before the work.
+    let mut text = std::fs::read_to_string(here.join("d.csv")).unwrap();
+    text.push_str("0.5,1.5,900\n");
+    std::fs::write(here.join("ids.csv"), text).unwrap();
+    let o = run_in(
+        here,
+        &[
+            "run",
+            "--target",
+            "classifier",
+            "--hidden",
+            "0",
+            "--batch",
+            "10",
+            "-n",
+            "4",
+            "--data",
+            "ids.csv",
+            "-o",
+            "ids",
+        ],
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("901 classes for") && err.contains("renumber"),
+        "{err}"
+    );
 }
 
 #[test]
