@@ -14,7 +14,7 @@ use nrpt_core::driver::{
 };
 use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::rng::UnitDraw;
-use nrpt_core::rules::PairEnergies;
+use nrpt_core::rules::{LadderUpdate, PairEnergies};
 use nrpt_core::swap::flags;
 
 use crate::config::run_config;
@@ -396,6 +396,15 @@ impl NativeController {
             }
             o.ladder[0] = eta_min;
             o.ladder[p - 1] = eta_max;
+            if options.rules.ladder_update == LadderUpdate::InPlace {
+                // The map keeps the order and the ends in exact arithmetic; in floats an
+                // inner rate on a collapsed gap at the top (equal to the old end) can land
+                // an ulp past the new end. The in-place ladder stays non-decreasing within
+                // its ends, as its updates keep it.
+                for l in 1..p - 1 {
+                    o.ladder[l] = o.ladder[l].max(o.ladder[l - 1]).min(eta_max);
+                }
+            }
             options.temperatures.fill(&o.ladder, &mut o.temperatures);
         });
         self.config = config;
