@@ -54,7 +54,7 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, U
 
 import numpy as np
 
-from . import _nrpt
+from . import _nrpt, _statefile
 from ._exact import ExactController, ExactStep, LogZ
 from ._flags import argv as _argv
 from ._nrpt import (
@@ -514,8 +514,8 @@ class Controller:
         if n_data is not None:
             if isinstance(n_data, bool) or not isinstance(n_data, (int, np.integer)):
                 raise TypeError(f"n_data must be an int, got {n_data!r}")
-            if n_data < 1:
-                raise ValueError(f"n_data must be at least 1, got {n_data}")
+            if not 1 <= n_data <= _MAX_N_DATA:
+                raise ValueError(f"n_data must be between 1 and 2**53, got {n_data}")
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, got {callback!r}")
         practitioner = rules == "practitioner"
@@ -820,7 +820,10 @@ class Controller:
     def state_dict(self) -> Dict[str, Any]:
         """The whole state as plain Python values (JSON-ready, floats exact): the
         configuration, the counters, the buffer, the ladder, the permutation, the
-        gates and the counts. :meth:`from_state_dict` continues it exactly."""
+        gates and the counts, the ``nonfinite`` policy and (under ``python``) the
+        rules, units and what ``buffer="auto"`` has seen so far.
+        :meth:`from_state_dict` continues it exactly. It carries no checksum (a
+        pickle or ``torch.save`` keeps it as it is); :meth:`save` adds one."""
         state = json.loads(self._native.state_json())
         state["nonfinite"] = self._nonfinite
         state["python"] = {
@@ -833,47 +836,79 @@ class Controller:
 
     @classmethod
     def from_state_dict(cls, state: Mapping[str, Any]) -> "Controller":
-        """A controller continuing a :meth:`state_dict` (checked: a permutation and its
-        inverse, lengths, finite positive rates)."""
-        state = dict(state)
+        """A controller continuing a :meth:`state_dict`, checked first: every field's
+        type (``TypeError``) and value (``ValueError``), unknown or missing keys, and
+        the invariants every state of a controller keeps: ``replica_at`` a permutation
+        of the P replicas and ``level_of`` its inverse, every length, learning rates
+        finite and > 0 with the target level's below the hottest level's, the ends
+        where the configuration puts them, and (in-place ladder update, the
+        practitioner rules) the whole ladder non-decreasing; the temperatures those of
+        the ladder; the buffer finite (and >= 0 unless ``buffer_projection=
+        "unprojected"``); the iteration at most 2**53 (so the next tell cannot wrap);
+        the counts within what that many iterations allow; ``buffer="auto"``'s
+        calibration consistent. A dict of another layout or version raises
+        ``ValueError``."""
+        state = _statefile.mapping(state, "state")
         nonfinite = state.pop("nonfinite", "raise")
         _check_nonfinite(nonfinite)
-        extra = dict(state.pop("python", None) or {"rules": "paper"})
+        # Dicts of the first versions have no "python" entry: the paper's rules.
+        extra = state.pop("python", None)
+        extra = _statefile.mapping({"rules": "paper"} if extra is None else extra, "state['python']")
+        _statefile.keys(extra, "state['python']", (), ("rules", "energy", "n_data", "calibrate"))
         rules = extra.get("rules", "paper")
         _check_choice("rules", rules, _RULES)
         energy = extra.get("energy", "mean")
         _check_choice("energy", energy, _ENERGY)
-        calibrate = extra.get("calibrate") or {}
+        n_data = extra.get("n_data")
+        if n_data is not None:
+            n_data = _statefile.integer(n_data, "state['python']['n_data']", 1, _MAX_N_DATA)
+        calibrate = _saved_calibration(extra.get("calibrate"))
+        try:
+            text = json.dumps(state, allow_nan=False)
+        except TypeError as err:
+            raise TypeError(f"state must hold plain JSON values, as state_dict() returns: {err}") from None
+        except (ValueError, RecursionError) as err:
+            raise ValueError(f"not a saved nrpt controller: {err}") from None
         self = cls.__new__(cls)
-        self._native = _nrpt.NativeController.from_state_json(json.dumps(state))
+        self._native = _nrpt.NativeController.from_state_json(text)
+        _check_calibration(calibrate, self._native.iteration, self._native.chains)
         self._native.exclude_nonfinite = rules == "practitioner"
         self._nonfinite = nonfinite
         self._dtype = np.dtype(self._native.dtype)
         self._rules = rules
         self._energy = energy
-        n_data = extra.get("n_data")
-        self._n_data = None if n_data is None else int(n_data)
-        self._calibrate = _calibration(
-            bool(calibrate.get("buffer", False)), bool(calibrate.get("scale", False))
-        )
-        # Mid-calibration (saved by 0.2 on): the gaps seen so far.
-        for key in ("gaps", "magnitudes"):
-            self._calibrate[key] = [float(v) for v in calibrate.get(key, [])]
-        self._calibrate["tells"] = int(calibrate.get("tells", 0))
+        self._n_data = n_data
+        self._calibrate = calibrate
         self._callback = None
         self._metropolis = self._native.describe()["config"]["rule"] == "metropolis"
+        if self._metropolis and energy == "mean" and n_data is None:
+            raise ValueError(
+                "not a saved nrpt controller: rule=\"metropolis\" with energy=\"mean\" "
+                "needs n_data, and state['python'] has none"
+            )
         return self
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Writes :meth:`state_dict` as JSON to ``path``."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.state_dict(), f)
+        """Writes the state to ``path`` as JSON (file format 2):
+        ``{"format": 2, "kind": "nrpt.Controller", "sha256": ..., "state": ...}``,
+        ``state`` being :meth:`state_dict` and ``sha256`` the SHA-256 of its canonical
+        JSON (sorted keys, no spaces), so that :meth:`load` finds any change. The
+        file holds at most a few tens of MB (65,536 chains)."""
+        _statefile.write(path, "nrpt.Controller", self.state_dict())
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Controller":
-        """A controller from a file written by :meth:`save`."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_state_dict(json.load(f))
+        """A controller from a file written by :meth:`save`. Refused with
+        ``ValueError``: what is not a regular file (a device such as ``/dev/zero``, a
+        FIFO, a folder: not read at all), a file over 128 MiB (more than any
+        controller's state; never read past that), a file that is not JSON of
+        :meth:`save`'s layout, of another format or kind, whose checksum does not
+        match its state (any edit that changes a value), and then everything
+        :meth:`from_state_dict` refuses. A file of an earlier version (format 1, the state dict
+        without a checksum) is refused with a message saying so: if you trust it,
+        ``Controller.from_state_dict(json.load(open(path)))`` loads it with every
+        check but the checksum, and :meth:`save` writes it again in format 2."""
+        return cls.from_state_dict(_statefile.read(path, "nrpt.Controller"))
 
     def __getstate__(self) -> Dict[str, Any]:
         return self.state_dict()
@@ -892,6 +927,53 @@ class Controller:
 def _calibration(buffer: bool, scale: bool) -> Dict[str, Any]:
     """What ``buffer="auto"`` still calibrates, and the gaps it has seen."""
     return {"buffer": buffer, "scale": scale, "gaps": [], "magnitudes": [], "tells": 0}
+
+
+_MAX_N_DATA = 2**53
+"""The most training examples ``n_data`` may give (a float64 holds every count up
+to it)."""
+
+
+def _saved_calibration(saved: Any) -> Dict[str, Any]:
+    """``state["python"]["calibrate"]`` of a state dict, each field checked (the
+    counts against the controller in :func:`_check_calibration`)."""
+    if saved is None:
+        return _calibration(False, False)
+    where = "state['python']['calibrate']"
+    saved = _statefile.mapping(saved, where)
+    _statefile.keys(saved, where, (), ("buffer", "scale", "gaps", "magnitudes", "tells"))
+    cal = _calibration(
+        _statefile.boolean(saved.get("buffer", False), f"{where}['buffer']"),
+        _statefile.boolean(saved.get("scale", False), f"{where}['scale']"),
+    )
+    # Mid-calibration (saved by 0.2 on): the gaps seen so far.
+    cal["gaps"] = _statefile.finite_floats(saved.get("gaps", []), f"{where}['gaps']")
+    cal["magnitudes"] = _statefile.finite_floats(
+        saved.get("magnitudes", []), f"{where}['magnitudes']", low=0.0
+    )
+    cal["tells"] = _statefile.integer(
+        saved.get("tells", 0), f"{where}['tells']", 0, AUTO_BUFFER_ITERATIONS - 1
+    )
+    return cal
+
+
+def _check_calibration(cal: Mapping[str, Any], iteration: int, chains: int) -> None:
+    """What ``buffer="auto"`` keeps: nothing once it is done; while it runs, each
+    calibrating tell (at most one per iteration) adds at least one finite gap and at
+    most P - 1, and at least two finite magnitudes and at most P."""
+    where = "state['python']['calibrate']"
+    tells, gaps, mags = cal["tells"], len(cal["gaps"]), len(cal["magnitudes"])
+    if not (cal["buffer"] or cal["scale"]):
+        if tells or gaps or mags:
+            _statefile.fail(where, "holds gaps of a calibration that is not running")
+        return
+    if tells > iteration:
+        _statefile.fail(where, f"counts {tells} tells, more than the {iteration} iterations")
+    if not (tells <= gaps <= tells * (chains - 1) and 2 * tells <= mags <= tells * chains):
+        _statefile.fail(
+            where,
+            f"holds {gaps} gaps and {mags} magnitudes for {tells} tells of {chains} replicas",
+        )
 
 
 def _check_nonfinite(policy: Any) -> None:

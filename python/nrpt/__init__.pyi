@@ -192,12 +192,26 @@ class Controller:
     @property
     def config(self) -> Dict[str, Any]: ...
     def stats(self) -> Stats: ...
-    def state_dict(self) -> Dict[str, Any]: ...
+    def state_dict(self) -> Dict[str, Any]:
+        """The whole state as plain JSON values, without a checksum (pickles and
+        ``torch.save`` keep it as it is)."""
     @classmethod
-    def from_state_dict(cls, state: Mapping[str, Any]) -> "Controller": ...
-    def save(self, path: _Path) -> None: ...
+    def from_state_dict(cls, state: Mapping[str, Any]) -> "Controller":
+        """Checked first: every field's type (``TypeError``) and value, unknown or
+        missing keys, and a controller's invariants (permutation and inverse,
+        lengths, the ladder's order and ends, temperatures, buffer, iteration at most
+        2**53, counts, calibration) (``ValueError``)."""
+    def save(self, path: _Path) -> None:
+        """JSON file format 2: ``{"format": 2, "kind": "nrpt.Controller", "sha256":
+        ..., "state": state_dict()}``, the SHA-256 over the state's canonical JSON
+        (sorted keys, no spaces)."""
     @classmethod
-    def load(cls, path: _Path) -> "Controller": ...
+    def load(cls, path: _Path) -> "Controller":
+        """A file of :meth:`save`: ``ValueError`` for a device, FIFO or folder (not
+        read), a file over 128 MiB (not read past it), another layout, format or kind,
+        a checksum that does not match, a file of format 1 (earlier versions, no
+        checksum: ``from_state_dict(json.load(f))`` loads it), and what
+        :meth:`from_state_dict` refuses."""
     def __getstate__(self) -> Dict[str, Any]: ...
     def __setstate__(self, state: Mapping[str, Any]) -> None: ...
 

@@ -24,7 +24,6 @@ command's warnings. A swap exchanges the ``beta`` of two replicas, never their s
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 import numpy.typing as npt
 
-from . import _nrpt
+from . import _nrpt, _statefile
 
 __all__ = ["ExactController", "ExactStep", "LogZ"]
 
@@ -495,9 +494,11 @@ class ExactController:
 
     def state_dict(self) -> Dict[str, Any]:
         """The whole state, JSON-ready: a format tag, the version, a few readable
-        fields, and ``state``, every buffer and counter of the Rust controller with
-        each float bit for bit (hex of its binary encoding). :meth:`load_state_dict`
-        or :meth:`from_state_dict` continue it exactly."""
+        fields (``chains``, ``iteration``, ``nonfinite``, ``asked``), and ``state``,
+        every buffer and counter of the Rust controller with each float bit for bit
+        (hex of its binary encoding). :meth:`load_state_dict` or
+        :meth:`from_state_dict` continue it exactly. It carries no checksum (a pickle
+        keeps it as it is); :meth:`save` adds one."""
         return {
             "format": _FORMAT,
             "version": _VERSION,
@@ -510,30 +511,36 @@ class ExactController:
 
     @classmethod
     def from_state_dict(cls, state: Mapping[str, Any]) -> "ExactController":
-        """A controller continuing a :meth:`state_dict` (checked: lengths, grid,
-        permutation, counters)."""
+        """A controller continuing a :meth:`state_dict`, checked first: the fields'
+        types (``TypeError``) and values (``ValueError``), unknown or missing keys, the
+        readable fields against the encoded state, and the invariants every state of
+        a run keeps: the lengths, the β grid strictly decreasing from 1 (level 0) to 0
+        (level P - 1), the barrier's knots, a permutation and its inverse, finite
+        positive step sizes, the iteration at most 2**53 and equal to the rounds'
+        iterations (``first_round * (2**round - 1)`` plus the current round's), the
+        counts within what that many iterations allow."""
         self = cls.__new__(cls)
         self._restore(state)
         return self
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Replaces this controller's state by a :meth:`state_dict` (checked first:
-        nothing changes if it is refused)."""
+        """Replaces this controller's state by a :meth:`state_dict` (checked first, as
+        :meth:`from_state_dict` does: nothing changes if it is refused)."""
         self._restore(state)
 
     def _restore(self, state: Mapping[str, Any]) -> None:
-        if not isinstance(state, Mapping):
-            raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
+        state = _statefile.mapping(state, "state")
         if state.get("format") != _FORMAT or state.get("version") != _VERSION:
             raise ValueError(
                 f"not a state of this nrpt.ExactController: format {state.get('format')!r} "
                 f"version {state.get('version')!r} (this is {_FORMAT!r} version {_VERSION})"
             )
+        _statefile.keys(
+            state, "state", ("format", "version", "state"), ("chains", "iteration", "nonfinite", "asked")
+        )
         nonfinite = state.get("nonfinite", "raise")
         _check_nonfinite(nonfinite)
-        asked = state.get("asked", False)
-        if not isinstance(asked, bool):
-            raise TypeError(f"state['asked'] must be a bool, got {asked!r}")
+        asked = _statefile.boolean(state.get("asked", False), "state['asked']")
         text = state.get("state")
         if not isinstance(text, str):
             raise TypeError("state['state'] must be the hex text that state_dict() wrote")
@@ -542,20 +549,38 @@ class ExactController:
         except ValueError as err:
             raise ValueError(f"state['state'] is not hex text: {err}") from None
         native = _nrpt.NativeExactController.from_state_bytes(raw)
+        # The readable copies must say what the encoded state holds.
+        for key, actual in (("chains", native.chains), ("iteration", native.iteration)):
+            if key in state:
+                value = _statefile.integer(state[key], f"state[{key!r}]", 0, 2**64 - 1)
+                if value != actual:
+                    _statefile.fail(
+                        f"state[{key!r}]", f"is {value}, but the encoded state holds {actual}"
+                    )
         self._native = native
         self._nonfinite = nonfinite
         self._asked = asked
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Writes :meth:`state_dict` as JSON to ``path``."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.state_dict(), f)
+        """Writes the state to ``path`` as JSON (file format 2):
+        ``{"format": 2, "kind": "nrpt.ExactController", "sha256": ..., "state": ...}``,
+        ``state`` being :meth:`state_dict` and ``sha256`` the SHA-256 of its canonical
+        JSON (sorted keys, no spaces), so that :meth:`load` finds any change."""
+        _statefile.write(path, "nrpt.ExactController", self.state_dict())
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "ExactController":
-        """A controller from a file written by :meth:`save`."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_state_dict(json.load(f))
+        """A controller from a file written by :meth:`save`. Refused with
+        ``ValueError``: what is not a regular file (a device such as ``/dev/zero``, a
+        FIFO, a folder: not read at all), a file over 128 MiB (more than any
+        controller's state; never read past that), a file that is not JSON of
+        :meth:`save`'s layout, of another format or kind, whose checksum does not
+        match its state (any edit that changes a value), and then everything
+        :meth:`from_state_dict` refuses. A file of an earlier version (format 1, the state dict
+        without a checksum) is refused with a message saying so: if you trust it,
+        ``ExactController.from_state_dict(json.load(open(path)))`` loads it with
+        every check but the checksum, and :meth:`save` writes it again in format 2."""
+        return cls.from_state_dict(_statefile.read(path, "nrpt.ExactController"))
 
     def __getstate__(self) -> Dict[str, Any]:
         return self.state_dict()

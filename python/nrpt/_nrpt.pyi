@@ -84,7 +84,10 @@ class NativeController:
     def describe(self) -> Dict[str, Any]: ...
     def state_json(self) -> str: ...
     @classmethod
-    def from_state_json(cls, text: str) -> "NativeController": ...
+    def from_state_json(cls, text: str) -> "NativeController":
+        """Checked as nrpt-core resumes a run, then the ladder's order and ends, the
+        temperatures, the buffer, the iteration (at most 2**53) and the counts
+        (``ValueError``)."""
 
 def record_exact(
     chains: int, dim: int, iterations: int, seed: int, window: int = 1, ensemble: int = 0
@@ -146,7 +149,10 @@ class NativeExactController:
     def stats(self) -> Dict[str, Any]: ...
     def state_bytes(self) -> bytes: ...
     @classmethod
-    def from_state_bytes(cls, bytes: bytes) -> "NativeExactController": ...
+    def from_state_bytes(cls, bytes: bytes) -> "NativeExactController":
+        """Checked as the core resumes a run (lengths, β grid, knots, permutation,
+        round position), then the iteration (at most 2**53, equal to the rounds'),
+        the last round's records and the counts (``ValueError``)."""
 
 @final
 class NativeToyExplorer:

@@ -14,12 +14,13 @@ use nrpt_core::driver::{
 };
 use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::rng::UnitDraw;
-use nrpt_core::rules::PairEnergies;
-use nrpt_core::swap::flags;
+use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies};
+use nrpt_core::swap::{SwapRule, flags};
 
 use crate::config::run_config;
 use crate::convert::{array1, to_dict, to_py};
 use crate::errors::{command_error, value_error};
+use crate::saved;
 
 /// The floating-point type of the energies (and of the swap rule's comparison).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,8 +160,9 @@ macro_rules! each {
 
 /// What a saved controller holds (`Controller.state_dict()` in Python): the
 /// configuration and every buffer that carries state (the energies of the last tell
-/// do not: the next one replaces them all).
+/// do not: the next one replaces them all). Unknown keys are refused.
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Saved {
     format: String,
     version: u32,
@@ -396,6 +398,15 @@ impl NativeController {
             }
             o.ladder[0] = eta_min;
             o.ladder[p - 1] = eta_max;
+            if options.rules.ladder_update == LadderUpdate::InPlace {
+                // The map keeps the order and the ends in exact arithmetic; in floats an
+                // inner rate on a collapsed gap at the top (equal to the old end) can land
+                // an ulp past the new end. The in-place ladder stays non-decreasing within
+                // its ends, as its updates keep it (and as a saved state is checked).
+                for l in 1..p - 1 {
+                    o.ladder[l] = o.ladder[l].max(o.ladder[l - 1]).min(eta_max);
+                }
+            }
             options.temperatures.fill(&o.ladder, &mut o.temperatures);
         });
         self.config = config;
@@ -527,8 +538,10 @@ impl NativeController {
         serde_json::to_string(&saved).map_err(value_error)
     }
 
-    /// A controller from [`NativeController::state_json`]'s text: checked (lengths, a
-    /// permutation and its inverse, finite positive rates) and continued exactly.
+    /// A controller from [`NativeController::state_json`]'s text, checked as nrpt-core
+    /// checks a resumed run (lengths, a permutation and its inverse, finite positive
+    /// rates) and by [`check_saved`] (the ladder's order and ends, the temperatures,
+    /// the buffer, the iteration and the counts), then continued exactly.
     #[classmethod]
     fn from_state_json(_cls: &Bound<'_, PyType>, text: &str) -> PyResult<Self> {
         let saved: Saved = serde_json::from_str(text)
@@ -539,9 +552,23 @@ impl NativeController {
                 saved.format, saved.version
             )));
         }
+        // A controller's configuration has the default target (no data file to read,
+        // energies in the units told).
+        let target = RunConfig::default().target;
+        if saved.config.target != target {
+            return Err(value_error(format!(
+                "a saved controller whose configuration names the target {:?}: a \
+                 controller's is always {:?}",
+                saved.config.target.as_str(),
+                target.as_str()
+            )));
+        }
         let mut c = Self::build(saved.config, saved.ensemble, saved.dtype)?;
-        let options = c.options;
+        let (options, config) = (c.options, &c.config);
         each!(&mut c.state, o => {
+            // The ends of the ladder a fresh controller of this configuration has.
+            let p = o.ladder.len();
+            let ends = (o.ladder[0], o.ladder[p - 1]);
             o.ladder = saved.ladder;
             o.temperatures = saved.temperatures;
             o.replica_at = saved.replica_at;
@@ -553,7 +580,106 @@ impl NativeController {
             o.progress = saved.progress;
             // The resume checks every length and the consistency of the state.
             o.with(options, NonfinitePairs::Adapt, |_| ()).map_err(|e| value_error(format!("a saved controller that does not fit its configuration: {e}")))?;
+            check_saved(o, &options, config, ends).map_err(|e| value_error(format!(
+                "a saved controller that cannot be a controller's state: {e}"
+            )))?;
         });
         Ok(c)
     }
+}
+
+/// What every state a controller reaches keeps, beyond nrpt-core's resume checks
+/// (`o` has passed them: every length fits P ≥ 2):
+/// - the iteration at most [`saved::MAX_ITERATION`];
+/// - the ladder's ends where the configuration puts them (those of a fresh controller,
+///   or `eta_min` and `eta_max` as `set_ladder_ends` sets them), the target level's
+///   rate below the hottest level's, and with the in-place update (the practitioner
+///   rules) the whole ladder non-decreasing (the paper's Jacobi update can cross a
+///   small gap, so there only the ends are ordered);
+/// - the temperatures those the configuration gives for the ladder;
+/// - the buffer C at least 0 under its non-negative projection (C may turn negative
+///   only under the paper's code's unprojected rule), and the configured one when it
+///   does not adapt;
+/// - per pair, indicators and non-finite iterations (never both at once) and attempts
+///   at most the iterations, swaps at most the attempts and the indicators; restarts
+///   at most the swaps of pair 0 (the only way to arrive at level 0), and the totals
+///   of [`saved::check_stats`]; the flags and trip states of [`saved`].
+fn check_saved<F>(
+    o: &Owned<F>,
+    options: &TemperingOptions,
+    config: &RunConfig,
+    (first, last): (f64, f64),
+) -> Result<(), String> {
+    let n = o.progress.iteration;
+    let p = o.ladder.len();
+    saved::check_iteration(n)?;
+    let (eta0, eta_top) = (o.ladder[0], o.ladder[p - 1]);
+    if eta0 >= eta_top {
+        return Err(format!(
+            "the ladder runs from {eta0} at the target level to {eta_top} at the hottest: \
+             the target level's learning rate must be the smaller"
+        ));
+    }
+    if !(eta0 == first || eta0 == config.eta_min) || !(eta_top == last || eta_top == config.eta_max)
+    {
+        return Err(format!(
+            "the ladder's ends {eta0} and {eta_top} are not the configuration's (eta_min = \
+             {}, eta_max = {})",
+            config.eta_min, config.eta_max
+        ));
+    }
+    // (The rates are finite: nrpt-core's resume has checked them.)
+    let in_place = options.rules.ladder_update == LadderUpdate::InPlace;
+    if let Some(l) = (1..p).find(|&l| in_place && o.ladder[l - 1] > o.ladder[l]) {
+        return Err(format!(
+            "learning rate {} at level {l} is below {} at level {}: the in-place ladder \
+             update keeps the ladder non-decreasing",
+            o.ladder[l],
+            o.ladder[l - 1],
+            l - 1
+        ));
+    }
+    let mut temperatures = vec![0.0; p];
+    options.temperatures.fill(&o.ladder, &mut temperatures);
+    if let Some(l) = (0..p).find(|&l| temperatures[l] != o.temperatures[l]) {
+        return Err(format!(
+            "temperature {} at level {l}, where the configuration gives {} for this ladder",
+            o.temperatures[l], temperatures[l]
+        ));
+    }
+    let buffer = o.progress.buffer;
+    if options.rules.buffer_projection == BufferProjection::NonNegative && buffer < 0.0 {
+        return Err(format!(
+            "buffer C = {buffer}: the buffer is projected onto C >= 0 (buffer_projection)"
+        ));
+    }
+    let adapts = options.adapt.adapt_buffer && options.rule == SwapRule::Buffered;
+    if !adapts && buffer != options.initial_buffer {
+        return Err(format!(
+            "buffer C = {buffer}, but it does not adapt: it stays the configured {}",
+            options.initial_buffer
+        ));
+    }
+    for (pair, s) in o.pair_stats.iter().enumerate() {
+        let bad = |what: &str| Err(format!("pair {pair}: {what} ({s:?} in {n} iterations)"));
+        if u128::from(s.indicators) + u128::from(s.nonfinite) > u128::from(n) {
+            return bad("more indicators and non-finite iterations than iterations");
+        }
+        if s.attempts > n {
+            return bad("more attempts than iterations");
+        }
+        if s.swaps > s.attempts.min(s.indicators) {
+            return bad("more swaps than attempts or indicators");
+        }
+    }
+    let stats = &o.progress.stats;
+    if stats.restarts > o.pair_stats[0].swaps {
+        return Err(format!(
+            "{} restarts but {} swaps of pair 0 (a restart is an arrival at level 0)",
+            stats.restarts, o.pair_stats[0].swaps
+        ));
+    }
+    saved::check_stats(stats, n, p)?;
+    saved::check_flags(&o.flags, n)?;
+    saved::check_trips(&o.trips, &o.replica_at)
 }

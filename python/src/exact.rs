@@ -16,6 +16,7 @@ use nrpt_core::swap::flags;
 
 use crate::convert::{array1, reshape2, to_dict};
 use crate::errors::value_error;
+use crate::saved;
 
 /// A float for a dict: `None` where it is not finite (as the summaries' JSON has it).
 fn num(x: f64) -> Option<f64> {
@@ -293,13 +294,58 @@ impl NativeExactController {
         PyBytes::new(py, &self.inner.encode())
     }
 
-    /// A controller from [`NativeExactController::state_bytes`], checked and continued
-    /// exactly.
+    /// A controller from [`NativeExactController::state_bytes`], checked as the core
+    /// checks a resumed run (lengths, the β grid strictly decreasing from 1 to 0, the
+    /// barrier's knots, a permutation and its inverse, the round's position) and by
+    /// [`check_saved`], then continued exactly.
     #[classmethod]
     fn from_state_bytes(_cls: &Bound<'_, PyType>, bytes: &[u8]) -> PyResult<Self> {
         let inner = ExactController::decode(bytes).map_err(value_error)?;
+        check_saved(&inner).map_err(|e| {
+            value_error(format!(
+                "a saved nrpt exact controller whose state cannot be a run's: {e}"
+            ))
+        })?;
         Ok(NativeExactController { inner })
     }
+}
+
+/// What every state of an exact controller keeps, beyond the core's resume checks: the
+/// iteration at most [`saved::MAX_ITERATION`] and equal to the iterations of the
+/// completed rounds (`first_round · (2^round − 1)`) plus those of the current one; a
+/// last round's report and pair records exactly when a round has completed; the
+/// totals of [`saved::check_stats`] and the flags of [`saved::check_flags`].
+fn check_saved(c: &ExactController) -> Result<(), String> {
+    let n = c.iteration();
+    saved::check_iteration(n)?;
+    let (round, first) = (c.round(), c.settings().first_round);
+    // 2^53 iterations hold at most 53 rounds of at least one iteration.
+    let completed = if round <= 64 {
+        u128::from(first) * ((1u128 << round) - 1)
+    } else {
+        u128::MAX
+    };
+    if completed.checked_add(u128::from(c.round_iteration())) != Some(u128::from(n)) {
+        return Err(format!(
+            "iteration {n} is not the {round} completed rounds of {first} · 2^r iterations \
+             plus the {} of the current one",
+            c.round_iteration()
+        ));
+    }
+    let has_round = round > 0;
+    if c.last_round().is_some() != has_round || c.last_pairs().is_empty() == has_round {
+        return Err(format!(
+            "{round} rounds completed, but the report and pair records of the last one are \
+             {}",
+            if c.last_round().is_some() {
+                "there"
+            } else {
+                "missing"
+            }
+        ));
+    }
+    saved::check_stats(&c.stats(), n, c.chains())?;
+    saved::check_flags(c.flags(), n)
 }
 
 /// Runs nrpt-core's exact tempering with its own MALA explorers on the Gaussian path

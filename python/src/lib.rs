@@ -25,6 +25,7 @@ mod engines;
 mod errors;
 mod exact;
 mod interrupt;
+mod saved;
 mod solver;
 mod toy;
 
