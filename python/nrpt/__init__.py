@@ -893,7 +893,9 @@ class Controller:
         ``{"format": 2, "kind": "nrpt.Controller", "sha256": ..., "state": ...}``,
         ``state`` being :meth:`state_dict` and ``sha256`` the SHA-256 of its canonical
         JSON (sorted keys, no spaces), so that :meth:`load` finds any change. The
-        file holds at most a few tens of MB (65,536 chains)."""
+        file holds at most a few tens of MB (65,536 chains). The file is
+        written whole or not at all (a temporary file beside it, renamed into place):
+        an interrupted save leaves the previous file as it was."""
         _statefile.write(path, "nrpt.Controller", self.state_dict())
 
     @classmethod

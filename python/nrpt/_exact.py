@@ -565,7 +565,9 @@ class ExactController:
         """Writes the state to ``path`` as JSON (file format 2):
         ``{"format": 2, "kind": "nrpt.ExactController", "sha256": ..., "state": ...}``,
         ``state`` being :meth:`state_dict` and ``sha256`` the SHA-256 of its canonical
-        JSON (sorted keys, no spaces), so that :meth:`load` finds any change."""
+        JSON (sorted keys, no spaces), so that :meth:`load` finds any change. The file is
+        written whole or not at all (a temporary file beside it, renamed into place):
+        an interrupted save leaves the previous file as it was."""
         _statefile.write(path, "nrpt.ExactController", self.state_dict())
 
     @classmethod

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import stat
 from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
@@ -62,11 +63,28 @@ def digest(state: Mapping[str, Any]) -> str:
 
 
 def write(path: Path, kind: str, state: Mapping[str, Any]) -> None:
-    """Writes ``state`` (a ``state_dict()``) to ``path`` as a file of ``kind``."""
+    """Writes ``state`` (a ``state_dict()``) to ``path`` as a file of ``kind``, whole or
+    not at all: into a temporary file beside it (``.NAME.TOKEN.tmp``), flushed to disk,
+    then renamed over ``path``. A crash or an error while writing leaves the previous
+    file at ``path`` as it was."""
     doc = {"format": FORMAT, "kind": kind, "sha256": digest(state), "state": state}
-    text = json.dumps(doc, allow_nan=False)
-    with open(path, "w", encoding="ascii") as f:
-        f.write(text)
+    text = json.dumps(doc, allow_nan=False).encode("ascii")
+    target = os.fspath(_name(path) if isinstance(path, bytes) else path)
+    folder, base = os.path.split(os.path.abspath(target))
+    tmp = os.path.join(folder, f".{base}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def read(path: Path, kind: str) -> Dict[str, Any]:

@@ -56,6 +56,29 @@ def same_state(a, b):
 # -- reading files --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("make", [controller, exact_controller])
+def test_a_save_is_whole_or_leaves_the_previous_file(make, tmp_path, monkeypatch):
+    path = tmp_path / "ctl.json"
+    first = make(tells=3)
+    first.save(path)
+    before = path.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["ctl.json"]
+
+    def broken(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken)
+    with pytest.raises(OSError, match="No space"):
+        make(tells=9).save(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before, "the previous file changed"
+    assert sorted(os.listdir(tmp_path)) == ["ctl.json"], "a temporary file was left"
+    assert same_state(type(first).load(path).state_dict(), first.state_dict())
+    with pytest.raises(FileNotFoundError):
+        first.save(tmp_path / "missing" / "ctl.json")
+    assert sorted(os.listdir(tmp_path)) == ["ctl.json"]
+
+
 @pytest.mark.parametrize("cls", [nrpt.Controller, nrpt.ExactController])
 def test_devices_fifos_and_folders_are_refused_unread(cls, tmp_path):
     # The issue asks for /dev/zero to be refused within a second; it takes one stat()
