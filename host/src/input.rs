@@ -113,27 +113,30 @@ pub struct Input {
 /// "the cap of a configuration file"). Refuses a folder always, and any other non-regular
 /// file unless `crate::limits` allows special files.
 pub fn open(path: &Path, cap: u64, what: &'static str) -> io::Result<Input> {
-    let meta = std::fs::metadata(path)?;
-    let special = match special_kind(&meta) {
-        None => false,
-        Some(kind) if meta.is_dir() || !crate::limits::get().allow_special_files => {
-            return Err(InputError::NotRegular { kind }.into());
+    let allowed = |meta: &std::fs::Metadata| -> io::Result<bool> {
+        match special_kind(meta) {
+            None => Ok(false),
+            Some(kind) if meta.is_dir() || !crate::limits::get().allow_special_files => {
+                Err(InputError::NotRegular { kind }.into())
+            }
+            Some(_) => Ok(true),
         }
-        Some(_) => true,
     };
+    // Judged before it is opened (a device is not even opened unless allowed), and again
+    // by the descriptor: what was opened is what is read, even if the name was swapped
+    // for a FIFO in between.
+    allowed(&std::fs::metadata(path)?)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never block in open (a FIFO without a writer) or read: wait in polls instead.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let special = allowed(&meta)?;
     if !special && meta.len() > cap {
         return Err(InputError::TooLarge { cap, what }.into());
     }
-    let file = if special {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never block in open (a FIFO without a writer) or read: wait in polls instead.
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)?
-    } else {
-        File::open(path)?
-    };
     Ok(Input {
         file,
         special,
