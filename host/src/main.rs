@@ -67,9 +67,11 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Run(a) => {
             // The kernels' math from the configuration (file and --math); a
             // configuration that does not load is reported by the command itself.
-            let math = commands::run::load_config(a).ok().map(|c| c.math);
+            // Read once (a configuration file may be a pipe).
+            let loaded = commands::run::load_config(a);
+            let math = loaded.as_ref().ok().map(|c| c.math);
             let b = backend(&a.engine, math, quiet)?;
-            commands::run::run(a, b.as_ref(), &cpu(&a.engine), cli.json, cli.quiet)
+            commands::run::run(a, loaded, b.as_ref(), &cpu(&a.engine), cli.json, cli.quiet)
         }
         Command::Reproduce(a) => match &a.action {
             Some(nrpt::cli::ReproduceAction::Merge(m)) => commands::reproduce::merge(m, cli.json),

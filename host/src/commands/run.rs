@@ -368,13 +368,14 @@ struct Start {
 /// The start of a run: from `--resume` (the checkpoint's configuration, which the other
 /// flags must agree with, and its input files, which must not have changed) or from the
 /// flags.
-fn start(args: &RunArgs) -> Result<Start> {
+fn start(args: &RunArgs, loaded: Result<RunConfig>) -> Result<Start> {
     if args.checkpoint_every == Some(0) {
         return Err(ConfigError::new("checkpoint_every", "must be at least 1 iteration").into());
     }
     let Some(dir) = &args.resume else {
-        let config = load_config(args)?;
+        let config = loaded?;
         let inputs = if args.checkpoint_every.is_some() {
+            refuse_pipes_with_checkpoints(&config)?;
             checkpoint::input_digests(&config)?
         } else {
             Vec::new()
@@ -449,6 +450,27 @@ fn start(args: &RunArgs) -> Result<Start> {
         inputs: c.inputs,
         resumed,
     })
+}
+
+/// A run with checkpoints reads its data files twice (their digests, then the data) and
+/// again on a resume: a pipe or device cannot be, so it is refused before anything is
+/// read.
+fn refuse_pipes_with_checkpoints(config: &RunConfig) -> Result<(), ConfigError> {
+    for (key, path) in config.input_paths() {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(ConfigError::new(
+                "checkpoint_every",
+                format!(
+                    "a run with checkpoints reads --{} ({}) again when it resumes, and a pipe \
+                     or device cannot be read twice: give a regular file, or leave out \
+                     --checkpoint-every",
+                    key.replace('_', "-"),
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether two paths name the same place: the same folder once links and `.`/`..` are
@@ -581,8 +603,11 @@ pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
 }
 
 /// Runs the command: on `backend`, or segment by segment on `cpu` with checkpoints.
+/// `loaded` is [`load_config`] of `args`, read once by the caller (a configuration file
+/// may be a pipe); a resumed run takes its configuration from the checkpoint instead.
 pub fn run(
     args: &RunArgs,
+    loaded: Result<RunConfig>,
     backend: &dyn Backend,
     cpu: &CpuBackend,
     json: bool,
@@ -594,7 +619,7 @@ pub fn run(
         saved,
         inputs,
         resumed,
-    } = start(args)?;
+    } = start(args, loaded)?;
     let policy = out_policy(args, &config);
     if let Some(e) = super::classifier_exact::refused(&config) {
         return Err(e.into());

@@ -580,6 +580,51 @@ fn inputs_are_read_once_and_refusals_name_their_flag() {
         assert!(o.status.success(), "{name}: {}", stderr(&o));
         assert!(here.join(&out).join("summary.json").exists());
     }
+    // A configuration file is read once too; a pipe cannot be a checkpointed run's
+    // data (a resume reads the data again).
+    let fifo = here.join("config-pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, "iterations = 100\nchains = 4\n"))
+    };
+    let o = run_in(
+        here,
+        &[
+            "--allow-special-files",
+            "run",
+            "-c",
+            fifo.to_str().unwrap(),
+            "-o",
+            "piped",
+        ],
+    );
+    writer.join().unwrap().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    refused(
+        &run_in(
+            here,
+            &[
+                "--allow-special-files",
+                "run",
+                "--target",
+                "classifier",
+                "--data",
+                fifo.to_str().unwrap(),
+                "--checkpoint-every",
+                "10",
+                "-o",
+                "x",
+            ],
+        ),
+        &["--checkpoint-every", "cannot be read twice"],
+    );
     // A `.npy` file given as CSV data is named as one; an error about a test file names
     // its flag.
     std::fs::write(here.join("data.bin"), b"\x93NUMPY\x01\x00garbage").unwrap();
