@@ -401,9 +401,9 @@ mod tests {
         assert_eq!((f.peak_phase(), f.total()), (Writing, 160));
         // Checkpointing with only the running phase's parts is not named; with a
         // checkpoint's encoding it is.
-        f.add_during(&[Running, Phase::Checkpointing], "more states", 5);
+        f.add_during(&[Running, Checkpointing], "more states", 5);
         assert!(!f.describe().contains("checkpointing"), "{}", f.describe());
-        f.add_during(&[Phase::Checkpointing], "checkpoint", 5);
+        f.add_during(&[Checkpointing], "checkpoint", 5);
         assert!(
             f.describe().contains("checkpointing 10 B"),
             "{}",
