@@ -284,8 +284,8 @@ pub fn checkpoint(job: &Job) -> u64 {
 /// so that what a run frees between its phases is free for the next, as the estimate
 /// assumes: with glibc, blocks of 1 MiB or more are then mapped on their own (its
 /// default threshold rises with every large block freed, up to 32 MiB, and blocks below
-/// it stay in the heaps once freed). The `nrpt` command calls it first; elsewhere it
-/// does nothing.
+/// it stay in the heaps once freed). The `nrpt` command calls it first; with another
+/// allocator it does nothing.
 pub fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt sets a parameter of the allocator, which it reads under its own
@@ -298,7 +298,7 @@ pub fn return_freed_memory() {
 /// Gives the whole free pages of the allocator's heaps back to the system (glibc's
 /// `malloc_trim`): smaller blocks freed by one phase (the records of many ensembles,
 /// merged away) would otherwise stay with the process, amid blocks still held. The
-/// engine calls it between phases; elsewhere it does nothing.
+/// engine calls it between phases; with another allocator it does nothing.
 pub fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages, under the allocator's locks.
