@@ -223,13 +223,14 @@ pub fn of_job(job: &Job) -> Footprint {
             .saturating_mul(threads_in_use(job)),
     );
     // Recorder: samples (D f32) and their iterations (u64); per trace entry the ladder
-    // (P f64, in its own Vec), the rates (P − 1 f64), buffer, round trips (4 × u64) and
-    // iteration; index paths (P u32 per recorded iteration, ensemble 0).
+    // (P f64) and the rates (P − 1 f64), each in a block of its own (16 bytes of the
+    // allocator's besides) and a Vec, the buffer, round trips (4 × u64) and iteration;
+    // index paths (P u32 per recorded iteration, ensemble 0).
     let samples = kept_samples(job);
     let entries = trace_entries(job);
     let per_entry = mul(&[8, p])
         .saturating_add(mul(&[8, pairs]))
-        .saturating_add(8 + 32 + 8 + 2 * 24);
+        .saturating_add(2 * (16 + 24) + 8 + 32 + 8);
     let records = mul(&[e, samples, mul(&[4, d]).saturating_add(8)])
         .saturating_add(mul(&[e, entries, per_entry]))
         .saturating_add(mul(&[p, job.record.path_iterations.min(job.iterations), 4]));
