@@ -154,19 +154,37 @@ pub fn input_digests(config: &RunConfig) -> Result<Vec<InputDigest>, crate::conf
         return Ok(out);
     }
     for (key, path) in config.input_paths() {
-        let bytes = crate::input::read_all(
-            path,
-            crate::input::max_data_bytes(),
-            "the cap of a data file: a quarter of --max-memory, at most 4 GiB",
-        )
-        .map_err(|e| crate::config::ConfigError::new(key, format!("{}: {e}", path.display())))?;
+        let sha256 = digest_of(path).map_err(|e| {
+            crate::config::ConfigError::new(key, format!("{}: {e}", path.display()))
+        })?;
         out.push(InputDigest {
             key: key.to_string(),
             path: path.to_path_buf(),
-            sha256: hex(&Sha256::digest(&bytes)),
+            sha256,
         });
     }
     Ok(out)
+}
+
+/// The SHA-256 of the bytes of the data file `path` (read with the cap of data files, a
+/// block at a time: the file is not held in memory), lowercase hex.
+fn digest_of(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut input = crate::input::open(
+        path,
+        crate::input::max_data_bytes(),
+        "the cap of a data file: a quarter of --max-memory, at most 4 GiB",
+    )?;
+    let mut sha = Sha256::new();
+    let mut block = vec![0u8; 1 << 16];
+    loop {
+        match input.read(&mut block) {
+            Ok(0) => return Ok(hex(&sha.finalize())),
+            Ok(n) => sha.update(&block[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The inputs whose bytes are not those of `saved` any more (each with the reason).
@@ -198,17 +216,25 @@ pub fn changed_inputs(saved: &[InputDigest], now: &[InputDigest]) -> Vec<String>
     changed
 }
 
-/// The bytes of a checkpoint (built in place: the state is encoded once, not copied).
+/// The bytes of a checkpoint (built in place: the state is encoded once, not copied,
+/// into a buffer of the exact size, measured by a first pass that keeps no bytes).
 pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&FORMAT.to_le_bytes());
-    bytes.extend_from_slice(&0u64.to_le_bytes());
-    for text in [
+    let texts = [
         version(),
         serde_json::to_string(&c.config)?,
         serde_json::to_string(&c.inputs)?,
-    ] {
+    ];
+    let state_len = bincode::serde::encode_into_std_write(
+        &c.state,
+        &mut std::io::sink(),
+        bincode::config::standard(),
+    )?;
+    let len = texts.iter().map(|t| 4 + t.len()).sum::<usize>() + 8 + state_len;
+    let mut bytes = Vec::with_capacity(HEAD + len + SUM);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&FORMAT.to_le_bytes());
+    bytes.extend_from_slice(&0u64.to_le_bytes());
+    for text in texts {
         let len = u32::try_from(text.len())?;
         bytes.extend_from_slice(&len.to_le_bytes());
         bytes.extend_from_slice(text.as_bytes());

@@ -287,12 +287,59 @@ impl Read for GzInput {
     }
 }
 
-/// Reads all of `path`, at most `cap` bytes.
+/// Reads all of `path`, at most `cap` bytes, into a buffer that never holds more than
+/// `cap + 1` bytes: a regular file's exactly (its size, checked against the cap by
+/// [`open`]), a FIFO's or device's grown by doubling up to `cap + 1`, so that a stream
+/// longer than the cap is refused having read one byte past it.
 pub fn read_all(path: &Path, cap: u64, what: &'static str) -> io::Result<Vec<u8>> {
-    let mut input = open(path, cap, what)?;
-    let mut bytes = Vec::new();
-    input.read_to_end(&mut bytes)?;
+    let input = open(path, cap, what)?;
+    let size = if input.special {
+        0
+    } else {
+        input.file.metadata()?.len()
+    };
+    // The most this buffer may hold; never above what the address space allows.
+    let most = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
+    // A regular file in one allocation (one byte more, to see its end); a stream from
+    // 64 KiB on.
+    let first = usize::try_from(size.saturating_add(1))
+        .unwrap_or(usize::MAX)
+        .max(1 << 16)
+        .min(most);
+    let mut bytes = vec_of(first)?;
+    let mut filled = 0;
+    let mut limited = input.take(cap.saturating_add(1));
+    loop {
+        if filled == bytes.len() {
+            if filled >= most {
+                break;
+            }
+            let grown = bytes.len().saturating_mul(2).min(most);
+            bytes
+                .try_reserve_exact(grown - filled)
+                .map_err(io::Error::other)?;
+            bytes.resize(grown, 0);
+        }
+        match limited.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
+    if bytes.len() as u64 > cap {
+        return Err(InputError::TooLarge { cap, what }.into());
+    }
     Ok(bytes)
+}
+
+/// `len` zeroed bytes, or the allocator's refusal as an error.
+fn vec_of(len: usize) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(io::Error::other)?;
+    v.resize(len, 0);
+    Ok(v)
 }
 
 /// Reads all of `path` as UTF-8 text, at most `cap` bytes.

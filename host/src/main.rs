@@ -129,6 +129,7 @@ fn has<E: std::error::Error + Send + Sync + 'static>(e: &anyhow::Error) -> bool 
 }
 
 fn main() -> ExitCode {
+    nrpt::engine::memory::return_freed_memory();
     let cli = match nrpt::cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         // Help, version and usage errors: clap's text and status (0 or 2), or 1 (141 for

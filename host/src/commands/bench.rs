@@ -39,6 +39,11 @@ pub struct BenchReport {
     pub coordinate_steps_per_sec: f64,
     /// Round trips per 1000 iterations (sanity check).
     pub round_trips_per_1000: f64,
+    /// What the bench was estimated to need before it started, in bytes (checked
+    /// against `--max-memory`).
+    pub memory_estimate_bytes: u64,
+    /// The peak resident memory of the process, in bytes (Linux; `null` elsewhere).
+    pub peak_memory_bytes: Option<u64>,
     /// CUDA only: the first mode of `modes` (the exact one), whose figures the fields
     /// above then hold: `seconds` and `chain_steps_per_sec` are device-timed medians.
     #[serde(flatten)]
@@ -135,9 +140,11 @@ pub fn run(
             _ => RunConfig::default(),
         }
     };
+    // `job` checks this estimate against --max-memory.
     let job = config.job(Record::NOTHING)?;
+    let memory_estimate_bytes = config.footprint(&job).total();
     if let Some(cuda) = backend.as_cuda() {
-        return run_cuda(cuda, &job, json);
+        return run_cuda(cuda, &job, memory_estimate_bytes, json);
     }
     // A short warm-up run (page faults, thread pool start).
     let warm = crate::engine::Job {
@@ -167,6 +174,8 @@ pub fn run(
         coordinate_steps_per_sec: steps * job.target.dim() as f64 / seconds,
         round_trips_per_1000: out.total_stats().round_trips as f64 * 1000.0
             / (job.ensembles as f64 * job.iterations as f64),
+        memory_estimate_bytes,
+        peak_memory_bytes: crate::limits::peak_memory(),
         device: None,
         limits: None,
         modes: Vec::new(),
@@ -250,7 +259,12 @@ fn time_cuda(
 /// [`BENCH_MODES`](nrpt_cuda::timing::BENCH_MODES) timed by [`time_cuda`], beside the
 /// copy bandwidth measured in the same run; the report's own figures are the first
 /// mode's (exact).
-fn run_cuda(cuda: &CudaBackend, job: &crate::engine::Job, json: bool) -> Result<()> {
+fn run_cuda(
+    cuda: &CudaBackend,
+    job: &crate::engine::Job,
+    memory_estimate_bytes: u64,
+    json: bool,
+) -> Result<()> {
     use nrpt_cuda::timing::{BENCH_MODES, target_2d_chain_steps};
     if let Some(why) = cuda.unsupported(job) {
         return Err(EngineError::Backend {
@@ -306,6 +320,8 @@ fn run_cuda(cuda: &CudaBackend, job: &crate::engine::Job, json: bool) -> Result<
         dim: d,
         coordinate_steps_per_sec: first.chain_steps_per_sec * d as f64,
         round_trips_per_1000: first.round_trips_per_1000,
+        memory_estimate_bytes,
+        peak_memory_bytes: crate::limits::peak_memory(),
         device: Some(first.device),
         limits: Some(limits),
         modes,
@@ -369,12 +385,18 @@ pub struct BernoulliReport {
     pub seconds: f64,
     /// E · (P − 1) · iterations / seconds.
     pub pair_updates_per_sec: f64,
+    /// What the bench was estimated to need before it started, in bytes (checked
+    /// against `--max-memory`).
+    pub memory_estimate_bytes: u64,
+    /// The peak resident memory of the process, in bytes (Linux; `null` elsewhere).
+    pub peak_memory_bytes: Option<u64>,
 }
 
 /// Pair-updates per second of the Bernoulli index-process simulator (all cores).
 pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
     use crate::config::{ConfigError, MAX_CHAINS, MAX_VALUES};
     use crate::engine::cpu::Simd;
+    use crate::engine::memory::{Footprint, PROCESS_BYTES, check};
     use crate::scale::simulator::{Group, LANES};
     use rayon::prelude::*;
     let (ensembles, chains, iterations) = args.sizes();
@@ -395,6 +417,13 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
     let window = crate::scale::window_of(&args.window.to_string(), chains, 0.4)?;
     let rates = vec![0.4; chains - 1];
     let groups = ensembles.div_ceil(LANES);
+    let mut footprint = Footprint::default();
+    footprint.add("process", PROCESS_BYTES);
+    footprint.add(
+        "index processes",
+        (groups as u64).saturating_mul(Group::<LANES>::bytes(chains)),
+    );
+    check(&footprint, "--ensembles or --chains").map_err(|m| ConfigError::new("max_memory", m))?;
     let mut sims: Vec<Group<LANES>> = (0..groups)
         .map(|g| Group::new(&rates, window, 1, (g * LANES) as u32))
         .collect();
@@ -412,6 +441,8 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         window,
         seconds,
         pair_updates_per_sec: updates / seconds,
+        memory_estimate_bytes: footprint.total(),
+        peak_memory_bytes: crate::limits::peak_memory(),
     };
     if json {
         say!("{}", serde_json::to_string(&r)?)?;
@@ -463,6 +494,11 @@ pub struct MlpReport {
     pub machine_gflops: f64,
     /// gflops / machine_gflops.
     pub efficiency: f64,
+    /// What the bench was estimated to need before it started (the run, and on the
+    /// CPU the machine's n × n × n product), in bytes (checked against `--max-memory`).
+    pub memory_estimate_bytes: u64,
+    /// The peak resident memory of the process, in bytes (Linux; `null` elsewhere).
+    pub peak_memory_bytes: Option<u64>,
     /// GPU only: the kernels' floating-point contract (`exact`: no FMA, nrpt-core's
     /// bits; the fast mode beside it).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -491,6 +527,19 @@ pub struct MlpReport {
 }
 
 pub use crate::config::parse_hidden;
+
+/// The memory of [`machine_gflops`]`(n)`: its three n × n f32 matrices, and the matrix
+/// library's packing of them, at most a panel of 1024 rows of the right operand (its
+/// blocking is sized from the caches: 512 rows or fewer on the machines measured) and a
+/// slab of at most 4 MiB (its L2 cache) per thread.
+pub fn machine_gflops_bytes(n: usize) -> u64 {
+    let n = n.max(16) as u64;
+    let threads = rayon::current_num_threads() as u64;
+    (3 * 4 * n)
+        .saturating_mul(n)
+        .saturating_add(1024 * 4 * n)
+        .saturating_add(threads.saturating_mul(4 << 20))
+}
 
 /// The large-matrix rate of the matrix library on every thread of the pool: the best
 /// of five n³ f32 products (n ≥ 16).
@@ -580,10 +629,23 @@ pub fn mlp(
             }
         },
     };
+    // Checked before any work: the run, and on the CPU the machine's product.
+    let mut footprint = crate::engine::memory::of_job(&job);
+    if gpu.is_none() {
+        footprint.add(
+            "machine-size product",
+            machine_gflops_bytes(args.machine_size as usize),
+        );
+    }
+    crate::engine::memory::check(
+        &footprint,
+        "--machine-size, --ensembles, --chains, --hidden or --batch",
+    )
+    .map_err(|m| crate::config::ConfigError::new("max_memory", m))?;
     let report = match gpu {
         None => {
             let machine = machine_gflops(args.machine_size as usize);
-            let mut r = time_mlp(cpu, &model, &job, quiet)?;
+            let mut r = time_mlp(cpu, &model, &job, footprint.total(), quiet)?;
             r.machine_gflops = machine;
             r.efficiency = r.gflops / machine;
             r
@@ -598,6 +660,8 @@ pub fn mlp(
             for math in nrpt_cuda::timing::BENCH_MODES {
                 let (f, _) = time_cuda(&g, &job, math, 10)?;
                 let mut r = mlp_report(g.name(), &model, &job, f.device_seconds);
+                r.memory_estimate_bytes = footprint.total();
+                r.peak_memory_bytes = crate::limits::peak_memory();
                 r.machine_gflops = measured;
                 r.efficiency = r.gflops / measured;
                 r.math = Some(f.math.clone());
@@ -632,16 +696,22 @@ fn time_mlp(
     backend: &dyn Backend,
     model: &crate::deep::Model,
     job: &crate::engine::Job,
+    memory_estimate_bytes: u64,
     quiet: bool,
 ) -> Result<MlpReport> {
     backend.run(&warm_up(job, 10), &crate::interrupt::flow)?;
     let started = Instant::now();
     super::run_job(backend, job, "bench mlp", quiet)?;
     let seconds = started.elapsed().as_secs_f64();
-    Ok(mlp_report(backend.name(), model, job, seconds))
+    Ok(MlpReport {
+        memory_estimate_bytes,
+        peak_memory_bytes: crate::limits::peak_memory(),
+        ..mlp_report(backend.name(), model, job, seconds)
+    })
 }
 
-/// The figures of `job` run in `seconds`; the yardstick fields are left to the caller.
+/// The figures of `job` run in `seconds`; the yardstick fields and the memory estimate
+/// are left to the caller.
 fn mlp_report(
     backend: String,
     model: &crate::deep::Model,
@@ -667,6 +737,8 @@ fn mlp_report(
         gflops,
         machine_gflops: f64::NAN,
         efficiency: f64::NAN,
+        memory_estimate_bytes: 0,
+        peak_memory_bytes: None,
         math: None,
         theoretical_gflops: None,
         device: None,

@@ -315,9 +315,44 @@ fn jobs(s: &Settings, seeds: &Range<usize>) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
+/// The cycles of the cycSGLD×T baseline.
+const CYCLES: u64 = 100;
+
+/// The memory of [`run_all`] over `seeds` seeds: every tempering run of `jobs` side by
+/// side, their outputs kept for the figures (each job's own estimate), and the
+/// baselines' samples (per seed, then joined: twice).
+fn footprint(s: &Settings, seeds: usize, jobs: &[Job]) -> crate::engine::memory::Footprint {
+    use crate::engine::memory::{Footprint, PROCESS_BYTES, of_job};
+    let mut f = Footprint::default();
+    f.add("process", PROCESS_BYTES);
+    let runs = jobs.iter().fold(0u64, |acc, j| {
+        acc.saturating_add(of_job(j).total().saturating_sub(PROCESS_BYTES))
+    });
+    f.add("tempering runs side by side", runs);
+    // SGLD×P keeps P chains' samples after the warm-up; cycSGLD×T over 16 N iterations
+    // in 100 cycles samples in the last 5 % of each (at most one more per cycle);
+    // [x, y] f32 pairs.
+    let thin = s.thin.max(1);
+    let kept = (s.chains as u64)
+        .saturating_mul(s.iterations.saturating_sub(s.warmup).div_ceil(thin))
+        .saturating_add(16u64.saturating_mul(s.iterations).div_ceil(20 * thin))
+        .saturating_add(2 * CYCLES);
+    f.add(
+        "baselines' samples",
+        kept.saturating_mul(seeds as u64).saturating_mul(2 * 8),
+    );
+    f
+}
+
 /// Runs every method over the seeds `seeds` (all of them, or one shard's block).
 fn run_all(s: &Settings, seeds: Range<usize>, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
     let jobs = jobs(s, &seeds)?;
+    // Each job checked its own memory; they run side by side.
+    crate::engine::memory::check(
+        &footprint(s, seeds.len(), &jobs),
+        "--ensembles or --iterations",
+    )
+    .map_err(|m| ConfigError::new("max_memory", m))?;
     let n = seeds.len() as u64;
     let chain_steps = |j: &Job| j.iterations * j.ensembles as u64;
     let total: u64 =
@@ -342,7 +377,7 @@ fn run_all(s: &Settings, seeds: Range<usize>, backend: &dyn Backend, quiet: bool
         || {
             rayon::join(
                 || baselines::parallel_sgld(base, s.chains, s.iterations, 0.003, &|n| inc(2 * n)),
-                || baselines::cyclical_sgld(base, 16 * s.iterations, 100, 0.6, &inc),
+                || baselines::cyclical_sgld(base, 16 * s.iterations, CYCLES, 0.6, &inc),
             )
         },
     );

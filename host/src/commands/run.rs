@@ -268,7 +268,19 @@ pub fn outputs(
             ),
             Column {
                 separator: "",
-                ..Column::vector("x", dim, Values::F32(out.samples.clone(), Cell::Plain))
+                // Not written beyond MAX_CSV_DIM (nor given to Python): no copy then.
+                ..Column::vector(
+                    "x",
+                    dim,
+                    Values::F32(
+                        if dim <= MAX_CSV_DIM {
+                            out.samples.clone()
+                        } else {
+                            Vec::new()
+                        },
+                        Cell::Plain,
+                    ),
+                )
             },
         ],
     };
@@ -663,9 +675,8 @@ pub fn run(
             )
         })?;
     }
+    let footprint = footprint(&config, &job, every.is_some());
     if every.is_some() {
-        let mut footprint = config.footprint(&job);
-        footprint.add("checkpoint", crate::engine::memory::checkpoint(&job));
         crate::engine::memory::check(&footprint, crate::config::RUN_MEMORY_ADVICE)
             .map_err(|m| ConfigError::new("max_memory", m))?;
         // Temporary files of checkpoint writers that were killed.
@@ -733,10 +744,30 @@ pub fn run(
             &job,
             seconds,
             chain_steps_per_sec,
+            footprint.total(),
             args.strict,
             json,
         )
     })
+}
+
+/// The memory of `nrpt run` for `job` (made from `config`): the run and its outputs
+/// ([`RunConfig::footprint`]), and with checkpoints the encoding of one (written while
+/// the state is held; on `--resume`, the file read and then decoded).
+pub fn footprint(
+    config: &RunConfig,
+    job: &Job,
+    checkpoints: bool,
+) -> crate::engine::memory::Footprint {
+    let mut f = config.footprint(job);
+    if checkpoints {
+        f.add_during(
+            &[crate::engine::memory::Phase::Checkpointing],
+            "checkpoint",
+            crate::engine::memory::checkpoint(job),
+        );
+    }
+    f
 }
 
 /// Prints the warnings and results of a run whose outputs are written, and applies
@@ -746,6 +777,7 @@ fn report(
     job: &Job,
     seconds: f64,
     chain_steps_per_sec: f64,
+    memory_estimate_bytes: u64,
     strict: bool,
     json: bool,
 ) -> Result<()> {
@@ -760,7 +792,7 @@ fn report(
             summary,
             seconds,
             chain_steps_per_sec,
-            memory_estimate_bytes: config.footprint(job).total(),
+            memory_estimate_bytes,
             peak_memory_bytes: crate::limits::peak_memory(),
         };
         say!("{}", serde_json::to_string(&report)?)?;

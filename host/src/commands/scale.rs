@@ -159,7 +159,26 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         dim: a.dim,
     };
     s.check()?;
+    if s.model == crate::scale::Model::Bernoulli {
+        check_bernoulli_memory(&s)?;
+    }
     Ok(s)
+}
+
+/// The Bernoulli points run one after the other, each holding the index processes of
+/// its ensembles (in groups of 4 lanes at most: the largest per ensemble): the largest
+/// point is checked against `--max-memory`. The other models' runs check their own.
+fn check_bernoulli_memory(s: &Settings) -> Result<(), ConfigError> {
+    use crate::engine::memory::{Footprint, PROCESS_BYTES, check};
+    use crate::scale::simulator::Group;
+    let largest = s.chains.iter().fold(0u64, |most, &p| {
+        let groups = crate::scale::ensembles_for(s, p).div_ceil(4) as u64;
+        most.max(groups.saturating_mul(Group::<4>::bytes(p)))
+    });
+    let mut f = Footprint::default();
+    f.add("process", PROCESS_BYTES);
+    f.add("index processes", largest);
+    check(&f, "--ensembles or --chains").map_err(|m| ConfigError::new("max_memory", m))
 }
 
 /// Writes the folder of a sweep into `dir`: `results.json`, `points.csv` and the

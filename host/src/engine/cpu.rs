@@ -15,7 +15,7 @@ use super::group::{Group, drive};
 use super::lockstep::LANES;
 use super::record::{Observed, Recorder, merge};
 pub use super::simd::Simd;
-use super::state::{EnsembleState, RunState};
+use super::state::{EnsembleState, Handoff, RunState};
 use super::{Backend, EngineError, EnsembleBuffers, Job, OnProgress, RunOutput};
 
 /// The CPU engine.
@@ -44,7 +44,7 @@ fn run_chunk(
     job: &Job,
     first: usize,
     count: usize,
-    from: Option<&[EnsembleState]>,
+    from: Option<&[Handoff]>,
     until: u64,
     simd: Simd,
     progress: OnProgress<'_>,
@@ -65,8 +65,8 @@ pub struct Span<'s> {
     pub first: usize,
     /// How many.
     pub count: usize,
-    /// Their saved states, when resumed.
-    pub from: Option<&'s [EnsembleState]>,
+    /// Their saved states, when resumed (each taken by the task that runs it).
+    pub from: Option<&'s [Handoff]>,
     /// The iteration to stop at.
     pub until: u64,
 }
@@ -95,10 +95,11 @@ where
     let base = job.first_ensemble();
     let (mut buffers, mut records, mut starts) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..count {
-        match from.and_then(|s| s.get(i)) {
-            Some(s) => {
-                buffers.push(s.buffers.clone());
-                records.push(s.recorder.clone());
+        match from {
+            Some(saved) => {
+                let s = take_saved(saved, i)?;
+                buffers.push(s.buffers);
+                records.push(s.recorder);
                 starts.push(Some(s.progress));
             }
             None => {
@@ -148,7 +149,10 @@ where
         runs: &mut runs,
         explore,
     };
-    drive(&mut group, &mut records, job, until, progress)?;
+    let driven = drive(&mut group, &mut records, job, until, progress);
+    // This thread's exploration scratch is not needed until its next ensembles.
+    super::replica_lanes::release_scratch();
+    driven?;
     let progresses: Vec<_> = runs.iter().map(|t| t.progress()).collect();
     drop(runs);
     Ok(buffers
@@ -161,6 +165,17 @@ where
             recorder,
         })
         .collect())
+}
+
+/// Saved ensemble `i` of a task's `saved` ones, moved out.
+pub(crate) fn take_saved(saved: &[Handoff], i: usize) -> Result<EnsembleState, EngineError> {
+    saved
+        .get(i)
+        .and_then(Handoff::take)
+        .ok_or_else(|| EngineError::Backend {
+            backend: "cpu",
+            message: format!("saved ensemble {i} is missing or was taken twice"),
+        })
 }
 
 /// nrpt-core's drivers side by side, each exploring by `explore`.
@@ -243,8 +258,10 @@ impl CpuBackend {
             })?;
         }
         let until = until.min(job.iterations);
-        let body = || self.segment(job, from.as_ref(), until, progress);
-        match self.threads {
+        // The saved ensembles are moved into the tasks that resume them.
+        let saved = from.map(Handoff::all);
+        let body = || self.segment(job, saved.as_deref(), until, progress);
+        let state = match self.threads {
             None => body(),
             Some(n) => rayon::ThreadPoolBuilder::new()
                 .num_threads(n.max(1))
@@ -254,7 +271,10 @@ impl CpuBackend {
                     message: format!("cannot start {n} threads: {e}"),
                 })?
                 .install(body),
-        }
+        };
+        // The threads' scratch is free: for a checkpoint's encoding, or the merge.
+        super::memory::release_freed_memory();
+        state
     }
 
     /// The output of a run that has reached its last iteration.
@@ -277,17 +297,19 @@ impl CpuBackend {
                 r
             })
             .collect();
-        merge(self.name(), runs, job.target.dim())
+        let out = merge(self.name(), runs, job.target.dim());
+        // The records are merged away: free for the outputs.
+        super::memory::release_freed_memory();
+        out
     }
 
     fn segment(
         &self,
         job: &Job,
-        from: Option<&RunState>,
+        states: Option<&[Handoff]>,
         until: u64,
         progress: OnProgress<'_>,
     ) -> Result<RunState, EngineError> {
-        let states = from.map(|s| s.ensembles.as_slice());
         let slice = |first: usize, count: usize| states.map(|s| &s[first..first + count]);
         // Lane groups pay off once they are mostly full; small runs go one ensemble at
         // a time (still vectorized within the ensemble where possible). The choice

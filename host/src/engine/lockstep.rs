@@ -40,7 +40,7 @@ use super::group::{Group, drive};
 use super::record::Observed;
 use super::record::Recorder;
 use super::simd::{Exact, Fast, LaneMath, Simd};
-use super::state::EnsembleState;
+use super::state::{EnsembleState, Handoff};
 use super::{Job, LaneGroup, OnProgress};
 
 /// Ensembles per lane group: two AVX-512 registers of `f32` (four of AVX2), which gives
@@ -60,6 +60,24 @@ pub fn applies(job: &Job) -> bool {
         && o.temperatures == Temperatures::SgdExplorers
         && matches!(o.init, InitialStates::Uniform { .. })
         && LaneRules::of(o).is_ok()
+}
+
+/// The bytes of one lane group of P = `chains` replicas ([`Lanes`]: per level the
+/// states, their sines, energies, ladder, replicas and travel states of every lane and
+/// the level's temperature; per pair the gates, flags and counters of every lane), which
+/// a worker thread holds while it runs the group.
+pub fn group_bytes(chains: usize) -> u64 {
+    use std::mem::size_of;
+    let p = chains as u64;
+    let per_level = 5 * size_of::<F32s>()
+        + size_of::<F64s>()
+        + size_of::<U32s>()
+        + size_of::<[TripState; LANES]>()
+        + size_of::<f64>();
+    let per_pair = 3 * size_of::<[bool; LANES]>() + size_of::<PairLanes<LANES>>();
+    (size_of::<Lanes>() as u64)
+        .saturating_add(p.saturating_mul(per_level as u64))
+        .saturating_add(p.saturating_sub(1).saturating_mul(per_pair as u64))
 }
 
 /// [`LANES`] ensembles of P replicas, stored by level.
@@ -554,7 +572,7 @@ pub fn run_group(
     job: &Job,
     first: usize,
     count: usize,
-    from: Option<&[EnsembleState]>,
+    from: Option<&[Handoff]>,
     until: u64,
     simd: Simd,
     fast: bool,
@@ -562,9 +580,12 @@ pub fn run_group(
 ) -> Result<Vec<EnsembleState>, super::EngineError> {
     let mut lanes = Lanes::new(job, first)?;
     let mut records: Vec<Recorder> = match from {
-        Some(states) => {
-            lanes.restore(states);
-            states.iter().map(|s| s.recorder.clone()).collect()
+        Some(saved) => {
+            let states = (0..count)
+                .map(|i| super::cpu::take_saved(saved, i))
+                .collect::<Result<Vec<_>, _>>()?;
+            lanes.restore(&states);
+            states.into_iter().map(|s| s.recorder).collect()
         }
         None => (0..count)
             .map(|i| Recorder::new(job, job.first_ensemble() + first + i))

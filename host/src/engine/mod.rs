@@ -6,7 +6,7 @@ pub mod classifier;
 pub mod cpu;
 pub mod cuda;
 mod group;
-mod lockstep;
+pub(crate) mod lockstep;
 pub(crate) mod matmul;
 pub mod memory;
 mod record;

@@ -62,14 +62,12 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Empty records of ensemble `e` of `job`, with room for every sample.
+    /// Empty records of ensemble `e` of `job`, with room for every sample and trace
+    /// entry (what the memory estimate counts: no vector grows past its length).
     pub fn new(job: &Job, e: usize) -> Self {
         let rec = job.record;
-        let n_samples = if rec.thin == 0 || job.iterations <= rec.warmup {
-            0
-        } else {
-            (job.iterations - rec.warmup).div_ceil(rec.thin) as usize
-        };
+        let n_samples = super::memory::kept_samples(job) as usize;
+        let entries = super::memory::trace_entries(job) as usize;
         Recorder {
             ensemble: e,
             result: EnsembleResult {
@@ -81,11 +79,11 @@ impl Recorder {
             },
             samples: Vec::with_capacity(n_samples * job.target.dim()),
             sample_iterations: Vec::with_capacity(n_samples),
-            trace_ladder: Vec::new(),
-            trace_buffer: Vec::new(),
-            trace_trips: Vec::new(),
-            trace_rates: Vec::new(),
-            trace_iterations: Vec::new(),
+            trace_ladder: Vec::with_capacity(entries),
+            trace_buffer: Vec::with_capacity(entries),
+            trace_trips: Vec::with_capacity(entries),
+            trace_rates: Vec::with_capacity(entries),
+            trace_iterations: Vec::with_capacity(entries),
             paths: if e == 0 && rec.path_iterations > 0 {
                 vec![Vec::with_capacity(rec.path_iterations as usize); job.chains]
             } else {

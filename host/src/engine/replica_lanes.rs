@@ -110,6 +110,28 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
+/// The bytes of the scratch one thread holds while [`explore`] steps an ensemble of
+/// `job`: the states, gradients and (for momentum) velocities of 16 replicas, D rows
+/// of lanes each (64 bytes per coordinate and vector); 0 where [`explore`] does not
+/// apply. The engine counts it once per worker thread in use and frees it when a
+/// thread's ensembles are done ([`release_scratch`]).
+pub fn scratch_bytes(job: &super::Job) -> u64 {
+    let explorer = job.options.explorer;
+    if !applies(explorer) {
+        return 0;
+    }
+    let vectors = 2 + u64::from(explorer.has_momentum());
+    vectors
+        .saturating_mul(std::mem::size_of::<F32s>() as u64)
+        .saturating_mul(job.target.dim() as u64)
+}
+
+/// Frees this thread's scratch (a worker of a long-lived pool would otherwise keep
+/// [`scratch_bytes`] until the process ends, while the run writes its outputs).
+pub fn release_scratch() {
+    SCRATCH.with_borrow_mut(|s| *s = Scratch::default());
+}
+
 /// One vector pass: the exact gradient, the step with one normal vector of scale
 /// `scale` in the lanes where `draw` holds (the gradient noise and the level's sampling
 /// noise merged, nrpt-core's `merged_noise_scale`), and (when `energy`) the energy with

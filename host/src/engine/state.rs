@@ -28,6 +28,30 @@ pub struct RunState {
     pub ensembles: Vec<EnsembleState>,
 }
 
+/// A saved ensemble on its way to the engine task that resumes it: moved there, not
+/// copied, so that a resumed run holds its states and records once.
+#[derive(Debug)]
+pub struct Handoff(std::sync::Mutex<Option<EnsembleState>>);
+
+impl Handoff {
+    /// Every ensemble of `state`, each ready to be taken once.
+    pub fn all(state: RunState) -> Vec<Handoff> {
+        state
+            .ensembles
+            .into_iter()
+            .map(|s| Handoff(std::sync::Mutex::new(Some(s))))
+            .collect()
+    }
+
+    /// The ensemble; `None` once taken.
+    pub fn take(&self) -> Option<EnsembleState> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
 impl RunState {
     /// Checks that this state belongs to `job` and can be run on (a checkpoint of another
     /// run, or one edited by hand, is refused, never misread): the iteration within the

@@ -103,6 +103,13 @@ pub trait Target: Send + Sync + fmt::Debug + 'static {
         Vec::new()
     }
 
+    /// Bytes one worker thread holds while it runs ensembles of `job` besides their
+    /// buffers (the scratch of a [`Target::fast_explore`]), for the memory estimate: it
+    /// counts them once for every thread the run uses.
+    fn memory_per_thread(&self, _job: &Job) -> u64 {
+        0
+    }
+
     /// Whether the lane engine, which runs the whole iteration of 32 ensembles in
     /// SIMD lanes (`engine::lockstep`), knows this target's math.
     fn lane_group(&self) -> Option<LaneGroup> {
@@ -169,6 +176,8 @@ pub trait AnyTarget: Send + Sync + fmt::Debug {
     fn settings(&self) -> serde_json::Value;
     /// See [`Target::memory`].
     fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)>;
+    /// See [`Target::memory_per_thread`].
+    fn memory_per_thread(&self, job: &Job) -> u64;
     /// See [`Target::lane_group`].
     fn lane_group(&self) -> Option<LaneGroup>;
     /// See [`Target::cuda`].
@@ -206,6 +215,10 @@ impl<T: Target> AnyTarget for T {
 
     fn memory(&self, ensembles: usize) -> Vec<(&'static str, u64)> {
         Target::memory(self, ensembles)
+    }
+
+    fn memory_per_thread(&self, job: &Job) -> u64 {
+        Target::memory_per_thread(self, job)
     }
 
     fn lane_group(&self) -> Option<LaneGroup> {

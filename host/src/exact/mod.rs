@@ -41,6 +41,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, WindowSpec};
+use crate::engine::memory::{Footprint, PROCESS_BYTES};
 use crate::engine::{Flow, OnProgress};
 use crate::stats::mean_sd;
 
@@ -345,6 +346,7 @@ fn run_pilot<P: AnnealingPath>(
     previous: Option<&Pilot>,
     progress: OnProgress<'_>,
 ) -> anyhow::Result<Pilot> {
+    check_memory(s, chains, 0)?;
     let started = std::time::Instant::now();
     let (first, rounds) = rounds_for(budget);
     let runs: anyhow::Result<Vec<(Rounds, Option<f64>)>> = (0..s.ensembles)
@@ -417,6 +419,47 @@ fn chain_cap(s: &ExactSettings) -> usize {
     usize::try_from(by_values)
         .unwrap_or(usize::MAX)
         .min(crate::config::MAX_CHAINS)
+}
+
+/// The memory of running `s` with `chains` chains, keeping `keep` target-level states
+/// of each ensemble, checked against `--max-memory` before the pilots and the run: the
+/// buffers of the ensembles that run at once (one per worker thread, at most one per
+/// ensemble: states P·D f64, the explorer's scratch, per level and pair their records)
+/// and every ensemble's outcome (its round reports, level and pair records, grid, kept
+/// states).
+pub fn footprint(s: &ExactSettings, chains: usize, keep: usize) -> Footprint {
+    use std::mem::size_of;
+    let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+    let mut f = Footprint::default();
+    f.add("process", PROCESS_BYTES);
+    let running = (rayon::current_num_threads() as u64)
+        .min(s.ensembles as u64)
+        .max(1);
+    let owned = ExactBuffers::lengths(chains, s.dim, &s.explorer).map_or(u64::MAX, |n| {
+        let per_level = 8 + 8 + size_of::<LevelRecord>() + 4 + 4 + 1 + 8 + 8;
+        let per_pair = 1 + 1 + size_of::<PairRecord>();
+        m(&[n.states as u64, 8])
+            .saturating_add(m(&[n.per_level as u64, per_level as u64]))
+            .saturating_add(m(&[n.per_pair as u64, per_pair as u64]))
+            .saturating_add(m(&[n.scratch as u64, 8]))
+    });
+    f.add("chain states", m(&[running, owned]));
+    let (_, rounds) = rounds_for(s.iterations);
+    let per_level = size_of::<LevelRecord>() + size_of::<PairRecord>() + 3 * 8;
+    let outcome = m(&[u64::from(rounds), size_of::<RoundReport>() as u64])
+        .saturating_add(m(&[chains as u64, per_level as u64]))
+        .saturating_add(m(&[keep as u64, s.dim as u64, 8]));
+    f.add("ensemble outcomes", m(&[s.ensembles as u64, outcome]));
+    f
+}
+
+/// [`footprint`] checked against `--max-memory`.
+fn check_memory(s: &ExactSettings, chains: usize, keep: usize) -> Result<(), ConfigError> {
+    crate::engine::memory::check(
+        &footprint(s, chains, keep),
+        "--ensembles, --chains or --dim",
+    )
+    .map_err(|m| ConfigError::new("max_memory", m))
 }
 
 /// Makes a fresh path for one sampler (each ensemble and pilot has its own).
@@ -672,6 +715,7 @@ pub fn run_path<P: AnnealingPath>(
     } else {
         (s.window.scheme(chains, 0.5)?, None)
     };
+    check_memory(s, chains, keep)?;
     let (first, rounds) = rounds_for(s.iterations);
     let iterations_run = first * ((1u64 << rounds) - 1);
     let ensembles: anyhow::Result<Vec<EnsembleOutcome>> = (0..s.ensembles)

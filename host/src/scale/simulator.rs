@@ -67,6 +67,15 @@ pub struct Group<const N: usize> {
 }
 
 impl<const N: usize> Group<N> {
+    /// The bytes of one group of P = `chains` chains: the struct, and per level its
+    /// replica and travel state in every lane, per pair a threshold and a gate per lane.
+    pub fn bytes(chains: usize) -> u64 {
+        let (p, n) = (chains as u64, N as u64);
+        (std::mem::size_of::<Self>() as u64)
+            .saturating_add(p.saturating_mul(8 * n))
+            .saturating_add(p.saturating_sub(1).saturating_mul(8 + n))
+    }
+
     /// Ensembles `first .. first + N` with P = `rates.len() + 1` chains, window
     /// `window` ≥ 1 and swap probability `rates[l]` for pair l, from the identity.
     pub fn new(rates: &[f64], window: u32, seed: u32, first: u32) -> Self {

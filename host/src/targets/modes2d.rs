@@ -48,6 +48,17 @@ impl Target for Toy<Modes2d> {
         Some(CudaTarget::with_noise(GpuTarget::Modes2d, self.noise))
     }
 
+    fn memory_per_thread(&self, job: &Job) -> u64 {
+        // Lane groups where they apply (larger runs, see `CpuBackend`), the replica
+        // lanes otherwise.
+        let groups = if crate::engine::lockstep::applies(job) {
+            crate::engine::lockstep::group_bytes(job.chains)
+        } else {
+            0
+        };
+        groups.max(replica_lanes::scratch_bytes(job))
+    }
+
     fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<Modes2d>>> {
         replica_lanes::applies(job.options.explorer)
             .then_some(replica_lanes::explore::<Modes2d> as Explore<Noisy<Modes2d>>)

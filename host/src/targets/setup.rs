@@ -228,10 +228,11 @@ impl RunConfig {
     }
 
     /// The memory of running `job` (made from this configuration) as `nrpt run` does:
-    /// [`crate::engine::memory::of_job`] and the outputs it builds in memory (CSV text,
-    /// the `.npy` bytes, the summary).
+    /// [`crate::engine::memory::of_job`] and the outputs it builds in memory
+    /// (`commands::run::outputs`: the tables' columns, the samples' copy for
+    /// `samples.npy` and its bytes, the CSV text, the summary).
     pub fn footprint(&self, job: &Job) -> crate::engine::memory::Footprint {
-        use crate::engine::memory::{kept_samples, trace_entries};
+        use crate::engine::memory::{Phase, kept_samples, trace_entries};
         let mut f = crate::engine::memory::of_job(job);
         let (e, p, d) = (
             job.ensembles as u64,
@@ -248,10 +249,27 @@ impl RunConfig {
             } else {
                 0
             });
-        let outputs = m(&[csv_cells, 12])
+        // What the outputs hold while they are written: the samples' table (three u64
+        // columns, sample, iteration and ensemble, per row, and where samples.csv is
+        // written the samples' values once more), the copy of the samples for
+        // samples.npy, the final levels in the ensembles' table (P·D f32 per ensemble)
+        // and its counters; then one file's bytes at a time: a table's CSV text, or
+        // samples.npy.
+        let samples_table = m(&[
+            samples,
+            e,
+            if d <= MAX_CSV_DIM as u64 {
+                4 * d + 24
+            } else {
+                24
+            },
+        ]);
+        let tables = samples_table
             .saturating_add(m(&[samples, e, d, 4]))
+            .saturating_add(m(&[e, p, d, 4]))
             .saturating_add(m(&[e, p, 64]));
-        f.add("outputs", outputs);
+        let file = m(&[csv_cells, 12]).max(m(&[samples, e, d, 4]));
+        f.add_during(&[Phase::Writing], "outputs", tables.saturating_add(file));
         f
     }
 

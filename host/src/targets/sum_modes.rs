@@ -54,6 +54,10 @@ impl Target for Toy<SumModes> {
         ))
     }
 
+    fn memory_per_thread(&self, job: &Job) -> u64 {
+        replica_lanes::scratch_bytes(job)
+    }
+
     fn fast_explore(&self, job: &Job) -> Option<Explore<Noisy<SumModes>>> {
         replica_lanes::applies(job.options.explorer)
             .then_some(replica_lanes::explore::<SumModes> as Explore<Noisy<SumModes>>)

@@ -825,7 +825,7 @@ fn special_and_oversized_inputs_are_refused_quickly() {
 }
 
 #[test]
-fn runs_larger_than_the_memory_limit_are_refused_and_estimates_hold() {
+fn runs_larger_than_the_memory_limit_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let here = dir.path();
     let o = run_in(
@@ -849,35 +849,7 @@ fn runs_larger_than_the_memory_limit_are_refused_and_estimates_hold() {
         &run_in(here, &["run", "--max-memory", "1K"]),
         &["--max-memory"],
     );
-    // The estimate is at least the peak a run reaches, and not far above it.
-    for args in [
-        vec!["-p", "512", "-e", "16", "-n", "800"],
-        vec![
-            "--target",
-            "sum-modes",
-            "--dim",
-            "32",
-            "-e",
-            "64",
-            "-n",
-            "2000",
-            "--thin",
-            "1",
-        ],
-    ] {
-        let mut full = vec!["run", "--json", "-q", "-o", "x", "--force"];
-        full.extend(args.iter());
-        let o = run_in(here, &full);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let estimate = v["memory_estimate_bytes"].as_f64().unwrap();
-        if let Some(peak) = v["peak_memory_bytes"].as_f64() {
-            assert!(
-                peak <= estimate && estimate <= 3.0 * peak + 32.0 * 1048576.0,
-                "{args:?}: estimate {estimate}, peak {peak}"
-            );
-        }
-    }
+    // The estimate against the peaks of real runs: memory_estimate.rs.
 }
 
 #[test]

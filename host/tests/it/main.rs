@@ -14,6 +14,7 @@ mod cli;
 mod deep;
 mod exact;
 mod figures;
+mod memory_estimate;
 mod mnist1d;
 mod reference;
 mod reliability;
