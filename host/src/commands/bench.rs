@@ -141,7 +141,7 @@ pub fn run(
         }
     };
     // `job` checks this estimate against --max-memory.
-    let job = config.job(Record::NOTHING)?;
+    let job = config.job_advising(Record::NOTHING, "--ensembles, --chains or --iterations")?;
     let memory_estimate_bytes = config.footprint(&job).total();
     if let Some(cuda) = backend.as_cuda() {
         return run_cuda(cuda, &job, memory_estimate_bytes, json);

@@ -177,7 +177,7 @@ fn tempering_job(
         preset,
         ..RunConfig::default()
     };
-    let mut job = config.job(record)?;
+    let mut job = config.job_advising(record, "--ensembles or --iterations")?;
     job.options.ensemble =
         u32::try_from(seeds.start).map_err(|_| ConfigError::new("ensembles", "too many seeds"))?;
     Ok(job)

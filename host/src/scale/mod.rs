@@ -634,7 +634,8 @@ fn sampler_job(
         trace_every: warmup.max(1),
         path_iterations: 0,
     };
-    Ok((config.job(record)?, warmup))
+    let job = config.job_advising(record, "--ensembles, --chains, --max-iterations or --dim")?;
+    Ok((job, warmup))
 }
 
 /// Checks, before any point runs, that every point of `indices` can run: for the

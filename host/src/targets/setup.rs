@@ -68,8 +68,16 @@ impl RunConfig {
         RunConfig::from_toml_for(text, None)
     }
 
-    /// Checks every field and turns the configuration into a job.
+    /// Checks every field and turns the configuration into a job (a job too large for
+    /// `--max-memory` is refused with `nrpt run`'s advice of what to lower).
     pub fn job(&self, record: Record) -> Result<Job, ConfigError> {
+        self.job_advising(record, RUN_MEMORY_ADVICE)
+    }
+
+    /// [`RunConfig::job`] for a command with other flags: a job too large for
+    /// `--max-memory` is refused with `advice`, the flags of that command to lower
+    /// (`--ensembles or --iterations`).
+    pub fn job_advising(&self, record: Record, advice: &str) -> Result<Job, ConfigError> {
         if self.auto_chains {
             return Err(ConfigError::new(
                 "chains",
@@ -184,7 +192,7 @@ impl RunConfig {
             record,
             initial_states: None,
         };
-        crate::engine::memory::check(&self.footprint(&job), RUN_MEMORY_ADVICE)
+        crate::engine::memory::check(&self.footprint(&job), advice)
             .map_err(|m| ConfigError::new("max_memory", m))?;
         Ok(job)
     }
