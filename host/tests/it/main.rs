@@ -18,3 +18,4 @@ mod mnist1d;
 mod reference;
 mod reliability;
 mod shards;
+mod stop;
