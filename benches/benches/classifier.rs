@@ -41,7 +41,7 @@ fn chain_step(c: &mut Criterion) {
             let mut rng = PhiloxStream::new(1, 0, 0, 0, streams::STEP);
             g.bench_function(name, |b| {
                 b.iter(|| {
-                    let Ok(()) = oracle.gradient(&theta, &mut grad, &mut rng);
+                    oracle.gradient(&theta, &mut grad, &mut rng).unwrap();
                     oracle.energy(&theta, &mut rng)
                 })
             });

@@ -1,6 +1,16 @@
 //! Ctrl-C, SIGTERM and SIGHUP: the first one asks running work to stop cleanly (no
 //! output folder is left half-written, see `output::OutDir`); the command then exits
 //! with status 130.
+//!
+//! One flag holds the request ([`requested`]), and every loop that can run for more
+//! than a fraction of a second looks at it: the engines and the other loops with a
+//! progress callback through its answer ([`flow`]: [`Flow::Stop`]), the loops without
+//! one directly ([`check`]; an evaluation that can be long, such as a classifier's
+//! gradient, answers [`Stopped`]). Either way the work ends with
+//! [`EngineError::Interrupted`] and nothing of it is kept, within about a second of the
+//! signal.
+
+use crate::engine::{EngineError, Flow};
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,10 +46,30 @@ pub fn clear() {
 
 /// A progress callback for runs without a progress bar: ignores the reports and stops
 /// the run once Ctrl-C (or SIGTERM, SIGHUP) has arrived.
-pub fn flow(_: u64) -> crate::engine::Flow {
+pub fn flow(_: u64) -> Flow {
     if requested() {
-        crate::engine::Flow::Stop
+        Flow::Stop
     } else {
-        crate::engine::Flow::Continue
+        Flow::Continue
+    }
+}
+
+/// [`Stopped`] once Ctrl-C (or SIGTERM, SIGHUP) has arrived: the poll of a loop without
+/// a progress callback, and of an evaluation that can be long (`?` makes it
+/// [`EngineError::Interrupted`]).
+pub fn check() -> Result<(), Stopped> {
+    if requested() { Err(Stopped) } else { Ok(()) }
+}
+
+/// The error of work that a stop request ended, where a type of its own is needed (an
+/// energy oracle's or an annealing path's, whose errors are `Clone`): it stands for
+/// [`EngineError::Interrupted`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted")]
+pub struct Stopped;
+
+impl From<Stopped> for EngineError {
+    fn from(_: Stopped) -> Self {
+        EngineError::Interrupted
     }
 }

@@ -100,6 +100,11 @@ impl<'a, F: FnMut(usize, f64)> TemperedSwaps<'a, F> {
 impl<R: Rng + ?Sized, F: FnMut(usize, f64)> PairTest<R> for TemperedSwaps<'_, F> {
     type Error = Infallible;
 
+    // Inlined into the sweep, where it runs once per pair and iteration: whether the
+    // compiler does so on its own depends on how it splits the crate that instantiates
+    // it (an unrelated change elsewhere in nrpt-host moved it out of line: 1 % more
+    // instructions in `nrpt run --target gaussian-path --dim 2`).
+    #[inline]
     fn indicator(
         &mut self,
         pair: usize,

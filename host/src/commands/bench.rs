@@ -427,11 +427,13 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
     let mut sims: Vec<Group<LANES>> = (0..groups)
         .map(|g| Group::new(&rates, window, 1, (g * LANES) as u32))
         .collect();
+    // Every group polls the stop request every few milliseconds (`run_or_stop`).
+    let stop = &crate::interrupt::requested;
     sims.par_iter_mut()
-        .for_each(|g| g.run(iterations.min(100), Simd::Auto));
+        .try_for_each(|g| g.run_or_stop(iterations.min(100), Simd::Auto, stop))?;
     let started = Instant::now();
     sims.par_iter_mut()
-        .for_each(|g| g.run(iterations, Simd::Auto));
+        .try_for_each(|g| g.run_or_stop(iterations, Simd::Auto, stop))?;
     let seconds = started.elapsed().as_secs_f64();
     let updates = (groups * LANES) as f64 * (chains - 1) as f64 * iterations as f64;
     let r = BernoulliReport {
@@ -542,29 +544,73 @@ pub fn machine_gflops_bytes(n: usize) -> u64 {
 }
 
 /// The large-matrix rate of the matrix library on every thread of the pool: the best
-/// of five n³ f32 products (n ≥ 16).
-pub fn machine_gflops(n: usize) -> f64 {
-    use crate::engine::matmul::{Operand, product};
+/// of five n³ f32 products (n ≥ 16), each computed in square tiles of at most 2³³
+/// operations per thread (whole up to n = 2048 on two threads) with a look at the stop
+/// request between two (Ctrl-C or SIGTERM: [`EngineError::Interrupted`]).
+pub fn machine_gflops(n: usize) -> Result<f64, EngineError> {
     let n = n.max(16);
     let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.125).collect();
     let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 * 0.25).collect();
     let mut c = vec![0.0f32; n * n];
     let threads = rayon::current_num_threads();
+    let tile = machine_tile(n, threads);
     let mut best = f64::INFINITY;
     for _ in 0..5 {
         let t = Instant::now();
-        product(
-            &mut c,
-            n,
-            Operand::new(&a, n, n),
-            Operand::new(&b, n, n),
-            false,
-            threads,
-        );
+        tiled_product(&mut c, &a, &b, n, tile, threads)?;
         best = best.min(t.elapsed().as_secs_f64());
     }
     std::hint::black_box(&c);
-    2.0 * (n as f64).powi(3) / best / 1e9
+    Ok(2.0 * (n as f64).powi(3) / best / 1e9)
+}
+
+/// `c = a · b` for n × n row-major matrices, tile by tile of c (rows i.., columns j..:
+/// those rows of a times those columns of b, over all of k), polling the stop request
+/// before each tile.
+fn tiled_product(
+    c: &mut [f32],
+    a: &[f32],
+    b: &[f32],
+    n: usize,
+    tile: usize,
+    threads: usize,
+) -> Result<(), EngineError> {
+    use crate::engine::matmul::{Operand, product};
+    for i in (0..n).step_by(tile.max(1)) {
+        for j in (0..n).step_by(tile.max(1)) {
+            crate::interrupt::check()?;
+            let (rows, cols) = (tile.min(n - i), tile.min(n - j));
+            product(
+                &mut c[i * n + j..],
+                n,
+                Operand::strided(&a[i * n..], rows, n, n),
+                Operand::strided(&b[j..], n, cols, n),
+                false,
+                threads,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Floating-point operations of one tile of [`machine_gflops`] per thread: 2³³, a few
+/// tenths of a second of a core, so that a stop request is answered within a fraction
+/// of a second while every tile stays a large product.
+const MACHINE_TILE_FLOPS: f64 = (1u64 << 33) as f64;
+
+/// The side of the square tiles of [`machine_gflops`]'s n × n × n product on `threads`
+/// threads: n itself when the product is at most [`MACHINE_TILE_FLOPS`] per thread (n =
+/// 2048 from two threads), else n split evenly into the fewest tiles of at most that
+/// work (2·t²·n), the side rounded up to a multiple of 64 (n = 2048 on one thread: four
+/// tiles of 1024; n = 16384 on two: 768).
+fn machine_tile(n: usize, threads: usize) -> usize {
+    let budget = MACHINE_TILE_FLOPS * threads.max(1) as f64;
+    let side = (budget / (2.0 * n as f64)).sqrt().max(64.0);
+    if side >= n as f64 {
+        return n;
+    }
+    let pieces = (n as f64 / side).ceil() as usize;
+    n.div_ceil(pieces).next_multiple_of(64).min(n)
 }
 
 /// Chain-steps, examples and GFLOP/s on the MLP data target, on the engine of
@@ -644,7 +690,7 @@ pub fn mlp(
     .map_err(|m| crate::config::ConfigError::new("max_memory", m))?;
     let report = match gpu {
         None => {
-            let machine = machine_gflops(args.machine_size as usize);
+            let machine = machine_gflops(args.machine_size as usize)?;
             let mut r = time_mlp(cpu, &model, &job, footprint.total(), quiet)?;
             r.machine_gflops = machine;
             r.efficiency = r.gflops / machine;
@@ -784,4 +830,52 @@ fn print_mlp(r: &MlpReport) -> Result<(), crate::console::StdoutError> {
         100.0 * r.efficiency,
         r.machine_gflops
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_tiles_keep_small_products_whole_and_split_large_ones() {
+        assert_eq!(machine_tile(2048, 2), 2048);
+        assert_eq!(machine_tile(2048, 1), 1024);
+        assert_eq!(machine_tile(4096, 1), 1024);
+        assert_eq!(machine_tile(16384, 2), 768);
+        assert_eq!(machine_tile(16, 1), 16);
+        for (n, threads) in [(3000, 1), (16384, 2), (16384, 64), (100_000, 4)] {
+            let t = machine_tile(n, threads);
+            assert!(t.is_multiple_of(64) && t <= n, "{n} on {threads}: {t}");
+            // Within the work of a tile, give or take the rounding to 64.
+            let work = 2.0 * (t as f64).powi(2) * n as f64;
+            assert!(
+                work <= 1.7 * MACHINE_TILE_FLOPS * threads as f64,
+                "{n} on {threads}: {t}"
+            );
+        }
+    }
+
+    /// The tiles compute every entry of c over the whole of k, as one product does:
+    /// against a plain triple loop in f64 (the sums of small multiples of 1/8 are exact
+    /// in f32 up to 2^24, so both are exact), with tiles that do not divide n.
+    #[test]
+    fn a_tiled_product_is_the_product() {
+        let n = 150;
+        let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.125).collect();
+        let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 * 0.25).collect();
+        let mut want = vec![0.0f32; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let s: f64 = (0..n)
+                    .map(|k| f64::from(a[i * n + k]) * f64::from(b[k * n + j]))
+                    .sum();
+                want[i * n + j] = s as f32;
+            }
+        }
+        for tile in [n, 64, 37] {
+            let mut c = vec![f32::NAN; n * n];
+            tiled_product(&mut c, &a, &b, n, tile, 1).unwrap();
+            assert!(c == want, "tile {tile}");
+        }
+    }
 }

@@ -52,7 +52,7 @@ use super::metrics::{Samples, Scores, score_against};
 use super::reference::Reference;
 use super::{Model, Rates, Sampling};
 use crate::data::Dataset;
-use crate::engine::{Backend, EnsembleTrace, Job, Record, RunOutput, Trace};
+use crate::engine::{Backend, EngineError, EnsembleTrace, Job, Record, RunOutput, Trace};
 use crate::error::ConfigError;
 use crate::stats::{Bootstrap, mean_sd};
 
@@ -883,7 +883,7 @@ impl<'a> Setup<'a> {
             p,
             &s.pretraining,
             rates.eta_max / pre_model.examples() as f64,
-        );
+        )?;
         let states = Arc::new(states);
         let pre_samples: Vec<Samples> = (0..n)
             .map(|i| {
@@ -946,11 +946,11 @@ impl<'a> Setup<'a> {
                                 iterations,
                                 rates.eta_min / n_ex,
                                 &keep,
-                            );
+                            )?;
                             all.truncate(s.samples);
-                            self.scorer.seed(&all)
+                            Ok(self.scorer.seed(&all))
                         })
-                        .collect();
+                        .collect::<Result<_, EngineError>>()?;
                     (per_seed, None)
                 }
                 Kind::Cyclical => {
@@ -969,11 +969,11 @@ impl<'a> Setup<'a> {
                                 long,
                                 rates.eta_max / n_ex,
                                 &cyclical,
-                            );
+                            )?;
                             all.truncate(s.samples);
-                            self.scorer.seed(&all)
+                            Ok(self.scorer.seed(&all))
                         })
-                        .collect();
+                        .collect::<Result<_, EngineError>>()?;
                     (per_seed, None)
                 }
                 Kind::Swag => {
@@ -993,10 +993,10 @@ impl<'a> Setup<'a> {
                                 long,
                                 rates.eta_max / n_ex,
                                 &swag,
-                            );
-                            self.scorer.seed(&all)
+                            )?;
+                            Ok(self.scorer.seed(&all))
                         })
-                        .collect();
+                        .collect::<Result<_, EngineError>>()?;
                     (per_seed, None)
                 }
             };

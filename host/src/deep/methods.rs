@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use super::metrics::{Samples, score};
 use crate::data::{Dataset, Split};
-use crate::engine::ClassifierTarget;
 use crate::engine::classifier::{initial_parameters, predict};
+use crate::engine::{ClassifierTarget, EngineError};
 
 /// The methods that are chains of their own (the tempering runs are engine jobs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +57,9 @@ pub type Schedule<'a> = &'a (dyn Fn(u64) -> (f64, f64) + Sync);
 /// One chain: `iterations` momentum-SGD steps of θ (with velocity `v`) from iteration
 /// `start`, the rate and noise of each from `schedule` (in the energy's units: η/N and
 /// σ), calling `after(k, θ)` after every step; the chain ends early when it returns
-/// `Break`. Streams are keyed `key` and addressed (k, `chain`, STEP).
+/// `Break`. Streams are keyed `key` and addressed (k, `chain`, STEP). The oracle polls
+/// the stop request at every gradient: Ctrl-C or SIGTERM ends the chain with
+/// [`EngineError::Interrupted`].
 #[allow(clippy::too_many_arguments)]
 pub fn run_chain(
     target: &Arc<ClassifierTarget>,
@@ -70,13 +72,13 @@ pub fn run_chain(
     momentum: f64,
     schedule: Schedule<'_>,
     mut after: impl FnMut(u64, &[f32]) -> ControlFlow<()>,
-) {
+) -> Result<(), EngineError> {
     let mut oracle = target.oracle();
     let mut grad = vec![0.0f32; theta.len()];
     let mut noise = vec![0.0f32; theta.len()];
     for k in start..start + iterations {
         let mut rng = PhiloxStream::new(key.0, key.1, k, chain, streams::STEP);
-        let Ok(()) = oracle.gradient(theta, &mut grad, &mut rng);
+        oracle.gradient(theta, &mut grad, &mut rng)?;
         let (eta, sigma) = schedule(k);
         if sigma > 0.0 {
             fill_normals(&mut rng, &mut noise);
@@ -91,9 +93,10 @@ pub fn run_chain(
             sigma as f32,
         );
         if after(k, theta).is_break() {
-            return;
+            return Ok(());
         }
     }
+    Ok(())
 }
 
 /// What pre-training, the ensemble and the single-chain methods share.
@@ -186,7 +189,7 @@ pub fn pretrain(
     chains: usize,
     p: &Pretraining,
     eta: f64,
-) -> (Vec<f32>, Vec<Pretrained>) {
+) -> Result<(Vec<f32>, Vec<Pretrained>), EngineError> {
     let target = &c.target;
     let d = target.dim();
     let seed = Method::Pretrain.seed(c.seed);
@@ -247,12 +250,12 @@ pub fn pretrain(
                         ControlFlow::Continue(())
                     }
                 },
-            );
+            )?;
             theta.copy_from_slice(&best);
-            out
+            Ok(out)
         })
-        .collect();
-    (states, outcomes)
+        .collect::<Result<_, EngineError>>()?;
+    Ok((states, outcomes))
 }
 
 /// `count` iterations in [`first`, `end`) spaced evenly and ending with `end − 1`, in
@@ -280,7 +283,7 @@ pub fn ensemble(
     iterations: u64,
     eta: f64,
     keep: &[u64],
-) -> Samples {
+) -> Result<Samples, EngineError> {
     let d = c.target.dim();
     let data = &c.target.data;
     let seed = Method::Ensemble.seed(c.seed);
@@ -307,11 +310,11 @@ pub fn ensemble(
                     }
                     ControlFlow::Continue(())
                 },
-            );
-            samples
+            )?;
+            Ok(samples)
         })
-        .collect();
-    Samples::interleave(&members)
+        .collect::<Result<_, EngineError>>()?;
+    Ok(Samples::interleave(&members))
 }
 
 /// The iterations at which cyclical SGHMC keeps samples: `per_cycle` of them spaced
@@ -352,7 +355,7 @@ pub fn cyclical_sghmc(
     iterations: u64,
     eta: f64,
     s: &CyclicalSettings,
-) -> Samples {
+) -> Result<Samples, EngineError> {
     let data = &c.target.data;
     let seed = Method::CyclicalSghmc.seed(c.seed);
     let cycles = s.cycles.max(1);
@@ -388,8 +391,8 @@ pub fn cyclical_sghmc(
             }
             ControlFlow::Continue(())
         },
-    );
-    samples
+    )?;
+    Ok(samples)
 }
 
 /// SWAG's settings.
@@ -422,7 +425,7 @@ pub fn swag(
     iterations: u64,
     eta: f64,
     s: &SwagSettings,
-) -> Samples {
+) -> Result<Samples, EngineError> {
     let data = &c.target.data;
     let d = start.len();
     let seed = Method::Swag.seed(c.seed);
@@ -459,7 +462,7 @@ pub fn swag(
             deviations.push(th.iter().zip(&mean).map(|(&t, &m)| t - m as f32).collect());
             ControlFlow::Continue(())
         },
-    );
+    )?;
     let mut samples = Samples::new(data.test.len(), data.classes);
     let k = deviations.len();
     let mut rng = PhiloxStream::new(seed, e as u32, 0, 0, streams::INIT);
@@ -484,7 +487,7 @@ pub fn swag(
         }
         samples.push(&c.target, &sample, &data.test.x);
     }
-    samples
+    Ok(samples)
 }
 
 #[cfg(test)]

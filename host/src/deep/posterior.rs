@@ -20,14 +20,13 @@
 //! `engine::matmul::product` in `f64`; the tests check both against nrpt-core's
 //! one-example-at-a-time reference ([`nrpt_core::model::mlp`]).
 
-use std::convert::Infallible;
-
 use nrpt_core::exact::AnnealingPath;
 use nrpt_core::model::Architecture;
 use nrpt_core::rng::{Rng, fill_normals};
 
 use crate::engine::ClassifierTarget;
 use crate::engine::matmul::{Operand, product};
+use crate::interrupt::Stopped;
 
 /// The posterior path of a classifier target (see the [module docs](self)), with its
 /// workspace. The training features are copied once into `f64`.
@@ -210,14 +209,18 @@ impl ClassifierPath {
     }
 }
 
+/// Every full-batch evaluation of ℓ first looks at the stop request (Ctrl-C, SIGTERM:
+/// [`crate::interrupt`]) and answers [`Stopped`] once it came: one evaluation is a pass
+/// over the whole training set, so a long HMC trajectory (the reference's, or exact
+/// tempering's) stops within one pass.
 impl AnnealingPath for ClassifierPath {
-    type Error = Infallible;
+    type Error = Stopped;
 
     fn dim(&self) -> usize {
         self.arch.parameters()
     }
 
-    fn log_reference(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, Infallible> {
+    fn log_reference(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, Stopped> {
         let inv = 1.0 / (self.sigma * self.sigma);
         let mut sq = 0.0;
         for (g, &v) in grad.iter_mut().zip(x) {
@@ -228,11 +231,13 @@ impl AnnealingPath for ClassifierPath {
         Ok(-0.5 * sq * inv - 0.5 * d * (2.0 * std::f64::consts::PI * self.sigma * self.sigma).ln())
     }
 
-    fn log_likelihood_gradient(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, Infallible> {
+    fn log_likelihood_gradient(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, Stopped> {
+        crate::interrupt::check()?;
         Ok(self.likelihood(x, Some(grad)))
     }
 
-    fn log_likelihood(&mut self, x: &[f64]) -> Result<f64, Infallible> {
+    fn log_likelihood(&mut self, x: &[f64]) -> Result<f64, Stopped> {
+        crate::interrupt::check()?;
         Ok(self.likelihood(x, None))
     }
 
@@ -240,7 +245,7 @@ impl AnnealingPath for ClassifierPath {
         &mut self,
         x: &mut [f64],
         rng: &mut R,
-    ) -> Result<(), Infallible> {
+    ) -> Result<(), Stopped> {
         fill_normals(rng, x);
         for v in x.iter_mut() {
             *v *= self.sigma;

@@ -28,6 +28,7 @@ pub use super::matmul::Kernel;
 use super::matmul::{Epilogue, Operand, padded, small_product};
 use super::softmax;
 use crate::data::Dataset;
+use crate::interrupt::Stopped;
 
 /// A classifier target: the data, the network and how it is seen.
 #[derive(Clone, Debug)]
@@ -410,8 +411,11 @@ fn backward(
     }
 }
 
+/// Every evaluation (a mini-batch pass, at least microseconds) first looks at the stop
+/// request and answers [`Stopped`] once it came: an iteration of a large network's
+/// chains, seconds long, stops within one chain-step.
 impl EnergyOracle<f32> for Batched {
-    type Error = std::convert::Infallible;
+    type Error = Stopped;
 
     fn dim(&self) -> usize {
         self.target.dim()
@@ -423,12 +427,14 @@ impl EnergyOracle<f32> for Batched {
         grad: &mut [f32],
         rng: &mut R,
     ) -> Result<(), Self::Error> {
+        crate::interrupt::check()?;
         batch::draw(rng, self.target.examples() as u32, &mut self.indices);
         self.evaluate(x, Some(grad));
         Ok(())
     }
 
     fn energy<R: Rng + ?Sized>(&mut self, x: &[f32], rng: &mut R) -> Result<f32, Self::Error> {
+        crate::interrupt::check()?;
         batch::draw(rng, self.target.examples() as u32, &mut self.indices);
         Ok(self.evaluate(x, None))
     }

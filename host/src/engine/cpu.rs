@@ -2,8 +2,6 @@
 //! `f32` over buffers allocated once. Results depend on the seed only, not on the
 //! number of threads: ensemble e always draws from Philox key (seed, e).
 
-use std::convert::Infallible;
-
 use nrpt_core::driver::{Tempering, TemperingOptions};
 use nrpt_core::target::EnergyOracle;
 use rayon::prelude::*;
@@ -78,10 +76,10 @@ pub(crate) fn run_chunk_with<O>(
     span: Span<'_>,
     progress: OnProgress<'_>,
     oracle: impl Fn(usize) -> O,
-    explore: impl Fn(&mut Tempering<'_, f32, O>),
+    explore: impl Fn(&mut Tempering<'_, f32, O>) -> Result<(), EngineError>,
 ) -> Result<Vec<EnsembleState>, EngineError>
 where
-    O: EnergyOracle<f32, Error = Infallible>,
+    O: EnergyOracle<f32, Error: Into<EngineError>>,
 {
     let Span {
         first,
@@ -186,8 +184,8 @@ struct Drivers<'r, 't, O: EnergyOracle<f32>, X> {
 
 impl<O, X> Group for Drivers<'_, '_, O, X>
 where
-    O: EnergyOracle<f32, Error = Infallible>,
-    X: Fn(&mut Tempering<'_, f32, O>),
+    O: EnergyOracle<f32, Error: Into<EngineError>>,
+    X: Fn(&mut Tempering<'_, f32, O>) -> Result<(), EngineError>,
 {
     fn iteration(&self) -> u64 {
         self.runs.first().map_or(0, |t| t.iteration())
@@ -199,8 +197,8 @@ where
 
     fn step(&mut self, gamma: StepSize) -> Result<(), EngineError> {
         for t in self.runs.iter_mut() {
-            (self.explore)(t);
-            let Ok(_) = t.exchange_with_gamma(gamma);
+            (self.explore)(t)?;
+            t.exchange_with_gamma(gamma).map_err(Into::into)?;
         }
         Ok(())
     }

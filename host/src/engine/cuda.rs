@@ -57,6 +57,12 @@ const CHUNK_WORK: u64 = 1 << 24;
 /// Most iterations between two checks of Ctrl-C, whatever the number of ensembles.
 const CHUNK_ITERATIONS: u64 = 4096;
 
+/// Most coordinate-steps (ensembles × chains × dimension per iteration) between two
+/// checks of Ctrl-C: a fraction of a second of a large GPU, so that targets of many
+/// coordinates stop as fast as the 2D toy (whose chunks, P·D ≤ 512, it leaves as
+/// [`CHUNK_WORK`] makes them).
+const CHUNK_COORDINATES: u64 = 1 << 33;
+
 /// The CUDA engine on one device (see the module docs).
 #[derive(Clone, Debug)]
 pub struct CudaBackend {
@@ -449,7 +455,10 @@ impl CudaBackend {
         run.time_device(timed);
         let mut records = DeviceRecords::new(job);
         let e = job.ensembles as u64;
-        let chunk = (CHUNK_WORK / e).clamp(1, CHUNK_ITERATIONS);
+        let per_iteration = (e * job.chains as u64).saturating_mul(job.target.dim() as u64);
+        let chunk = (CHUNK_WORK / e)
+            .min(CHUNK_COORDINATES / per_iteration.max(1))
+            .clamp(1, CHUNK_ITERATIONS);
         let mut done = 0u64;
         while done < job.iterations {
             let stop = records.next_stop(done).min(done + chunk);

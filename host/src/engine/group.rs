@@ -7,8 +7,22 @@ use nrpt_core::adapt::StepSize;
 use super::record::{Observed, Recorder};
 use super::{EngineError, Flow, Job, OnProgress};
 
-/// How much work (ensemble-iterations) runs between two progress reports.
+/// The most work (ensemble-iterations) between two progress reports.
 const PROGRESS_EVERY: u64 = 1024;
+
+/// The most coordinate-steps (chains × dimension per ensemble-iteration) between two
+/// progress reports: a few milliseconds of a core. Targets of many coordinates report
+/// (and answer a stop request) after fewer ensemble-iterations than
+/// [`PROGRESS_EVERY`], down to every iteration; the 2D toy and small targets
+/// (P·D ≤ 1024) keep the 1024.
+const PROGRESS_COORDINATES: u64 = 1 << 20;
+
+/// Ensemble-iterations between two progress reports of a job with `chains` chains of
+/// dimension `dim`.
+fn report_every(chains: usize, dim: usize) -> u64 {
+    let per = (chains as u64).saturating_mul(dim as u64).max(1);
+    (PROGRESS_COORDINATES / per).clamp(1, PROGRESS_EVERY)
+}
 
 /// Ensembles that advance together, one iteration at a time.
 pub(crate) trait Group {
@@ -34,6 +48,7 @@ pub(crate) fn drive(
 ) -> Result<(), EngineError> {
     let schedule = job.options.adapt.schedule;
     let count = group.ensembles() as u64;
+    let every = report_every(job.chains, job.target.dim());
     let mut unreported = 0u64;
     for k in group.iteration()..until {
         group.step(schedule.step_size(k)?)?;
@@ -41,7 +56,7 @@ pub(crate) fn drive(
             r.observe(job.record, k, &group.view(i));
         }
         unreported += count;
-        if unreported >= PROGRESS_EVERY {
+        if unreported >= every {
             if progress(unreported) == Flow::Stop {
                 return Err(EngineError::Interrupted);
             }
@@ -52,4 +67,19 @@ pub(crate) fn drive(
         return Err(EngineError::Interrupted);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_targets_report_every_1024_and_large_ones_sooner() {
+        assert_eq!(report_every(16, 2), PROGRESS_EVERY);
+        assert_eq!(report_every(64, 16), PROGRESS_EVERY);
+        assert_eq!(report_every(16, 4096), 16);
+        assert_eq!(report_every(16, 1 << 20), 1);
+        assert_eq!(report_every(usize::MAX, usize::MAX), 1);
+        assert_eq!(report_every(0, 0), PROGRESS_EVERY);
+    }
 }

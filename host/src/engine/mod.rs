@@ -236,6 +236,13 @@ pub enum EngineError {
     },
 }
 
+/// An oracle that cannot fail (`Error = Infallible`) fails no run.
+impl From<std::convert::Infallible> for EngineError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}
+
 /// What a progress callback answers: go on, or stop (the run then returns
 /// [`EngineError::Interrupted`] and nothing of its work). The engines poll nothing
 /// else: Ctrl-C reaches them through the callback the command gives.

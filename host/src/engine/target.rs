@@ -54,7 +54,6 @@
 //! ```
 
 use std::any::Any;
-use std::convert::Infallible;
 use std::fmt;
 
 use nrpt_core::driver::Tempering;
@@ -68,7 +67,11 @@ use super::{EngineError, Job, OnProgress};
 /// A posterior the engines can sample: what a user implements for their own model.
 pub trait Target: Send + Sync + fmt::Debug + 'static {
     /// The energy oracle the driver calls (one per ensemble, so it may own scratch).
-    type Oracle: EnergyOracle<f32, Error = Infallible> + Send;
+    /// Its error is [`Infallible`](std::convert::Infallible) for an oracle that cannot
+    /// fail; an oracle whose one evaluation is long (the classifier's, on a large
+    /// network) may answer [`crate::interrupt::Stopped`] at a stop request, which ends
+    /// the run as [`EngineError::Interrupted`].
+    type Oracle: EnergyOracle<f32, Error: Into<EngineError>> + Send;
 
     /// A short name for reports and summaries (`modes2d`, `classifier`, `banana`).
     fn name(&self) -> String;
@@ -247,10 +250,11 @@ impl<T: Target> AnyTarget for T {
             progress,
             |_| self.oracle(),
             |t| match fast {
-                Some(explore) => explore(t, simd),
-                None => {
-                    let Ok(()) = t.explore();
+                Some(explore) => {
+                    explore(t, simd);
+                    Ok(())
                 }
+                None => t.explore().map_err(Into::into),
             },
         )
     }

@@ -465,9 +465,32 @@ fn check_memory(s: &ExactSettings, chains: usize, keep: usize) -> Result<(), Con
 /// Makes a fresh path for one sampler (each ensemble and pilot has its own).
 pub type PathMaker<'a, P> = dyn Fn() -> Result<P, ConfigError> + Sync + 'a;
 
+/// Gradient coordinates (levels × dimension × gradients per level and iteration)
+/// between two progress reports inside a round: a few milliseconds of a core, so that a
+/// stop request ([`Flow::Stop`]) is answered within a round, however long, and the
+/// reports cost nothing measurable.
+const REPORT_COORDINATES: u64 = 1 << 18;
+
+/// Iterations between two progress reports of a run of `chains` levels of dimension
+/// `dim` with `explorer` (at least one; the work of [`REPORT_COORDINATES`]).
+fn report_every(chains: usize, dim: usize, explorer: &ExactExplorer) -> u64 {
+    let gradients = match explorer {
+        ExactExplorer::Mala(m) => u64::from(m.steps_per_iteration),
+        ExactExplorer::Hmc(h) => {
+            u64::from(h.steps_per_iteration).saturating_mul(u64::from(h.leapfrog_steps))
+        }
+    };
+    let per = (chains as u64)
+        .saturating_mul(dim as u64)
+        .saturating_mul(gradients)
+        .max(1);
+    (REPORT_COORDINATES / per).max(1)
+}
+
 /// Runs `rounds` rounds (freezing the kernel before the last) and returns the reports;
 /// with `keep` > 0, up to `keep` target-level states of the last round, evenly spaced,
-/// into `samples`.
+/// into `samples`. `progress` hears of the iterations every [`report_every`] of them
+/// and at each round's end; its [`Flow::Stop`] ends the run.
 fn run_rounds<P: AnnealingPath>(
     options: ExactOptions,
     path: P,
@@ -476,41 +499,48 @@ fn run_rounds<P: AnnealingPath>(
     keep: usize,
     progress: OnProgress<'_>,
 ) -> anyhow::Result<Rounds> {
+    let every = report_every(owned.betas.len(), path.dim(), &options.explorer);
     let mut pt = ExactTempering::new(options, path, owned.view()).map_err(core_error)?;
     let mut reports = Vec::with_capacity(rounds as usize);
     let mut samples = Vec::new();
+    let stopped = || anyhow::Error::from(crate::engine::EngineError::Interrupted);
     for r in 0..rounds {
         let last = r + 1 == rounds;
         if last {
             pt.set_adapt_grid(false);
             pt.set_adapt_steps(false);
         }
-        let report = if last && keep > 0 {
-            // Every `thin`-th iteration of the round (counted from its end).
-            let length = pt.round_length();
-            let thin = length.div_ceil(keep as u64).max(1);
-            loop {
-                let step = pt.step().map_err(path_error)?;
-                let done = pt.round_iteration();
-                if step.round_end.is_none()
-                    && length.saturating_sub(done) % thin == 0
-                    && let Some(x) = pt.state_at_level(0)
-                {
+        // Every `thin`-th iteration of the measurement round (counted from its end) is
+        // kept when samples are asked for.
+        let sampled = last && keep > 0;
+        let length = pt.round_length();
+        let thin = length.div_ceil(keep.max(1) as u64).max(1);
+        let mut unreported = 0u64;
+        let report = loop {
+            let step = pt.step().map_err(path_error)?;
+            unreported += 1;
+            if let Some(report) = step.round_end {
+                // The round's last state (its records are cleared on the next step).
+                if sampled && let Some(x) = pt.state_at_level(0) {
                     samples.extend_from_slice(x);
                 }
-                if let Some(report) = step.round_end {
-                    // The round's last state (its records are cleared on the next step).
-                    if let Some(x) = pt.state_at_level(0) {
-                        samples.extend_from_slice(x);
-                    }
-                    break report;
-                }
+                break report;
             }
-        } else {
-            pt.run_round().map_err(path_error)?
+            if sampled
+                && length.saturating_sub(pt.round_iteration()) % thin == 0
+                && let Some(x) = pt.state_at_level(0)
+            {
+                samples.extend_from_slice(x);
+            }
+            if unreported >= every {
+                if progress(unreported) == Flow::Stop {
+                    return Err(stopped());
+                }
+                unreported = 0;
+            }
         };
-        if progress(report.iterations) == Flow::Stop {
-            return Err(crate::engine::EngineError::Interrupted.into());
+        if progress(unreported) == Flow::Stop {
+            return Err(stopped());
         }
         reports.push(report);
     }
@@ -527,8 +557,13 @@ fn run_rounds<P: AnnealingPath>(
     })
 }
 
-/// A path's failed evaluation, as an error of the run.
+/// A path's failed evaluation, as an error of the run; after a stop request (a path
+/// that polls it answers [`crate::interrupt::Stopped`]) the run ends as the engines' do,
+/// with [`crate::engine::EngineError::Interrupted`].
 fn path_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    if crate::interrupt::requested() {
+        return crate::engine::EngineError::Interrupted.into();
+    }
     anyhow::anyhow!("the annealing path failed: {e:?}")
 }
 
@@ -1008,6 +1043,54 @@ mod tests {
         // The same seed gives the same bits.
         let again = run(&s, &crate::engine::unobserved).unwrap().pooled();
         assert_eq!(p, again);
+    }
+
+    /// The reports add up to every iteration run (every round of every ensemble),
+    /// several per round of a run whose rounds are long; a [`Flow::Stop`] ends the run
+    /// inside its first round, with [`EngineError::Interrupted`](crate::engine::EngineError).
+    #[test]
+    fn progress_reports_add_up_and_a_stop_ends_a_round() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let s = ExactSettings {
+            dim: 4096,
+            chains: Chains::Fixed(8),
+            ensembles: 2,
+            iterations: 400,
+            window: WindowSpec::Fixed(1),
+            seed: 1,
+            explorer: ExactExplorer::default(),
+        };
+        // 8 levels × 4096 coordinates: a report every 8 iterations.
+        assert_eq!(report_every(8, 4096, &s.explorer), 8);
+        let (calls, sum) = (AtomicU64::new(0), AtomicU64::new(0));
+        let out = run(&s, &|n| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            sum.fetch_add(n, Ordering::Relaxed);
+            Flow::Continue
+        })
+        .unwrap();
+        let pilots: u64 = out.pilots.iter().map(|p| p.iterations).sum();
+        let all = (pilots + out.iterations_run) * s.ensembles as u64;
+        assert_eq!(sum.into_inner(), all);
+        let rounds = (out.pilots.len() + 1) * out.ensembles[0].rounds.len();
+        assert!(
+            calls.into_inner() > 2 * (rounds * s.ensembles) as u64,
+            "reports within rounds"
+        );
+        // Stopped at the first report: after 8 iterations of a first round of more.
+        let seen = AtomicU64::new(0);
+        let e = run(&s, &|n| {
+            seen.fetch_add(n, Ordering::Relaxed);
+            Flow::Stop
+        })
+        .unwrap_err();
+        assert!(matches!(
+            e.downcast_ref::<crate::engine::EngineError>(),
+            Some(crate::engine::EngineError::Interrupted)
+        ));
+        let (first, _) = rounds_for(s.iterations);
+        assert!(first > 8, "{first}");
+        assert!(seen.into_inner() <= 8 * s.ensembles as u64);
     }
 
     /// A pilot of `chains` chains on an equal-barrier grid of a path with barrier `lambda`

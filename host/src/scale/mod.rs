@@ -526,10 +526,13 @@ fn bernoulli_point<const N: usize>(
     // an ensemble are then nearly independent, so batch means give the error.
     // (max/min, not clamp: a cap below 256 is allowed and must not panic.)
     let batch = (model.ceil() as u64).max(256).min(s.max_iterations).max(1);
+    // Each group asks `interrupt` every few milliseconds (`Group::run_or_stop`).
     let advance = |groups: &mut Vec<Group<N>>, n: u64| {
-        groups.par_iter_mut().for_each(|g| g.run(n, Simd::Auto));
+        groups
+            .par_iter_mut()
+            .try_for_each(|g| g.run_or_stop(n, Simd::Auto, interrupt))
     };
-    advance(&mut groups, warmup);
+    advance(&mut groups, warmup)?;
     let lanes_used = |g: usize| N.min(ensembles - g * N);
     let totals = |groups: &Vec<Group<N>>| -> Vec<u64> {
         groups
@@ -543,11 +546,8 @@ fn bernoulli_point<const N: usize>(
     let mut cells: Vec<u64> = Vec::new();
     let mut measured = 0u64;
     let capped = loop {
-        if interrupt() {
-            return Err(EngineError::Interrupted);
-        }
         let n = batch.min(s.max_iterations - measured);
-        advance(&mut groups, n);
+        advance(&mut groups, n)?;
         measured += n;
         let now = totals(&groups);
         // Only whole batches become cells; a last partial batch still counts in the rate.

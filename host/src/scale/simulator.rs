@@ -18,7 +18,13 @@ use nrpt_core::index::{IndexStats, PHASE_MASK, initial_trip_state};
 use nrpt_core::rng::{ENSEMBLE_WIDE, counter, philox4x32_10_keyed_lanes, streams};
 use nrpt_core::window::{is_window_start, pair_eligible, window_parity};
 
+use crate::engine::EngineError;
 use crate::engine::simd::Simd;
+
+/// Pair-updates per lane between two polls of [`Group::run_or_stop`]: a few
+/// milliseconds of one core at any P (the step of P chains updates P − 1 pairs), so a
+/// stop request is seen at once and polling costs nothing measurable.
+pub const POLL_PAIR_UPDATES: u64 = 1 << 18;
 
 /// Ensembles per group of the benchmarks and tests (any power of two from 4 to 64
 /// works: `Group<N>`).
@@ -116,6 +122,29 @@ impl<const N: usize> Group<N> {
             Simd::Avx2 => unsafe { run_avx2(self, n) },
             _ => run_body(self, n),
         }
+    }
+
+    /// Runs `n` iterations as [`Group::run`] does, in pieces of about
+    /// [`POLL_PAIR_UPDATES`] pair-updates per lane, asking `stop()` before each: the
+    /// same bits as one call of `run` (the pieces split nothing but the loop), or
+    /// [`EngineError::Interrupted`] once `stop()` says so.
+    pub fn run_or_stop(
+        &mut self,
+        n: u64,
+        simd: Simd,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<(), EngineError> {
+        let piece = (POLL_PAIR_UPDATES / self.p as u64).max(1);
+        let mut left = n;
+        while left > 0 {
+            if stop() {
+                return Err(EngineError::Interrupted);
+            }
+            let k = left.min(piece);
+            self.run(k, simd);
+            left -= k;
+        }
+        Ok(())
     }
 
     #[inline(always)]
@@ -332,6 +361,35 @@ pub fn reference(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pieces of [`Group::run_or_stop`] give the bits of one [`Group::run`]; a stop
+    /// request ends it before the first piece.
+    #[test]
+    fn polled_runs_are_the_same_run_and_stop() {
+        let rates = vec![0.4; 4095];
+        let (mut whole, mut pieces) = (
+            Group::<LANES>::new(&rates, 3, 5, 0),
+            Group::<LANES>::new(&rates, 3, 5, 0),
+        );
+        // 200 iterations of P = 4096: pieces of 64 and a last one of 8.
+        whole.run(200, Simd::Auto);
+        let polls = std::sync::atomic::AtomicU32::new(0);
+        let count = || {
+            polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            false
+        };
+        pieces.run_or_stop(200, Simd::Auto, &count).unwrap();
+        assert_eq!(polls.into_inner(), 4);
+        assert_eq!(pieces.iteration(), 200);
+        for i in 0..LANES {
+            assert_eq!(whole.trips(i), pieces.trips(i));
+            assert_eq!(whole.swaps(i), pieces.swaps(i));
+            assert_eq!(whole.level_of(i), pieces.level_of(i));
+        }
+        let stopped = pieces.run_or_stop(200, Simd::Auto, &|| true);
+        assert!(matches!(stopped, Err(EngineError::Interrupted)));
+        assert_eq!(pieces.iteration(), 200);
+    }
 
     /// Every lane equals nrpt-core's index process run for run: counts and positions.
     #[test]

@@ -19,3 +19,4 @@ mod mnist1d;
 mod reference;
 mod reliability;
 mod shards;
+mod stop;

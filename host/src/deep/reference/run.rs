@@ -43,7 +43,7 @@
 
 use std::time::Instant;
 
-use nrpt_core::exact::{HMC_SCRATCH_VECTORS, HmcOptions, adapt_step, hmc_explore};
+use nrpt_core::exact::{ExploreError, HMC_SCRATCH_VECTORS, HmcOptions, adapt_step, hmc_explore};
 use nrpt_core::rng::{PhiloxStream, streams};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -53,8 +53,9 @@ use super::super::posterior::ClassifierPath;
 use super::{FORMAT, Meta, ModelKey, Reference};
 use crate::engine::classifier::initial_parameters;
 use crate::engine::memory::{Footprint, PROCESS_BYTES};
-use crate::engine::{ClassifierTarget, Flow};
+use crate::engine::{ClassifierTarget, EngineError, Flow};
 use crate::error::{ConfigError, in_range, positive};
+use crate::interrupt::Stopped;
 use crate::stats::convergence;
 
 /// Relative jitter of the step size per trajectory.
@@ -262,7 +263,11 @@ fn chain(
             &mut scratch,
             &mut rng,
         )
-        .map_err(|e| anyhow::anyhow!("chain {c}: {e}"))?;
+        .map_err(|e| match e {
+            // A stop request during the trajectory (the path polls it at every pass).
+            ExploreError::Path(Stopped) => EngineError::Interrupted.into(),
+            ExploreError::Input(_) => anyhow::anyhow!("chain {c}: {e}"),
+        })?;
         out.gradients += o.gradient_evaluations;
         let acceptance = o.mean_acceptance();
         if k < s.warmup {
@@ -283,7 +288,7 @@ fn chain(
             out.probs.extend(probs.iter().map(|&p| p as f32));
         }
         if tick() == Flow::Stop {
-            anyhow::bail!(crate::engine::EngineError::Interrupted);
+            anyhow::bail!(EngineError::Interrupted);
         }
     }
     Ok(out)
@@ -377,9 +382,12 @@ pub fn run(
     let test_log_likelihood = quantity(&lls);
     // Every predictive probability across chains.
     let m = s.samples as usize;
+    // Thousands of quantities, each over every kept draw: the stop request is polled
+    // between two.
     let per_quantity: Vec<(f64, f64)> = (0..n * classes)
         .into_par_iter()
         .map(|q| {
+            crate::interrupt::check()?;
             let draws: Vec<Vec<f64>> = chains
                 .iter()
                 .map(|c| {
@@ -390,9 +398,9 @@ pub fn run(
                 .collect();
             let refs: Vec<&[f64]> = draws.iter().map(|v| &v[..]).collect();
             let r = quantity(&refs);
-            (r.rhat, r.ess_bulk)
+            Ok((r.rhat, r.ess_bulk))
         })
-        .collect();
+        .collect::<Result<_, EngineError>>()?;
     let rhats: Vec<f64> = per_quantity
         .iter()
         .map(|r| r.0)
