@@ -176,7 +176,19 @@ fn a_killed_run_resumes_to_the_same_bytes() {
         "the checkpoint is removed at the end"
     );
 
-    let mut killed = run(&b, &["--checkpoint-every", "2500"]);
+    // Killed 150 ms after its first checkpoint: mid-computation, or, on a fast machine
+    // that finished the 40,000 iterations by then, in the pause before the outputs are
+    // put in place (it never commits before the kill).
+    let mut killed = {
+        let mut c = nrpt();
+        c.env(PAUSE, "60000")
+            .current_dir(&b)
+            .args(["run", "-n", "40000", "-e", "3", "--quiet", "-o", "out"])
+            .args(["--checkpoint-every", "2500"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
     let ckpt = b.join("out.checkpoint");
     wait_for("the first checkpoint", || ckpt.exists());
     std::thread::sleep(Duration::from_millis(150));
