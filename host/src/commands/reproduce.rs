@@ -465,6 +465,9 @@ impl Runs {
             if r.sgld.len() % 2 != 0 || r.cyc.len() % 2 != 0 {
                 return Err(bad("an odd number of sample coordinates".into()).into());
             }
+            if !(r.seconds.is_finite() && r.seconds >= 0.0) {
+                return Err(bad(format!("seconds = {} cannot be", r.seconds)).into());
+            }
             for ((all, records), j) in per_job.iter_mut().zip(r.jobs).zip(&jobs) {
                 if records.len() != seeds.len() {
                     return Err(bad(format!(
