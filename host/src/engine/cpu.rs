@@ -95,7 +95,7 @@ where
     for i in 0..count {
         match from {
             Some(saved) => {
-                let s = take_saved(saved, i)?;
+                let s = Handoff::take_from(saved, i)?;
                 buffers.push(s.buffers);
                 records.push(s.recorder);
                 starts.push(Some(s.progress));
@@ -163,17 +163,6 @@ where
             recorder,
         })
         .collect())
-}
-
-/// Saved ensemble `i` of a task's `saved` ones, moved out.
-pub(crate) fn take_saved(saved: &[Handoff], i: usize) -> Result<EnsembleState, EngineError> {
-    saved
-        .get(i)
-        .and_then(Handoff::take)
-        .ok_or_else(|| EngineError::Backend {
-            backend: "cpu",
-            message: format!("saved ensemble {i} is missing or was taken twice"),
-        })
 }
 
 /// nrpt-core's drivers side by side, each exploring by `explore`.

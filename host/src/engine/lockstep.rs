@@ -582,7 +582,7 @@ pub fn run_group(
     let mut records: Vec<Recorder> = match from {
         Some(saved) => {
             let states = (0..count)
-                .map(|i| super::cpu::take_saved(saved, i))
+                .map(|i| Handoff::take_from(saved, i))
                 .collect::<Result<Vec<_>, _>>()?;
             lanes.restore(&states);
             states.into_iter().map(|s| s.recorder).collect()

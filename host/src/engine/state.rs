@@ -50,6 +50,21 @@ impl Handoff {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
     }
+
+    /// Saved ensemble `i` of `saved`, moved out: an error when it is missing or was
+    /// taken already.
+    pub(crate) fn take_from(
+        saved: &[Handoff],
+        i: usize,
+    ) -> Result<EnsembleState, super::EngineError> {
+        saved
+            .get(i)
+            .and_then(Handoff::take)
+            .ok_or_else(|| super::EngineError::Backend {
+                backend: "cpu",
+                message: format!("saved ensemble {i} is missing or was taken twice"),
+            })
+    }
 }
 
 impl RunState {
