@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub const MARKER: &str = ".nrpt-output.json";
 
 /// Entries of an old folder examined at most: past that it is not one of ours.
-const MAX_ENTRIES: usize = 100_000;
+pub const MAX_ENTRIES: usize = 100_000;
 
 /// What [`MARKER`] holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
