@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Finds import circles between the modules of a crate: module A names an item of
 module B (`use crate::b::…`, `super::b::…`, a path in code) and B, directly or through
-others, names one of A, where neither module contains the other. A module may use its
-parent's items and a parent its children's: only circles between modules side by side
-count, because those are what make a layer impossible to read or test on its own.
+others, names one of A. Two views, both must be free of circles:
 
-Usage: scripts/check-import-cycles.py [CRATE_SRC ...]   (default: core/src host/src
-cuda/src). Prints every circle as `a -> b -> a` and exits 1 when there is one.
+- the top-level modules of each crate, every module collapsed into the top-level one
+  that holds it (`engine::cuda` naming `targets::classifier` is an edge engine ->
+  targets): the layers inside a crate;
+- modules side by side at any depth (a parent may use its children's items and a child
+  its parent's): the pieces inside one top-level module.
+
+Usage: scripts/check-import-cycles.py [CRATE_SRC ...]   (default: every crate of the
+workspace). Prints every circle with its edges and exits 1 when there is one.
 """
 
 from __future__ import annotations
@@ -75,10 +79,16 @@ def related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return a[:n] == b[:n]
 
 
-def cycles(src: Path) -> list[list[tuple[str, ...]]]:
+def cycles(src: Path, collapse: bool = False) -> list[list[tuple[str, ...]]]:
     files = sorted(p for p in src.rglob("*.rs") if "tests" not in p.relative_to(src).parts)
     modules = {module_of(src, f) for f in files}
-    edges: dict[tuple[str, ...], set[tuple[str, ...]]] = {m: set() for m in modules}
+    # Collapsed, a module is its top-level one; the crate root (lib.rs, main.rs) is no
+    # layer of its own (it declares the modules).
+    def node(m: tuple[str, ...]) -> tuple[str, ...]:
+        return m[:1] if collapse else m
+
+    nodes = {node(m) for m in modules}
+    edges: dict[tuple[str, ...], set[tuple[str, ...]]] = {m: set() for m in nodes}
     for f in files:
         here = module_of(src, f)
         text = f.read_text()
@@ -88,8 +98,14 @@ def cycles(src: Path) -> list[list[tuple[str, ...]]]:
             text = text[:cut]
         for path in references(text):
             target = resolve(path, here, modules)
-            if target is not None and target != here and not related(here, target):
-                edges[here].add(target)
+            if target is None:
+                continue
+            a, b = node(here), node(target)
+            if collapse:
+                if a and b and a != b:
+                    edges[a].add(b)
+            elif a != b and not related(a, b):
+                edges[a].add(b)
     # Tarjan's strongly connected components.
     index: dict[tuple[str, ...], int] = {}
     low: dict[tuple[str, ...], int] = {}
@@ -121,7 +137,7 @@ def cycles(src: Path) -> list[list[tuple[str, ...]]]:
                 out.append(sorted(comp))
 
     sys.setrecursionlimit(10_000)
-    for v in sorted(modules):
+    for v in sorted(nodes):
         if v not in index:
             visit(v)
     # Show each component with the edges inside it.
@@ -136,16 +152,27 @@ def name(m: tuple[str, ...]) -> str:
     return "::".join(m) or "crate"
 
 
+def default_crates(root: Path) -> list[str]:
+    """The `src` folder of every member of the workspace and of the Python crate."""
+    text = (root / "Cargo.toml").read_text()
+    m = re.search(r"members\s*=\s*\[([^\]]*)\]", text)
+    members = re.findall(r'"([^"]+)"', m.group(1)) if m else []
+    members.append("python")
+    return [f"{d}/src" for d in members if (root / d / "src").is_dir()]
+
+
 def main() -> int:
     root = Path(__file__).resolve().parent.parent
-    crates = sys.argv[1:] or ["core/src", "host/src", "cuda/src"]
+    crates = sys.argv[1:] or default_crates(root)
     bad = 0
     for c in crates:
-        for comp in cycles(root / c):
-            bad += 1
-            print(f"{c}: import circle between {', '.join(name(v) for v, _ in comp)}")
-            for v, ws in comp:
-                print(f"    {name(v)} -> {', '.join(name(w) for w in ws)}")
+        for collapse in (True, False):
+            view = "top-level modules" if collapse else "modules side by side"
+            for comp in cycles(root / c, collapse):
+                bad += 1
+                print(f"{c} ({view}): import circle between {', '.join(name(v) for v, _ in comp)}")
+                for v, ws in comp:
+                    print(f"    {name(v)} -> {', '.join(name(w) for w in ws)}")
     if bad:
         print(f"{bad} import circle(s)")
         return 1

@@ -7,10 +7,8 @@
 //! progress callback through its answer ([`flow`]: [`Flow::Stop`]), the loops without
 //! one directly ([`check`]; an evaluation that can be long, such as a classifier's
 //! gradient, answers [`Stopped`]). Either way the work ends with
-//! [`EngineError::Interrupted`] and nothing of it is kept, within about a second of the
+//! `EngineError::Interrupted` and nothing of it is kept, within about a second of the
 //! signal.
-
-use crate::engine::{EngineError, Flow};
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,22 +52,27 @@ pub fn flow(_: u64) -> Flow {
     }
 }
 
+/// What a progress callback answers: go on, or stop (the run then returns
+/// `EngineError::Interrupted` and nothing of its work). The engines poll nothing
+/// else: Ctrl-C reaches them through the callback the command gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on.
+    Continue,
+    /// Stop as soon as possible.
+    Stop,
+}
+
 /// [`Stopped`] once Ctrl-C (or SIGTERM, SIGHUP) has arrived: the poll of a loop without
 /// a progress callback, and of an evaluation that can be long (`?` makes it
-/// [`EngineError::Interrupted`]).
+/// `EngineError::Interrupted`).
 pub fn check() -> Result<(), Stopped> {
     if requested() { Err(Stopped) } else { Ok(()) }
 }
 
 /// The error of work that a stop request ended, where a type of its own is needed (an
 /// energy oracle's or an annealing path's, whose errors are `Clone`): it stands for
-/// [`EngineError::Interrupted`].
+/// `EngineError::Interrupted`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("interrupted")]
 pub struct Stopped;
-
-impl From<Stopped> for EngineError {
-    fn from(_: Stopped) -> Self {
-        EngineError::Interrupted
-    }
-}

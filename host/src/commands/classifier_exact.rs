@@ -148,8 +148,7 @@ pub fn run(
     quiet: bool,
 ) -> Result<()> {
     let config = &resolve(config);
-    let model = crate::targets::classifier::model(config)?;
-    let target = model.target();
+    let target = &crate::targets::classifier::model(config)?;
     let s = settings(config, target.dim())?;
     exact::check(&s)?;
     let out_dir = OutDir::prepare(&config.out, policy)?;

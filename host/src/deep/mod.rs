@@ -34,7 +34,6 @@ use nrpt_core::Rules;
 use nrpt_core::adapt::{AdaptOptions, StepSchedule};
 use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
 use nrpt_core::explore::Explorer;
-use nrpt_core::model::Architecture;
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use serde::Serialize;
@@ -58,33 +57,8 @@ impl Model {
         batch: usize,
         prior_sigma: f64,
     ) -> Result<Self, ConfigError> {
-        let mut sizes = vec![data.features];
-        sizes.extend_from_slice(hidden);
-        sizes.push(data.classes);
-        let arch =
-            Architecture::new(&sizes).map_err(|e| ConfigError::new("hidden", e.to_string()))?;
-        if batch == 0 || batch > data.train.len() {
-            return Err(ConfigError::new(
-                "batch",
-                format!(
-                    "must be between 1 and the {} training examples, got {batch}",
-                    data.train.len()
-                ),
-            ));
-        }
-        if !(prior_sigma.is_finite() && prior_sigma > 0.0) {
-            return Err(ConfigError::new(
-                "prior_sigma",
-                format!("must be a finite number > 0, got {prior_sigma}"),
-            ));
-        }
         Ok(Model {
-            target: Arc::new(ClassifierTarget {
-                data,
-                arch,
-                batch,
-                prior_sigma,
-            }),
+            target: Arc::new(ClassifierTarget::new(data, hidden, batch, prior_sigma)?),
         })
     }
 

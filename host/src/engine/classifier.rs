@@ -28,6 +28,7 @@ pub use super::matmul::Kernel;
 use super::matmul::{Epilogue, Operand, padded, small_product};
 use super::softmax;
 use crate::data::Dataset;
+use crate::error::ConfigError;
 use crate::interrupt::Stopped;
 
 /// A classifier target: the data, the network and how it is seen.
@@ -67,6 +68,43 @@ impl Serialize for ClassifierTarget {
 }
 
 impl ClassifierTarget {
+    /// The network [F, `hidden`…, C] on `data` (features F and classes C come from the
+    /// data), mini-batches of `batch` examples and a N(0, `prior_sigma`²) prior; the
+    /// error names the setting at fault (`hidden`, `batch`, `prior_sigma`).
+    pub fn new(
+        data: Arc<Dataset>,
+        hidden: &[usize],
+        batch: usize,
+        prior_sigma: f64,
+    ) -> Result<Self, ConfigError> {
+        let mut sizes = vec![data.features];
+        sizes.extend_from_slice(hidden);
+        sizes.push(data.classes);
+        let arch =
+            Architecture::new(&sizes).map_err(|e| ConfigError::new("hidden", e.to_string()))?;
+        if batch == 0 || batch > data.train.len() {
+            return Err(ConfigError::new(
+                "batch",
+                format!(
+                    "must be between 1 and the {} training examples, got {batch}",
+                    data.train.len()
+                ),
+            ));
+        }
+        if !(prior_sigma.is_finite() && prior_sigma > 0.0) {
+            return Err(ConfigError::new(
+                "prior_sigma",
+                format!("must be a finite number > 0, got {prior_sigma}"),
+            ));
+        }
+        Ok(ClassifierTarget {
+            data,
+            arch,
+            batch,
+            prior_sigma,
+        })
+    }
+
     /// Parameters D (the dimension of a state).
     pub fn dim(&self) -> usize {
         self.arch.parameters()

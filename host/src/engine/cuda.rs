@@ -46,7 +46,9 @@ use nrpt_cuda::{
 
 use super::record::{Observed, Recorder, merge};
 use super::{Backend, ClassifierTarget, CudaTarget, EngineError, Flow, Job, OnProgress, RunOutput};
-use crate::targets::classifier::Classifier;
+
+/// The classifier as the engines hold it (`Arc<dyn AnyTarget>` holds this `Arc`).
+type Classifier = std::sync::Arc<ClassifierTarget>;
 
 /// Short name of the backend in reports and errors.
 const NAME: &str = "cuda";

@@ -243,15 +243,12 @@ impl From<std::convert::Infallible> for EngineError {
     }
 }
 
-/// What a progress callback answers: go on, or stop (the run then returns
-/// [`EngineError::Interrupted`] and nothing of its work). The engines poll nothing
-/// else: Ctrl-C reaches them through the callback the command gives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
-    /// Go on.
-    Continue,
-    /// Stop as soon as possible.
-    Stop,
+pub use crate::interrupt::Flow;
+
+impl From<crate::interrupt::Stopped> for EngineError {
+    fn from(_: crate::interrupt::Stopped) -> Self {
+        EngineError::Interrupted
+    }
 }
 
 /// A progress callback: called now and then with the work done since the last call

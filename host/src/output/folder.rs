@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use super::ownership::{self, MARKER, Marker, Survey, Verdict};
 use super::temp::{self, Locked};
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// How a command may choose its output folder.
 #[derive(Clone, Debug, Default)]

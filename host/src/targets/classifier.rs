@@ -48,11 +48,11 @@ pub const CLASSIFIER: Builtin = Builtin {
     },
     // Rates and buffer are per example; the energy sums over N examples (the target's
     // energy scale).
-    build: |c| Ok(Arc::new(Arc::clone(model(c)?.target()))),
+    build: |c| Ok(Arc::new(model(c)?)),
 };
 
 /// The classifier a configuration describes: its data loaded and checked, its network.
-pub fn model(c: &RunConfig) -> Result<crate::deep::Model, ConfigError> {
+pub fn model(c: &RunConfig) -> Result<Classifier, ConfigError> {
     let spec = crate::data::DataSpec::from_paths(
         c.dataset,
         c.data.as_deref(),
@@ -82,7 +82,7 @@ pub fn model(c: &RunConfig) -> Result<crate::deep::Model, ConfigError> {
     if let Some(w) = data.class_warning() {
         crate::note!("warning: {w}");
     }
-    crate::deep::Model::new(Arc::new(data), &c.hidden, c.batch, c.prior_sigma)
+    ClassifierTarget::new(Arc::new(data), &c.hidden, c.batch, c.prior_sigma).map(Arc::new)
 }
 
 impl Target for Arc<ClassifierTarget> {
