@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The coefficients of the CPU engine's fast mode (host/src/engine/simd.rs, `Fast`):
+"""The coefficients of the CPU engine's fast mode (sampling/src/engine/simd.rs, `Fast`):
 least-maximum-error polynomial fits (Lawson's iteratively reweighted least squares on
 Chebyshev points) of sin 2πf and cos 2πf − 1 on f ∈ [−1/8, 1/8] and of
 ln((1 + s)/(1 − s)) − 2s on |s| ≤ (√2 − 1)/(√2 + 1), printed with their maximum errors

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package `nrpt` as a package index takes it, built and installed:
-#  1. an sdist (`maturin sdist`): python/ with the crates it needs (nrpt-core, nrpt-host,
-#     nrpt-cuda) and the files they embed (the CUDA kernels, the bundled data sets), checked;
+#  1. an sdist (`maturin sdist`): python/ with the crates it needs (nrpt-core, nrpt-cuda,
+#     nrpt-sampling, nrpt-studies, nrpt-host) and the files they embed (the CUDA kernels, the bundled data sets), checked;
 #  2. an abi3 manylinux2014 x86_64 wheel built from that sdist, unpacked in a temporary
 #     folder outside the repository (so the sdist is shown to build alone), with
 #     `maturin build --zig --compatibility manylinux2014` (zig from the `ziglang` package:
@@ -108,13 +108,13 @@ sdist=${sdists[0]}
 name=$(basename "$sdist" .tar.gz)
 tar -tzf "$sdist" | sed -n "s|^$name/||p" | sort >"$tmp/sdist.list"
 # The manifests, the lock file, and every file of kernels/ and data/: the crates embed them
-# (include_str!, include_bytes!, cuda/build.rs) through their links cuda/kernels and
-# host/data, so they travel in the sdist under those names.
+# (include_str!, include_bytes!, cuda/build.rs) through their links cuda/kernels,
+# sampling/data and studies/data, so they travel in the sdist under those names.
 expected=(pyproject.toml PKG-INFO python/Cargo.toml python/Cargo.lock core/Cargo.toml
-    host/Cargo.toml cuda/Cargo.toml cuda/build.rs)
+    cuda/Cargo.toml cuda/build.rs sampling/Cargo.toml studies/Cargo.toml host/Cargo.toml)
 files_of() { git -C "$repo" ls-files "$1" 2>/dev/null | grep . || (cd "$repo" && find "$1" -type f); }
 while IFS= read -r f; do expected+=("cuda/$f"); done < <(files_of kernels)
-while IFS= read -r f; do expected+=("host/$f"); done < <(files_of data)
+while IFS= read -r f; do expected+=("sampling/$f" "studies/$f"); done < <(files_of data)
 missing=()
 for f in "${expected[@]}"; do
     grep -qxF "$f" "$tmp/sdist.list" || missing+=("$f")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes host/tests/fixtures/stats-arviz.json: fixed draws of a scalar quantity (m chains
+"""Writes sampling/tests/fixtures/stats-arviz.json: fixed draws of a scalar quantity (m chains
 of n draws) and what ArviZ computes for them, the oracle of the tests of
-host/src/stats/convergence.rs.
+sampling/src/stats/convergence.rs.
 
 For each case: `az.rhat` with method "rank" (the rank-normalized split-R-hat of Vehtari et
 al. 2021: the larger of bulk and tail), "z_scale" (bulk), "folded" (tail) and "split"
@@ -22,7 +22,7 @@ import arviz as az
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "host" / "tests" / "fixtures" / "stats-arviz.json"
+OUT = ROOT / "sampling" / "tests" / "fixtures" / "stats-arviz.json"
 SEED = 20240611
 
 

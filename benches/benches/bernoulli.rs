@@ -3,8 +3,8 @@
 //! pair-updates: one adjacent pair of one ensemble in one iteration.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use nrpt::engine::cpu::Simd;
-use nrpt::scale::simulator::{Group, LANES, reference};
+use nrpt_sampling::engine::cpu::Simd;
+use nrpt_studies::scale::simulator::{Group, LANES, reference};
 
 fn simulator(c: &mut Criterion) {
     for p in [16usize, 1024] {

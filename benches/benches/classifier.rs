@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use nrpt::engine::classifier::{ClassifierTarget, Kernel, initial_parameters};
 use nrpt_core::model::Architecture;
 use nrpt_core::rng::{PhiloxStream, streams};
 use nrpt_core::target::EnergyOracle;
+use nrpt_sampling::engine::classifier::{ClassifierTarget, Kernel, initial_parameters};
 
 fn chain_step(c: &mut Criterion) {
-    let data = Arc::new(nrpt::data::digits());
+    let data = Arc::new(nrpt_sampling::data::digits());
     let mut kernels = vec![("gemm crate", Kernel::GEMM)];
     if Kernel::detect().is_tiles() {
         kernels.push(("register tiles (AVX2, FMA)", Kernel::detect()));

@@ -3,10 +3,10 @@
 //! by the time of one iteration of the benchmark loop.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::{Backend, Job};
-use nrpt::targets::Toy;
 use nrpt_core::TemperingOptions;
+use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
+use nrpt_sampling::engine::{Backend, Job};
+use nrpt_sampling::targets::Toy;
 
 fn job() -> Job {
     let target = std::sync::Arc::new(Toy::modes2d(2.0));
@@ -34,7 +34,7 @@ fn engine(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter(|| {
                 backend
-                    .run(&j, &nrpt::engine::unobserved)
+                    .run(&j, &nrpt_sampling::engine::unobserved)
                     .map(|o| o.ensembles.len())
             })
         });

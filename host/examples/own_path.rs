@@ -5,7 +5,7 @@
 //! Everything here is what a crate of yours would write: implement
 //! [`nrpt_core::exact::AnnealingPath`] for the model (the prior π₀, which must be drawn
 //! exactly, and the log-likelihood ℓ, each with its gradient), and hand a maker of the
-//! path to [`nrpt::exact::run_path`], the engine of `nrpt run --target gaussian-path` and
+//! path to [`nrpt_studies::exact::run_path`], the engine of `nrpt run --target gaussian-path` and
 //! `--target classifier --exact`: ensembles in parallel on every core, MALA or HMC
 //! explorers at every β > 0 with adapted step sizes, Metropolis swaps by DEO, rounds of
 //! doubling length with the grid re-placed at equal barrier, `--chains auto` from a
@@ -13,7 +13,7 @@
 //! round trips against their prediction) with the command's warnings. It writes what
 //! the command writes, in the same formats: `summary.json` (its own fields here: the
 //! command's pooled estimates, the closed form, the warnings), `lambda.csv`, `grid.csv`
-//! and `rounds.csv` ([`nrpt::exact::tables`]).
+//! and `rounds.csv` ([`nrpt_studies::exact::tables`]).
 //!
 //! The model: `y = X w + e`, `e ~ N(0, σ² I)` with σ known, prior `w ~ N(0, τ² I)`;
 //! the data are drawn from the model itself. ℓ(w) = Σᵢ log N(yᵢ; xᵢ·w, σ²), and with the
@@ -34,15 +34,15 @@
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
-use nrpt::config::WindowSpec;
-use nrpt::exact::{
-    AUTO_RULE, Advice, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
-    Recommended, diagnostics, run_path,
-};
-use nrpt::output::write_json;
 use nrpt::progress::Progress;
 use nrpt_core::exact::{AnnealingPath, ExactExplorer, HmcOptions, MalaOptions};
 use nrpt_core::rng::{PhiloxStream, Rng, fill_normals};
+use nrpt_sampling::config::WindowSpec;
+use nrpt_sampling::output::write_json;
+use nrpt_studies::exact::{
+    AUTO_RULE, Advice, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
+    Recommended, diagnostics, run_path,
+};
 use serde::Serialize;
 
 /// A Bayesian linear regression: `n` observations of `d` features (row-major `x`).
@@ -299,12 +299,12 @@ fn write_outputs(dir: &Path, out: &ExactOutcome, summary: &Summary) -> anyhow::R
     std::fs::create_dir_all(dir)?;
     write_json(&dir.join("summary.json"), summary)?;
     // No closed form of λ(β) for this path: the estimated columns only.
-    nrpt::exact::tables::write(dir, out, None)?;
+    nrpt_studies::exact::tables::write(dir, out, None)?;
     Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
-    nrpt::interrupt::install();
+    nrpt_sampling::interrupt::install();
     let args: Vec<String> = std::env::args().collect();
     let a = parse(&args);
     let s = run(&a, false)?;

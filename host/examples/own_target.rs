@@ -7,7 +7,7 @@
 //! numbers), a progress bar, Ctrl-C.
 //!
 //! Everything here is what a crate of yours would write: implement
-//! [`nrpt::engine::Target`] (a name, the dimension and an energy oracle), put it in a
+//! [`nrpt_sampling::engine::Target`] (a name, the dimension and an energy oracle), put it in a
 //! [`Job`] and run the job.
 //!
 //! ```sh
@@ -18,15 +18,15 @@ use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use nrpt::checkpoint::{self, Plan};
-use nrpt::engine::cpu::CpuBackend;
-use nrpt::engine::{Job, Record, Target};
 use nrpt::progress::Progress;
 use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
 use nrpt_core::rng::Rng;
 use nrpt_core::swap::SwapRule;
 use nrpt_core::target::EnergyOracle;
 use nrpt_core::window::Scheme;
+use nrpt_sampling::engine::cpu::CpuBackend;
+use nrpt_sampling::engine::{Job, Record, Target};
+use nrpt_studies::checkpoint::{self, Plan};
 use serde::{Deserialize, Serialize};
 
 /// `π(x) = ½ N(x; m·1, I) + ½ N(x; −m·1, I)` in `dim` dimensions.
@@ -110,7 +110,7 @@ fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
 }
 
 fn main() -> anyhow::Result<()> {
-    nrpt::interrupt::install();
+    nrpt_sampling::interrupt::install();
     let args: Vec<String> = std::env::args().collect();
     let dim: usize = flag(&args, "--dim", 3).max(2);
     let iterations: u64 = flag(&args, "--iterations", 40_000);

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::WindowSpec;
-pub use crate::config::{ChainsArg, RunFlags};
+use nrpt_sampling::config::WindowSpec;
+pub use nrpt_sampling::config::{ChainsArg, RunFlags};
 
 /// nrpt: non-reversible parallel tempering for multi-modal and stochastic posteriors.
 ///
@@ -42,11 +42,11 @@ pub struct Cli {
 }
 
 fn parse_max_memory(text: &str) -> Result<u64, String> {
-    let bytes = crate::limits::parse_size(text)?;
+    let bytes = nrpt_sampling::limits::parse_size(text)?;
     if bytes < MIN_MAX_MEMORY {
         return Err(format!(
             "{text} is below {}, too little for any run",
-            crate::limits::human(MIN_MAX_MEMORY)
+            nrpt_sampling::limits::human(MIN_MAX_MEMORY)
         ));
     }
     Ok(bytes)
@@ -64,8 +64,8 @@ pub fn command() -> clap::Command {
     Cli::command().mut_subcommand("run", |run| {
         run.mut_arg("target", |a| {
             a.value_parser(
-                PossibleValuesParser::new(crate::targets::possible_values())
-                    .map(|s| crate::config::TargetName::new(&s)),
+                PossibleValuesParser::new(nrpt_sampling::targets::possible_values())
+                    .map(|s| nrpt_sampling::config::TargetName::new(&s)),
             )
         })
     })
@@ -286,13 +286,13 @@ pub struct ReproduceArgs {
     /// records.json beside results of its seeds; `nrpt reproduce merge` joins the shards'
     /// folders into the whole run's outputs. CPU engine only.
     #[arg(long, value_name = "i/n")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<nrpt_studies::shard::Shard>,
     /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
     /// `fma` (the CUDA kernels contract products; the CPU stays exact) or `fast` (FMA
     /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
     /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
     #[arg(long, value_enum, value_name = "MODE")]
-    pub math: Option<crate::config::MathKind>,
+    pub math: Option<nrpt_sampling::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -377,8 +377,8 @@ pub struct DeepArgs {
     /// How --eta-min and --eta-max (the paper's numbers, for its N/B = 50,000/256)
     /// become this data set's: `temperature` multiplies them by 195.3/(N/B), so that
     /// SGD's noise η·N/(B(1 − μ)) is the paper's; `as-given` keeps them.
-    #[arg(long, value_enum, default_value_t = crate::deep::experiment::EtaRule::Temperature)]
-    pub eta_rule: crate::deep::experiment::EtaRule,
+    #[arg(long, value_enum, default_value_t = nrpt_studies::deep::experiment::EtaRule::Temperature)]
+    pub eta_rule: nrpt_studies::deep::experiment::EtaRule,
     /// Also run every sampling method with the learning rates times each of these
     /// factors (comma-separated), for the sensitivity to the rates.
     #[arg(long, value_name = "F1,F2,…")]
@@ -387,12 +387,12 @@ pub struct DeepArgs {
     /// authors' deep `trainer.py`: one mini-batch shared by every chain, each chain's
     /// loss before its step as its energy, a sequential pass, rates rounded to 4
     /// decimals, an unprojected buffer).
-    #[arg(long, value_enum, default_value_t = crate::preset::Preset::Paper)]
-    pub preset: crate::preset::Preset,
+    #[arg(long, value_enum, default_value_t = nrpt_sampling::preset::Preset::Paper)]
+    pub preset: nrpt_sampling::preset::Preset,
     /// Overrides the preset's energies: each chain's own mini-batch after its step,
     /// with the prior (`after-step`), or the authors' `shared-batch`.
     #[arg(long, value_enum)]
-    pub step_energy: Option<crate::preset::StepEnergyKind>,
+    pub step_energy: Option<nrpt_sampling::preset::StepEnergyKind>,
     /// A reference posterior to score against (a folder written by `nrpt reference`
     /// for the same model). Default: the bundled one when it belongs to this model.
     #[arg(long, value_name = "DIR")]
@@ -438,13 +438,13 @@ pub struct DeepArgs {
     /// tempering runs start from the pre-trained networks, which only the CPU engine
     /// takes, so shards run on the CPU as whole runs do.
     #[arg(long, value_name = "i/n")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<nrpt_studies::shard::Shard>,
     /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
     /// `fma` (the CUDA kernels contract products; the CPU stays exact) or `fast` (FMA
     /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
     /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
     #[arg(long, value_enum, value_name = "MODE")]
-    pub math: Option<crate::config::MathKind>,
+    pub math: Option<nrpt_sampling::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -474,7 +474,7 @@ pub struct DataArgs {
     /// test examples of 64 pixels; the default) or `mnist1d` (MNIST-1D, 12,800 training
     /// and 3,200 test signals of 40 values). Not with --data.
     #[arg(long, value_name = "NAME")]
-    pub dataset: Option<crate::data::Bundled>,
+    pub dataset: Option<nrpt_sampling::data::Bundled>,
     /// Training data: a CSV file (label in the last column; `.gz` accepted) or a
     /// `.npy` features file (with --labels). Default: the bundled data set of --dataset.
     #[arg(long, value_name = "FILE")]
@@ -492,8 +492,8 @@ pub struct DataArgs {
 
 impl DataArgs {
     /// What the flags name.
-    pub fn spec(&self) -> Result<crate::data::DataSpec, crate::data::DataError> {
-        crate::data::DataSpec::from_paths(
+    pub fn spec(&self) -> Result<nrpt_sampling::data::DataSpec, nrpt_sampling::data::DataError> {
+        nrpt_sampling::data::DataSpec::from_paths(
             self.dataset,
             self.data.as_deref(),
             self.labels.as_deref(),
@@ -624,7 +624,7 @@ pub struct BenchArgs {
     /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
     /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
     #[arg(long, value_enum, value_name = "MODE")]
-    pub math: Option<crate::config::MathKind>,
+    pub math: Option<nrpt_sampling::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -684,8 +684,8 @@ pub struct MergeArgs {
 pub struct SweepArgs {
     /// `bernoulli` (index process alone), `modes2d` or `sum-modes` (full sampler), or
     /// `gaussian-path` (exact tempering, beside Lemma 1 and the limit 1/(2 + 2Λ)).
-    #[arg(long, value_enum, default_value_t = crate::scale::Model::Bernoulli)]
-    pub model: crate::scale::Model,
+    #[arg(long, value_enum, default_value_t = nrpt_studies::scale::Model::Bernoulli)]
+    pub model: nrpt_studies::scale::Model,
     /// Chain counts: a list (8,16,64) or a geometric range (8..4096, doubling; 8..4096x4).
     #[arg(long, short = 'p', default_value = "8,16,32,64")]
     pub chains: String,
@@ -724,7 +724,7 @@ pub struct SweepArgs {
     pub dim: usize,
     /// Run only the points with index % n == i (0 <= i < n), written i/n.
     #[arg(long, value_name = "i/n")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<nrpt_studies::shard::Shard>,
     /// Output folder.
     #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
     pub out: PathBuf,
@@ -739,7 +739,7 @@ pub struct SweepArgs {
     /// and the GPU's hardware log, sin/cos and rsqrt; on the CPU, FMA and shorter
     /// polynomials in the 2D toy's lane groups): no bit parity, the same statistics.
     #[arg(long, value_enum, value_name = "MODE")]
-    pub math: Option<crate::config::MathKind>,
+    pub math: Option<nrpt_sampling::config::MathKind>,
     /// Where it runs.
     #[command(flatten)]
     pub engine: EngineArgs,

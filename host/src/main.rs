@@ -4,13 +4,13 @@ use std::process::ExitCode;
 
 use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
 use nrpt::commands;
-use nrpt::config::ConfigError;
-use nrpt::config::MathKind;
-use nrpt::console::StdoutError;
-use nrpt::engine::EngineError;
-use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::limits::Limits;
-use nrpt::output::Committed;
+use nrpt_sampling::config::ConfigError;
+use nrpt_sampling::config::MathKind;
+use nrpt_sampling::console::StdoutError;
+use nrpt_sampling::engine::EngineError;
+use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
+use nrpt_sampling::limits::Limits;
+use nrpt_sampling::output::Committed;
 
 /// The worker threads of the global pool: `--threads`, else `RAYON_NUM_THREADS` (held to
 /// the same bound as `--threads`, with a note), else one per core.
@@ -28,7 +28,7 @@ fn thread_count(flag: Option<usize>, quiet: bool) -> usize {
         Some(_) => {
             let n = cores.min(MAX_THREADS);
             if !quiet {
-                nrpt::note!(
+                nrpt_sampling::note!(
                     "note: RAYON_NUM_THREADS is not a thread count from 1 to {MAX_THREADS}: \
                      using {n} threads"
                 );
@@ -109,7 +109,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             commands::bench::mlp(a, &cpu(&a.engine), cli.json, cli.quiet)
         }
         Command::Bench(a) => {
-            let b: Box<dyn nrpt::engine::Backend> = if a.scalar {
+            let b: Box<dyn nrpt_sampling::engine::Backend> = if a.scalar {
                 Box::new(CpuBackend {
                     threads: a.engine.threads(),
                     simd: Simd::Scalar,
@@ -129,7 +129,7 @@ fn has<E: std::error::Error + Send + Sync + 'static>(e: &anyhow::Error) -> bool 
 }
 
 fn main() -> ExitCode {
-    nrpt::engine::memory::return_freed_memory();
+    nrpt_sampling::engine::memory::return_freed_memory();
     let cli = match nrpt::cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         // Help, version and usage errors: clap's text and status (0 or 2), or 1 (141 for
@@ -142,9 +142,9 @@ fn main() -> ExitCode {
             };
         }
     };
-    nrpt::interrupt::install();
+    nrpt_sampling::interrupt::install();
     let defaults = Limits::default();
-    nrpt::limits::set(Limits {
+    nrpt_sampling::limits::set(Limits {
         max_memory: cli.max_memory.unwrap_or(defaults.max_memory),
         allow_special_files: cli.allow_special_files,
     });
@@ -162,27 +162,27 @@ fn main() -> ExitCode {
             // The reader went away (`| head`): nothing to report, the usual status.
             return ExitCode::from(141);
         }
-        nrpt::note!(
+        nrpt_sampling::note!(
             "error: {}; the outputs are complete in {}",
             cause.join(": "),
             folder.display()
         );
         return ExitCode::FAILURE;
     }
-    if let Some(w) = e.downcast_ref::<nrpt::checkpoint::InterruptedWithCheckpoint>() {
-        nrpt::note!("{w}");
+    if let Some(w) = e.downcast_ref::<nrpt_studies::checkpoint::InterruptedWithCheckpoint>() {
+        nrpt_sampling::note!("{w}");
         return ExitCode::from(130);
     }
-    if let Some(w) = e.downcast_ref::<nrpt::output::InterruptedWhileWriting>() {
-        nrpt::note!("{w}");
+    if let Some(w) = e.downcast_ref::<nrpt_sampling::output::InterruptedWhileWriting>() {
+        nrpt_sampling::note!("{w}");
         return ExitCode::from(130);
     }
     if matches!(
         e.downcast_ref::<EngineError>(),
         Some(EngineError::Interrupted)
-    ) || nrpt::interrupt::requested()
+    ) || nrpt_sampling::interrupt::requested()
     {
-        nrpt::note!(
+        nrpt_sampling::note!(
             "interrupted (Ctrl-C or SIGTERM) before the outputs were complete: \
              nothing was written; an existing output folder is as it was"
         );
@@ -194,12 +194,12 @@ fn main() -> ExitCode {
     }) {
         return ExitCode::from(141);
     }
-    nrpt::note!("error: {e:#}");
+    nrpt_sampling::note!("error: {e:#}");
     // Bad input (flags, configuration, data files, a reference posterior) exits with 2.
     if has::<ConfigError>(&e)
-        || has::<nrpt::data::DataError>(&e)
-        || has::<nrpt::deep::reference::ReferenceError>(&e)
-        || has::<nrpt::shard::ShardError>(&e)
+        || has::<nrpt_sampling::data::DataError>(&e)
+        || has::<nrpt_studies::deep::reference::ReferenceError>(&e)
+        || has::<nrpt_studies::shard::ShardError>(&e)
     {
         ExitCode::from(2)
     } else {

@@ -37,14 +37,14 @@ impl Progress {
     }
 
     /// Adds `n` units of finished work, and answers whether the work should go on: a
-    /// progress callback of the engines ([`crate::engine::OnProgress`]) that stops
-    /// them on Ctrl-C ([`crate::interrupt::flow`]).
-    pub fn inc(&self, n: u64) -> crate::engine::Flow {
+    /// progress callback of the engines ([`nrpt_sampling::engine::OnProgress`]) that stops
+    /// them on Ctrl-C ([`nrpt_sampling::interrupt::flow`]).
+    pub fn inc(&self, n: u64) -> nrpt_sampling::engine::Flow {
         self.done.fetch_add(n, Ordering::Relaxed);
         if self.enabled {
             self.draw(n);
         }
-        crate::interrupt::flow(n)
+        nrpt_sampling::interrupt::flow(n)
     }
 
     fn draw(&self, n: u64) {

@@ -7,16 +7,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nrpt::engine::cpu::CpuBackend;
-use nrpt::engine::cuda::{CudaBackend, list_devices};
+use nrpt_sampling::engine::cpu::CpuBackend;
+use nrpt_sampling::engine::cuda::{CudaBackend, list_devices};
 use std::sync::Arc;
 
-use nrpt::engine::{AnyTarget, Backend, Job, Record, RunOutput};
-use nrpt::targets::Toy;
 use nrpt_core::driver::{Temperatures, TemperingOptions};
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use nrpt_cuda::ExecutionPath;
+use nrpt_sampling::engine::{AnyTarget, Backend, Job, Record, RunOutput};
+use nrpt_sampling::targets::Toy;
 
 mod common;
 use common::{gpu_required, report};
@@ -79,7 +79,7 @@ fn run_counted(backend: &dyn Backend, job: &Job) -> RunOutput {
     let out = backend
         .run(job, &|n| {
             done.fetch_add(n, Ordering::Relaxed);
-            nrpt::engine::Flow::Continue
+            nrpt_sampling::engine::Flow::Continue
         })
         .unwrap_or_else(|e| panic!("{} run failed: {e}", backend.name()));
     assert_eq!(

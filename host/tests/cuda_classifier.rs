@@ -10,13 +10,13 @@
 
 use std::sync::Arc;
 
-use nrpt::deep::{Model, Rates, Sampling};
-use nrpt::engine::cuda::{CudaBackend, classifier_config};
-use nrpt::engine::{Backend, Record, Target};
 use nrpt_core::model::DataView;
 use nrpt_core::window::Scheme;
 use nrpt_cuda::MathMode;
 use nrpt_cuda::mlp::HostMlp;
+use nrpt_sampling::engine::cuda::{CudaBackend, classifier_config};
+use nrpt_sampling::engine::{Backend, Record, Target};
+use nrpt_studies::deep::{Model, Rates, Sampling};
 
 mod common;
 use common::{gpu_required, nrpt, report};
@@ -72,7 +72,7 @@ fn without_a_driver_cuda_is_refused_and_auto_runs_on_the_cpu() {
 /// than the run.
 fn with_a_driver_the_engine_takes_and_times_a_classifier_job() {
     let gpu = CudaBackend::open(0).unwrap_or_else(|e| panic!("a driver, but {e}"));
-    let model = Model::new(Arc::new(nrpt::data::digits()), &[8], 16, 1.0).unwrap();
+    let model = Model::new(Arc::new(nrpt_sampling::data::digits()), &[8], 16, 1.0).unwrap();
     let job = model
         .tempering_job(&Sampling {
             chains: 2,
@@ -84,7 +84,7 @@ fn with_a_driver_the_engine_takes_and_times_a_classifier_job() {
     assert_eq!(gpu.unsupported(&job), None);
     let started = std::time::Instant::now();
     let (out, device) = gpu
-        .run_timed(&job, &nrpt::engine::unobserved)
+        .run_timed(&job, &nrpt_sampling::engine::unobserved)
         .unwrap_or_else(|e| panic!("{e}"));
     let wall = started.elapsed().as_secs_f64();
     assert_eq!(out.backend, "cuda");
@@ -108,7 +108,7 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
             return;
         }
     };
-    let model = Model::new(Arc::new(nrpt::data::digits()), &[32], 48, 1.0).unwrap();
+    let model = Model::new(Arc::new(nrpt_sampling::data::digits()), &[32], 48, 1.0).unwrap();
     let record = Record {
         thin: 7,
         warmup: 20,
@@ -132,7 +132,7 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
     assert_eq!(gpu.unsupported(&job), None);
     // Timed: the events around each chunk must leave the results alone.
     let (out, device) = gpu
-        .run_timed(&job, &nrpt::engine::unobserved)
+        .run_timed(&job, &nrpt_sampling::engine::unobserved)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         device > 0.0 && device.is_finite(),
@@ -141,7 +141,7 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
 
     let target = job
         .target
-        .downcast_ref::<nrpt::targets::classifier::Classifier>()
+        .downcast_ref::<nrpt_sampling::targets::classifier::Classifier>()
         .expect("a classifier job");
     let d = &target.data;
     let view = DataView::new(&d.train.x, &d.train.y, d.features, d.classes).unwrap();

@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 
 use nrpt::cli::Command;
-use nrpt::config::RunConfig;
+use nrpt_sampling::config::RunConfig;
 
 use crate::errors::{command_error, parse_error, value_error};
 

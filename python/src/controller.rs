@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use serde::{Deserialize, Serialize};
 
-use nrpt::config::{ConfigError, RunConfig};
-use nrpt::engine::Record;
+use nrpt_sampling::config::{ConfigError, RunConfig};
+use nrpt_sampling::engine::Record;
 use nrpt_core::driver::{
     Controller, ControllerBuffers, NonfinitePairs, Progress, TemperingOptions,
 };
@@ -512,7 +512,7 @@ impl NativeController {
         let d = PyDict::new(py);
         d.set_item("config", to_py(py, &self.config)?)?;
         d.set_item("window", self.options.scheme.window_code())?;
-        let rules: nrpt::preset::RulesSummary = self.config.rule_choices().resolve().into();
+        let rules: nrpt_sampling::preset::RulesSummary = self.config.rule_choices().resolve().into();
         d.set_item("rules", to_py(py, &rules)?)?;
         Ok(d)
     }

@@ -91,15 +91,15 @@ pub fn reshape<'py, T: Element>(
     Ok(a.into_pyarray(py).into_any())
 }
 
-/// Adds a command's outputs ([`nrpt::output::OutputSet`], what its files hold) to `d`:
+/// Adds a command's outputs ([`nrpt_sampling::output::OutputSet`], what its files hold) to `d`:
 /// each table a dict of column arrays (a block per row: an array of `rows × block`),
 /// each array, the totals and the vectors.
 pub fn add_outputs<'py>(
     py: Python<'py>,
     d: &Bound<'py, PyDict>,
-    set: nrpt::output::OutputSet,
+    set: nrpt_sampling::output::OutputSet,
 ) -> PyResult<()> {
-    use nrpt::output::Values;
+    use nrpt_sampling::output::Values;
     for t in set.tables.into_iter().filter(|t| t.in_python) {
         let table = PyDict::new(py);
         for c in t.columns {

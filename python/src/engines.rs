@@ -10,10 +10,10 @@ use pyo3::types::PyDict;
 
 use nrpt::cli::{Command, EngineArgs};
 use nrpt::commands::{self, gaussian_path};
-use nrpt::config::{MathKind, RunConfig};
-use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::{Backend, Job, RunOutput};
-use nrpt::output::{OutDir, OutPolicy};
+use nrpt_sampling::config::{MathKind, RunConfig};
+use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
+use nrpt_sampling::engine::{Backend, Job, RunOutput};
+use nrpt_sampling::output::{OutDir, OutPolicy};
 use nrpt_core::exact::GaussianPath;
 
 use crate::config::parse;
@@ -87,7 +87,7 @@ pub fn run<'py>(
                 let c = gaussian_path::compute(&config, quiet)?;
                 return Ok(Ran::Exact(Box::new((config, c))));
             }
-            let job = config.job(commands::run::record_for(&config))?;
+            let job = config.job(config.record())?;
             let backend = backend_of(&args.engine, Some(config.math))?;
             let started = Instant::now();
             let out = commands::run_job(backend.as_ref(), &job, "run", quiet)?;
@@ -102,7 +102,7 @@ pub fn run<'py>(
             let (config, job, out, summary, seconds) = *b;
             let d = sgd_result(py, &config, &job, out, &summary, seconds)?;
             d.set_item("memory_estimate_bytes", config.footprint(&job).total())?;
-            d.set_item("peak_memory_bytes", nrpt::limits::peak_memory())?;
+            d.set_item("peak_memory_bytes", nrpt_sampling::limits::peak_memory())?;
             Ok(d)
         }
         Ran::Exact(b) => {
@@ -153,7 +153,7 @@ fn exact_result<'py>(
     // writes them from.
     let path = GaussianPath::standard(config.dim).map_err(value_error)?;
     let closed = |b: f64| (path.local_barrier(b), path.cumulative_barrier(b));
-    let (set, _) = nrpt::exact::tables::outputs(&c.outcome, Some(&closed));
+    let (set, _) = nrpt_studies::exact::tables::outputs(&c.outcome, Some(&closed));
     add_outputs(py, &d, set)?;
     Ok(d)
 }
@@ -264,7 +264,7 @@ pub fn deep<'py>(
             };
             let (report, shard) =
                 commands::deep::compute_with_records(&args, backend.as_ref(), &say)?;
-            let report = nrpt::deep::experiment::Report { command, ..report };
+            let report = nrpt_studies::deep::experiment::Report { command, ..report };
             let folder = match out {
                 None => None,
                 Some(out) => {

@@ -5,9 +5,9 @@
 use pyo3::PyErr;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 
-use nrpt::config::ConfigError;
-use nrpt::data::DataError;
-use nrpt::engine::EngineError;
+use nrpt_sampling::config::ConfigError;
+use nrpt_sampling::data::DataError;
+use nrpt_sampling::engine::EngineError;
 
 /// A `ValueError` with `message` (in Python's words, [`pythonic`]).
 pub fn value_error(message: impl std::fmt::Display) -> PyErr {

@@ -7,7 +7,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyType};
 
-use nrpt::exact::{ControllerSettings, ExactController, Recommended, log_z_mean};
+use nrpt_studies::exact::{ControllerSettings, ExactController, Recommended, log_z_mean};
 use nrpt_core::exact::{
     ExactBuffers, ExactExplorer, ExactReport, ExactTempering, GaussianPath, InitialGrid,
     LevelRecord, MalaOptions, PairRecord, RoundReport, StartStates,
@@ -363,7 +363,7 @@ pub fn record_exact<'py>(
     window: u32,
     ensemble: u32,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use nrpt::config::{MAX_CHAINS, MAX_DIM, MAX_VALUES};
+    use nrpt_sampling::config::{MAX_CHAINS, MAX_DIM, MAX_VALUES};
     let cells = u128::from(iterations) * chains as u128 + chains as u128 * dim as u128;
     if chains > MAX_CHAINS || dim > MAX_DIM || cells > MAX_VALUES {
         return Err(value_error(format!(

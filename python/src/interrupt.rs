@@ -1,7 +1,7 @@
 //! Ctrl-C while an engine runs: the engine computes on a worker thread with the GIL
 //! released, while the calling thread wakes every few milliseconds to let Python run
 //! its signal handlers. When one raises (Ctrl-C's `KeyboardInterrupt`), the engine is
-//! asked to stop as the command's Ctrl-C handler asks it (`nrpt::interrupt`), its
+//! asked to stop as the command's Ctrl-C handler asks it (`nrpt_sampling::interrupt`), its
 //! worker is joined, and the handler's exception is raised.
 
 use std::sync::mpsc;
@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 const POLL: Duration = Duration::from_millis(50);
 
 /// Runs `f` on a worker thread with the GIL released; a Python signal handler that
-/// raises meanwhile stops it (the engines' progress callbacks look at `nrpt::interrupt::requested` between
+/// raises meanwhile stops it (the engines' progress callbacks look at `nrpt_sampling::interrupt::requested` between
 /// segments of work) and its exception is the result. Only Python's main thread
 /// receives signals, so elsewhere this waits for `f` to finish.
 pub fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
@@ -33,7 +33,7 @@ pub fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> P
                 if signal.is_none()
                     && let Err(e) = Python::attach(|py| py.check_signals())
                 {
-                    nrpt::interrupt::request();
+                    nrpt_sampling::interrupt::request();
                     signal = Some(e);
                 }
             }
@@ -44,7 +44,7 @@ pub fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> P
             match signal {
                 Some(e) => {
                     // The request served this run; later runs start afresh.
-                    nrpt::interrupt::clear();
+                    nrpt_sampling::interrupt::clear();
                     Err(e)
                 }
                 None => Ok(out),

@@ -6,8 +6,8 @@ use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray2, PyUntypedArrayMethods
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use nrpt::engine::Record;
-use nrpt::targets::{Modes2dTarget, SumModesTarget};
+use nrpt_sampling::engine::Record;
+use nrpt_sampling::targets::{Modes2dTarget, SumModesTarget};
 use nrpt_core::driver::{
     Buffers, ReplicaStep, Tempering, TemperingOptions, explore_replica, initial_state,
 };

@@ -17,10 +17,6 @@
 //!   arithmetic is checked on a GPU, `cuda/tests/gpu.rs`); the ladder and temperatures
 //!   are what the CUDA engine uploads ([`EnsembleConfig::initial_levels`]).
 
-use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::cuda::{kernel_config, kernel_unsupported};
-use nrpt::engine::state::{EnsembleState, RunState};
-use nrpt::engine::{Job, Observed, unobserved};
 use nrpt_core::driver::Progress;
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::params::adapt_flags;
@@ -28,6 +24,10 @@ use nrpt_cuda::ensembles::{SEQ_MAX_DIM, persistent_group};
 use nrpt_cuda::host_math::{self as hm, EnsembleArrays, HostMath, StepInput};
 use nrpt_cuda::params::{BlockShape, GpuParams, IterConsts};
 use nrpt_cuda::{EnsembleConfig, GpuTarget};
+use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
+use nrpt_sampling::engine::cuda::{kernel_config, kernel_unsupported};
+use nrpt_sampling::engine::state::{EnsembleState, RunState};
+use nrpt_sampling::engine::{Job, Observed, unobserved};
 
 use crate::Run;
 use crate::source_host::SourceHost;

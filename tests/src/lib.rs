@@ -25,10 +25,10 @@ pub mod source_host;
 
 use std::fmt::Debug;
 
-use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::state::RunState;
-use nrpt::engine::{EngineError, Job, RunOutput, unobserved};
 use nrpt_core::index::{IndexStats, PairStats};
+use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
+use nrpt_sampling::engine::state::RunState;
+use nrpt_sampling::engine::{EngineError, Job, RunOutput, unobserved};
 
 /// A run as an engine leaves it: every buffer of every ensemble after the last
 /// iteration, and what it recorded.

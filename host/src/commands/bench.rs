@@ -6,10 +6,10 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::BenchArgs;
-use crate::config::RunConfig;
-use crate::config::TargetName;
-use crate::engine::cuda::CudaBackend;
-use crate::engine::{Backend, EngineError, Record};
+use nrpt_sampling::config::RunConfig;
+use nrpt_sampling::config::TargetName;
+use nrpt_sampling::engine::cuda::CudaBackend;
+use nrpt_sampling::engine::{Backend, EngineError, Record};
 
 /// The answer of `nrpt bench`.
 #[derive(Debug, Serialize)]
@@ -135,7 +135,9 @@ pub fn run(
         ..match args.model {
             crate::cli::BenchModel::SumModes => RunConfig {
                 dim: args.dim as usize,
-                ..RunConfig::defaults_for(TargetName::of(&crate::targets::sum_modes::SUM_MODES))
+                ..RunConfig::defaults_for(TargetName::of(
+                    &nrpt_sampling::targets::sum_modes::SUM_MODES,
+                ))
             },
             _ => RunConfig::default(),
         }
@@ -147,11 +149,11 @@ pub fn run(
         return run_cuda(cuda, &job, memory_estimate_bytes, json);
     }
     // A short warm-up run (page faults, thread pool start).
-    let warm = crate::engine::Job {
+    let warm = nrpt_sampling::engine::Job {
         iterations: job.iterations.min(50),
         ..job.clone()
     };
-    backend.run(&warm, &crate::interrupt::flow)?;
+    backend.run(&warm, &nrpt_sampling::interrupt::flow)?;
     let started = Instant::now();
     let out = super::run_job(backend, &job, "bench", quiet)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -175,7 +177,7 @@ pub fn run(
         round_trips_per_1000: out.total_stats().round_trips as f64 * 1000.0
             / (job.ensembles as f64 * job.iterations as f64),
         memory_estimate_bytes,
-        peak_memory_bytes: crate::limits::peak_memory(),
+        peak_memory_bytes: nrpt_sampling::limits::peak_memory(),
         device: None,
         limits: None,
         modes: Vec::new(),
@@ -201,8 +203,8 @@ pub fn run(
 }
 
 /// A job's warm-up: its first min(`most`, N) iterations.
-fn warm_up(job: &crate::engine::Job, most: u64) -> crate::engine::Job {
-    crate::engine::Job {
+fn warm_up(job: &nrpt_sampling::engine::Job, most: u64) -> nrpt_sampling::engine::Job {
+    nrpt_sampling::engine::Job {
         iterations: job.iterations.min(most),
         ..job.clone()
     }
@@ -214,18 +216,21 @@ fn warm_up(job: &crate::engine::Job, most: u64) -> crate::engine::Job {
 /// whole run); the output of the last.
 fn time_cuda(
     cuda: &CudaBackend,
-    job: &crate::engine::Job,
+    job: &nrpt_sampling::engine::Job,
     mode: nrpt_cuda::MathMode,
     warm_iterations: u64,
-) -> Result<(DeviceFigures, crate::engine::RunOutput)> {
+) -> Result<(DeviceFigures, nrpt_sampling::engine::RunOutput)> {
     use nrpt_cuda::timing::{MIN_REPETITIONS, Repetitions};
     let b = cuda.clone().with_math(mode);
-    b.run(&warm_up(job, warm_iterations), &crate::interrupt::flow)?;
+    b.run(
+        &warm_up(job, warm_iterations),
+        &nrpt_sampling::interrupt::flow,
+    )?;
     let mut reps = Repetitions::default();
     let mut last = None;
     for _ in 0..MIN_REPETITIONS {
         let started = Instant::now();
-        let (out, device) = b.run_timed(job, &crate::interrupt::flow)?;
+        let (out, device) = b.run_timed(job, &nrpt_sampling::interrupt::flow)?;
         reps.push(device, started.elapsed().as_secs_f64());
         last = Some(out);
     }
@@ -261,7 +266,7 @@ fn time_cuda(
 /// mode's (exact).
 fn run_cuda(
     cuda: &CudaBackend,
-    job: &crate::engine::Job,
+    job: &nrpt_sampling::engine::Job,
     memory_estimate_bytes: u64,
     json: bool,
 ) -> Result<()> {
@@ -321,7 +326,7 @@ fn run_cuda(
         coordinate_steps_per_sec: first.chain_steps_per_sec * d as f64,
         round_trips_per_1000: first.round_trips_per_1000,
         memory_estimate_bytes,
-        peak_memory_bytes: crate::limits::peak_memory(),
+        peak_memory_bytes: nrpt_sampling::limits::peak_memory(),
         device: Some(first.device),
         limits: Some(limits),
         modes,
@@ -394,10 +399,10 @@ pub struct BernoulliReport {
 
 /// Pair-updates per second of the Bernoulli index-process simulator (all cores).
 pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
-    use crate::config::{ConfigError, MAX_CHAINS, MAX_VALUES};
-    use crate::engine::cpu::Simd;
-    use crate::engine::memory::{Footprint, PROCESS_BYTES, check};
-    use crate::scale::simulator::{Group, LANES};
+    use nrpt_sampling::config::{ConfigError, MAX_CHAINS, MAX_VALUES};
+    use nrpt_sampling::engine::cpu::Simd;
+    use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES, check};
+    use nrpt_studies::scale::simulator::{Group, LANES};
     use rayon::prelude::*;
     let (ensembles, chains, iterations) = args.sizes();
     if !(2..=MAX_CHAINS).contains(&chains) {
@@ -414,7 +419,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         let why = format!("must be between 1 and 2^40, got {iterations}");
         return Err(ConfigError::new("iterations", why).into());
     }
-    let window = crate::scale::window_of(&args.window.to_string(), chains, 0.4)?;
+    let window = nrpt_studies::scale::window_of(&args.window.to_string(), chains, 0.4)?;
     let rates = vec![0.4; chains - 1];
     let groups = ensembles.div_ceil(LANES);
     let mut footprint = Footprint::default();
@@ -428,7 +433,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         .map(|g| Group::new(&rates, window, 1, (g * LANES) as u32))
         .collect();
     // Every group polls the stop request every few milliseconds (`run_or_stop`).
-    let stop = &crate::interrupt::requested;
+    let stop = &nrpt_sampling::interrupt::requested;
     sims.par_iter_mut()
         .try_for_each(|g| g.run_or_stop(iterations.min(100), Simd::Auto, stop))?;
     let started = Instant::now();
@@ -444,7 +449,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         seconds,
         pair_updates_per_sec: updates / seconds,
         memory_estimate_bytes: footprint.total(),
-        peak_memory_bytes: crate::limits::peak_memory(),
+        peak_memory_bytes: nrpt_sampling::limits::peak_memory(),
     };
     if json {
         say!("{}", serde_json::to_string(&r)?)?;
@@ -528,7 +533,7 @@ pub struct MlpReport {
     pub modes: Vec<MlpReport>,
 }
 
-pub use crate::config::parse_hidden;
+pub use nrpt_sampling::config::parse_hidden;
 
 /// The memory of [`machine_gflops`]`(n)`: its three n × n f32 matrices, and the matrix
 /// library's packing of them, at most a panel of 1024 rows of the right operand (its
@@ -575,10 +580,10 @@ fn tiled_product(
     tile: usize,
     threads: usize,
 ) -> Result<(), EngineError> {
-    use crate::engine::matmul::{Operand, product};
+    use nrpt_sampling::engine::matmul::{Operand, product};
     for i in (0..n).step_by(tile.max(1)) {
         for j in (0..n).step_by(tile.max(1)) {
-            crate::interrupt::check()?;
+            nrpt_sampling::interrupt::check()?;
             let (rows, cols) = (tile.min(n - i), tile.min(n - j));
             product(
                 &mut c[i * n + j..],
@@ -619,28 +624,28 @@ fn machine_tile(n: usize, threads: usize) -> usize {
 /// the same run, in both of its floating-point contracts.
 pub fn mlp(
     args: &BenchArgs,
-    cpu: &crate::engine::cpu::CpuBackend,
+    cpu: &nrpt_sampling::engine::cpu::CpuBackend,
     json: bool,
     quiet: bool,
 ) -> Result<()> {
     use crate::cli::BackendKind;
-    use crate::deep::{Model, Rates};
+    use nrpt_studies::deep::{Model, Rates};
     let (ensembles, chains, iters) = args.sizes();
     let model = Model::new(
-        std::sync::Arc::new(crate::data::digits()),
+        std::sync::Arc::new(nrpt_sampling::data::digits()),
         &parse_hidden(&args.hidden)?,
         args.batch,
         1.0,
     )?;
     let rates = Rates::default();
     let window = args.window.scheme(chains, rates.swap_rate)?;
-    let job = model.tempering_job(&crate::deep::Sampling {
+    let job = model.tempering_job(&nrpt_studies::deep::Sampling {
         chains,
         seeds: ensembles,
         iterations: iters,
         scheme: window,
         rates,
-        ..crate::deep::Sampling::default()
+        ..nrpt_studies::deep::Sampling::default()
     })?;
     let silent = quiet || json;
     // The GPU where asked for, or where `auto` finds one that runs this job.
@@ -676,18 +681,18 @@ pub fn mlp(
         },
     };
     // Checked before any work: the run, and on the CPU the machine's product.
-    let mut footprint = crate::engine::memory::of_job(&job);
+    let mut footprint = nrpt_sampling::engine::memory::of_job(&job);
     if gpu.is_none() {
         footprint.add(
             "machine-size product",
             machine_gflops_bytes(args.machine_size as usize),
         );
     }
-    crate::engine::memory::check(
+    nrpt_sampling::engine::memory::check(
         &footprint,
         "--machine-size, --ensembles, --chains, --hidden or --batch",
     )
-    .map_err(|m| crate::config::ConfigError::new("max_memory", m))?;
+    .map_err(|m| nrpt_sampling::config::ConfigError::new("max_memory", m))?;
     let report = match gpu {
         None => {
             let machine = machine_gflops(args.machine_size as usize)?;
@@ -707,7 +712,7 @@ pub fn mlp(
                 let (f, _) = time_cuda(&g, &job, math, 10)?;
                 let mut r = mlp_report(g.name(), &model, &job, f.device_seconds);
                 r.memory_estimate_bytes = footprint.total();
-                r.peak_memory_bytes = crate::limits::peak_memory();
+                r.peak_memory_bytes = nrpt_sampling::limits::peak_memory();
                 r.machine_gflops = measured;
                 r.efficiency = r.gflops / measured;
                 r.math = Some(f.math.clone());
@@ -740,18 +745,18 @@ pub fn mlp(
 /// min(10, N) iterations; the yardstick fields are left to the caller.
 fn time_mlp(
     backend: &dyn Backend,
-    model: &crate::deep::Model,
-    job: &crate::engine::Job,
+    model: &nrpt_studies::deep::Model,
+    job: &nrpt_sampling::engine::Job,
     memory_estimate_bytes: u64,
     quiet: bool,
 ) -> Result<MlpReport> {
-    backend.run(&warm_up(job, 10), &crate::interrupt::flow)?;
+    backend.run(&warm_up(job, 10), &nrpt_sampling::interrupt::flow)?;
     let started = Instant::now();
     super::run_job(backend, job, "bench mlp", quiet)?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(MlpReport {
         memory_estimate_bytes,
-        peak_memory_bytes: crate::limits::peak_memory(),
+        peak_memory_bytes: nrpt_sampling::limits::peak_memory(),
         ..mlp_report(backend.name(), model, job, seconds)
     })
 }
@@ -760,8 +765,8 @@ fn time_mlp(
 /// are left to the caller.
 fn mlp_report(
     backend: String,
-    model: &crate::deep::Model,
-    job: &crate::engine::Job,
+    model: &nrpt_studies::deep::Model,
+    job: &nrpt_sampling::engine::Job,
     seconds: f64,
 ) -> MlpReport {
     let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
@@ -794,7 +799,7 @@ fn mlp_report(
     }
 }
 
-fn print_mlp(r: &MlpReport) -> Result<(), crate::console::StdoutError> {
+fn print_mlp(r: &MlpReport) -> Result<(), nrpt_sampling::console::StdoutError> {
     let (what, yardstick) = match &r.math {
         None => (r.backend.clone(), "the machine's".to_string()),
         Some(m) => (

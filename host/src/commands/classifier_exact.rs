@@ -1,6 +1,6 @@
 //! `nrpt run --target classifier --exact`: exact tempering of a classifier's posterior,
 //! from its N(0, σ²I) prior (drawn exactly) to the posterior on the whole training set
-//! ([`crate::deep::posterior::ClassifierPath`], full-batch gradients in `f64`), with HMC
+//! ([`nrpt_studies::deep::posterior::ClassifierPath`], full-batch gradients in `f64`), with HMC
 //! explorers by default. It reports the communication barrier Λ̂ of a real posterior,
 //! log Z = log p(y | X), the model evidence (the prior is normalized), and the test
 //! accuracy and NLL of the posterior predictive of the target level's samples. The path
@@ -12,12 +12,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::gaussian_path::{ExactSummary, summary_of};
-use crate::config::{ConfigError, ExplorerKind, RunConfig, WindowSpec};
-use crate::deep::fidelity::example_scores;
-use crate::deep::posterior::ClassifierPath;
-use crate::exact::{self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings};
-use crate::output::{OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
+use nrpt_sampling::config::{ConfigError, ExplorerKind, RunConfig, WindowSpec};
+use nrpt_sampling::output::{OutDir, OutPolicy, write_json};
+use nrpt_studies::deep::fidelity::example_scores;
+use nrpt_studies::deep::posterior::ClassifierPath;
+use nrpt_studies::exact::{self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings};
 
 /// Target-level states kept per ensemble for the posterior predictive (evenly spaced
 /// over the measurement round).
@@ -148,7 +148,7 @@ pub fn run(
     quiet: bool,
 ) -> Result<()> {
     let config = &resolve(config);
-    let target = &crate::targets::classifier::model(config)?;
+    let target = &nrpt_sampling::targets::classifier::model(config)?;
     let s = settings(config, target.dim())?;
     exact::check(&s)?;
     let out_dir = OutDir::prepare(&config.out, policy)?;
@@ -176,7 +176,10 @@ pub fn run(
 }
 
 /// The posterior predictive of every ensemble's kept samples on the test set.
-pub fn predictive(target: &crate::engine::ClassifierTarget, out: &ExactOutcome) -> Predictive {
+pub fn predictive(
+    target: &nrpt_sampling::engine::ClassifierTarget,
+    out: &ExactOutcome,
+) -> Predictive {
     let test = &target.data.test;
     let c = target.data.classes;
     let dim = target.dim().max(1);
@@ -288,14 +291,14 @@ mod tests {
     use nrpt_core::rng::{PhiloxStream, streams};
 
     use super::*;
-    use crate::engine::ClassifierTarget;
+    use nrpt_sampling::engine::ClassifierTarget;
 
     /// log Z of exact tempering on a softmax regression with 4 training examples of the
     /// digits (D = 650, σ = 0.3) against importance sampling from the prior (40,000
     /// exact prior draws, f64): within 4 combined standard errors plus 0.05 nats.
     #[test]
     fn log_z_matches_importance_sampling_from_the_prior() {
-        let mut data = crate::data::digits();
+        let mut data = nrpt_sampling::data::digits();
         let n = 4;
         data.train.x.truncate(n * data.features);
         data.train.y.truncate(n);
@@ -345,7 +348,7 @@ mod tests {
             none,
             &|| Ok(ClassifierPath::new(&target)),
             0,
-            &crate::engine::unobserved,
+            &nrpt_sampling::engine::unobserved,
         )
         .unwrap();
         let p = out.pooled();

@@ -9,20 +9,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{DataArgs, DeepArgs, EngineArgs, ShardMergeArgs};
 use crate::commands::bench::parse_hidden;
-use crate::config::ConfigError;
-use crate::console::StdoutError;
-use crate::data;
-use crate::deep::experiment::{Curves, EtaRule, Records, Report, Row, Settings, Setup};
-use crate::deep::fidelity::SampleCurve;
-use crate::deep::methods::Pretraining;
-use crate::deep::reference::{self, Reference};
-use crate::deep::{Model, Rates};
-use crate::engine::Backend;
-use crate::error::in_range;
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, OutDir, OutPolicy, write_json};
-use crate::preset::{Preset, RuleChoices, StepEnergyKind};
-use crate::shard::{self, RECORDS, Summary};
+use nrpt_sampling::config::ConfigError;
+use nrpt_sampling::console::StdoutError;
+use nrpt_sampling::data;
+use nrpt_sampling::engine::Backend;
+use nrpt_sampling::error::in_range;
+use nrpt_sampling::output::{Csv, OutDir, OutPolicy, write_json};
+use nrpt_sampling::preset::{Preset, RuleChoices, StepEnergyKind};
+use nrpt_studies::deep::experiment::{Curves, EtaRule, Records, Report, Row, Settings, Setup};
+use nrpt_studies::deep::fidelity::SampleCurve;
+use nrpt_studies::deep::methods::Pretraining;
+use nrpt_studies::deep::reference::{self, Reference};
+use nrpt_studies::deep::{Model, Rates};
+use nrpt_studies::shard::{self, RECORDS, Summary};
 
 /// The most swap rates of `--swap-sweep`, and factors of `--eta-sweep`.
 pub const MAX_SWAP_SWEEP: usize = 32;
@@ -287,7 +287,7 @@ fn shard_of(args: &DeepArgs) -> Result<(Range<usize>, Option<Summary>)> {
 pub fn write_shard(dir: &Path, files: &ShardFiles) -> Result<()> {
     let mut text = serde_json::to_vec(&files.records)?;
     text.push(b'\n');
-    crate::output::write_atomic(&dir.join(RECORDS), &text)?;
+    nrpt_sampling::output::write_atomic(&dir.join(RECORDS), &text)?;
     write_json(&dir.join(shard::SUMMARY), &files.summary)?;
     Ok(())
 }

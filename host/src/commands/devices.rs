@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::engine::cuda::list_devices;
+use nrpt_sampling::engine::cuda::list_devices;
 
 /// One GPU.
 #[derive(Debug, Serialize)]

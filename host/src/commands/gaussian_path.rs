@@ -1,6 +1,6 @@
 //! `nrpt run --target gaussian-path`: exact tempering on the Gaussian path N(0, I_D) →
 //! N(0, I_D/10), whose communication barrier Λ, local barrier λ(β) and log Z have closed
-//! forms, estimated and reported beside them (see [`crate::exact`]).
+//! forms, estimated and reported beside them (see [`nrpt_studies::exact`]).
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,15 +9,15 @@ use anyhow::Result;
 use nrpt_core::exact::{ExactExplorer, GaussianPath, HmcOptions, MalaOptions};
 use serde::Serialize;
 
-use crate::config::{ConfigError, ExplorerKind, RunConfig};
-use crate::console::StdoutError;
-use crate::exact::{
+use crate::figures::{self, LineChart, Series, Style};
+use crate::progress::Progress;
+use nrpt_sampling::config::{ConfigError, ExplorerKind, RunConfig};
+use nrpt_sampling::console::StdoutError;
+use nrpt_sampling::output::{OutDir, OutPolicy, write_json};
+use nrpt_studies::exact::{
     self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings, PilotSummary, Pooled,
     Recommended,
 };
-use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{OutDir, OutPolicy, write_json};
-use crate::progress::Progress;
 
 /// `summary.json` of a gaussian-path run; with `C` = `Option<ClosedForm>` (`null`), the
 /// common part of every exact run's summary (`--target classifier --exact`).
@@ -58,7 +58,7 @@ pub struct ExactSummary<C = ClosedForm> {
     /// The closed forms of the path.
     pub closed_form: C,
     /// Settings without effect on this target, and what the run's diagnostics found
-    /// ([`exact::diagnostics()`](crate::exact::diagnostics())), each saying what to do.
+    /// ([`exact::diagnostics()`](nrpt_studies::exact::diagnostics())), each saying what to do.
     pub warnings: Vec<String>,
 }
 
@@ -86,7 +86,7 @@ pub struct ExplorerSummary {
 /// An SGD explorer (`sgd`, `sgld`, `msgd`), a number of steps out of range, or
 /// `leapfrog_steps` changed with MALA.
 pub fn explorer(c: &RunConfig) -> Result<ExactExplorer, ConfigError> {
-    use crate::config::{MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, in_range};
+    use nrpt_sampling::config::{MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, in_range};
     in_range("explorer_steps", c.explorer_steps, 1, MAX_EXPLORER_STEPS)?;
     let default_leapfrog = RunConfig::default().leapfrog_steps;
     match c.explorer {

@@ -15,11 +15,11 @@ pub mod window;
 use std::path::Path;
 
 use crate::cli::BackendKind;
-use crate::config::MathKind;
-use crate::engine::cpu::CpuBackend;
-use crate::engine::cuda::CudaBackend;
-use crate::engine::{Backend, EngineError, Job, OnProgress, RunOutput};
 use crate::progress::Progress;
+use nrpt_sampling::config::MathKind;
+use nrpt_sampling::engine::cpu::CpuBackend;
+use nrpt_sampling::engine::cuda::CudaBackend;
+use nrpt_sampling::engine::{Backend, EngineError, Job, OnProgress, RunOutput};
 
 /// The engine for `--backend`: `auto` opens GPU `device` when it can and falls back to
 /// `cpu` (saying so on stderr unless `silent`), also for every job whose rules the
@@ -125,5 +125,5 @@ pub fn after_commit(
     folder: &Path,
     report: impl FnOnce() -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    report().map_err(|e| e.context(crate::output::Committed(folder.to_path_buf())))
+    report().map_err(|e| e.context(nrpt_sampling::output::Committed(folder.to_path_buf())))
 }

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cli::ReferenceArgs;
-use crate::config::{ConfigError, parse_hidden};
-use crate::console::StdoutError;
-use crate::data;
-use crate::deep::Model;
-use crate::deep::reference::{HmcSettings, ReferenceRun, run::run as run_hmc};
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, OutDir, OutPolicy};
 use crate::progress::Progress;
+use nrpt_sampling::config::{ConfigError, parse_hidden};
+use nrpt_sampling::console::StdoutError;
+use nrpt_sampling::data;
+use nrpt_sampling::output::{Csv, OutDir, OutPolicy};
+use nrpt_studies::deep::Model;
+use nrpt_studies::deep::reference::{HmcSettings, ReferenceRun, run::run as run_hmc};
 
 /// The sampler's settings from the flags.
 pub fn settings(args: &ReferenceArgs) -> Result<HmcSettings, ConfigError> {
@@ -58,9 +58,12 @@ pub fn compute(args: &ReferenceArgs, quiet: bool) -> Result<ReferenceRun> {
     let s = settings(args)?;
     let model = model(args)?;
     let progress = Progress::new("reference", s.chains as u64 * (s.warmup + s.samples), quiet);
-    let out = run_hmc(model.target(), &s, &crate::machine::command_line(), &|| {
-        progress.inc(1)
-    });
+    let out = run_hmc(
+        model.target(),
+        &s,
+        &nrpt_sampling::machine::command_line(),
+        &|| progress.inc(1),
+    );
     progress.finish();
     out
 }

@@ -8,16 +8,16 @@ use anyhow::Result;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::baselines::{self, Baseline};
 use crate::cli::{ReproduceArgs, ShardMergeArgs};
-use crate::config::{ConfigError, RunConfig, WindowSpec};
-use crate::engine::{Backend, EngineError, EnsembleRecords, Job, Record, RunOutput};
 use crate::figures::{self, DensityPanel, LineChart, PathPanel, Series, Style};
-use crate::metrics::{Grid, Truth};
-use crate::output::{Csv, OutDir, OutPolicy, write_json};
-use crate::preset::{Preset, RuleChoices, RulesSummary};
 use crate::progress::Progress;
-use crate::shard::{self, RECORDS, Shard, Summary};
+use nrpt_sampling::config::{ConfigError, RunConfig, WindowSpec};
+use nrpt_sampling::engine::{Backend, EngineError, EnsembleRecords, Job, Record, RunOutput};
+use nrpt_sampling::output::{Csv, OutDir, OutPolicy, write_json};
+use nrpt_sampling::preset::{Preset, RuleChoices, RulesSummary};
+use nrpt_studies::baselines::{self, Baseline};
+use nrpt_studies::metrics::{Grid, Truth};
+use nrpt_studies::shard::{self, RECORDS, Shard, Summary};
 
 /// Sizes of a reproduction.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -321,8 +321,8 @@ const CYCLES: u64 = 100;
 /// The memory of [`run_all`] over `seeds` seeds: every tempering run of `jobs` side by
 /// side, their outputs kept for the figures (each job's own estimate), and the
 /// baselines' samples (per seed, then joined: twice).
-fn footprint(s: &Settings, seeds: usize, jobs: &[Job]) -> crate::engine::memory::Footprint {
-    use crate::engine::memory::{Footprint, PROCESS_BYTES, of_job};
+fn footprint(s: &Settings, seeds: usize, jobs: &[Job]) -> nrpt_sampling::engine::memory::Footprint {
+    use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES, of_job};
     let mut f = Footprint::default();
     f.add("process", PROCESS_BYTES);
     let runs = jobs.iter().fold(0u64, |acc, j| {
@@ -348,7 +348,7 @@ fn footprint(s: &Settings, seeds: usize, jobs: &[Job]) -> crate::engine::memory:
 fn run_all(s: &Settings, seeds: Range<usize>, backend: &dyn Backend, quiet: bool) -> Result<Runs> {
     let jobs = jobs(s, &seeds)?;
     // Each job checked its own memory; they run side by side.
-    crate::engine::memory::check(
+    nrpt_sampling::engine::memory::check(
         &footprint(s, seeds.len(), &jobs),
         "--ensembles or --iterations",
     )

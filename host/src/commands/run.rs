@@ -6,16 +6,16 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::checkpoint;
 use crate::cli::RunArgs;
-use crate::config::{ConfigError, RunConfig};
-use crate::engine::cpu::CpuBackend;
-use crate::engine::state::RunState;
-use crate::engine::{Backend, Job, Record, RunOutput};
-use crate::metrics::{Accuracy, Truth};
-use crate::output::{OutDir, OutPolicy, OutputSet, write_json};
-use crate::targets::Modes2dTarget;
-use crate::targets::classifier::Classifier;
+use nrpt_sampling::config::{ConfigError, RunConfig};
+use nrpt_sampling::engine::cpu::CpuBackend;
+use nrpt_sampling::engine::state::RunState;
+use nrpt_sampling::engine::{Backend, Job, RunOutput};
+use nrpt_sampling::output::{OutDir, OutPolicy, OutputSet, write_json};
+use nrpt_sampling::targets::Modes2dTarget;
+use nrpt_sampling::targets::classifier::Classifier;
+use nrpt_studies::checkpoint;
+use nrpt_studies::metrics::{Accuracy, Truth};
 
 /// `summary.json`.
 #[derive(Debug, Serialize)]
@@ -31,7 +31,7 @@ pub struct Summary {
     /// Window used (0 for SEO).
     pub window: u32,
     /// The rules that ran (the preset with the rule keys applied).
-    pub rules: crate::preset::RulesSummary,
+    pub rules: nrpt_sampling::preset::RulesSummary,
     /// Iterations run (one more than `config.iterations` with inclusive iterations).
     pub iterations_run: u64,
     /// Standard round trips per 1000 iterations, mean over ensembles.
@@ -63,7 +63,7 @@ pub struct Summary {
     pub accuracy: Option<Accuracy>,
     /// Classifier targets: the test-set scores of the Bayesian model average of every
     /// kept target-level sample, all ensembles pooled.
-    pub classifier: Option<crate::deep::metrics::Scores>,
+    pub classifier: Option<nrpt_studies::deep::metrics::Scores>,
     /// Lemma 1 at the measured swap rate: the window it recommends for this P (`null`
     /// for SEO or when the measured rate is 0 or 1).
     pub lemma1_at_measured_rate: Option<WindowAdvice>,
@@ -150,9 +150,9 @@ pub fn pair_rates(out: &RunOutput, iterations: u64) -> (Vec<f64>, Vec<f64>) {
 pub fn load_config(args: &RunArgs) -> Result<RunConfig> {
     let mut c = match &args.config {
         Some(path) => {
-            let text = crate::input::read_text(
+            let text = nrpt_sampling::input::read_text(
                 path,
-                crate::input::MAX_CONFIG_BYTES,
+                nrpt_sampling::input::MAX_CONFIG_BYTES,
                 "the cap of a configuration file",
             )
             .map_err(|e| ConfigError {
@@ -179,7 +179,7 @@ pub fn outputs(
     out: &RunOutput,
     summary: &Summary,
 ) -> OutputSet {
-    use crate::output::{Array, Cell, Column, Table, Values};
+    use nrpt_sampling::output::{Array, Cell, Column, Table, Values};
     let (p, e, scale) = (config.chains, out.ensembles.len(), energy_scale);
     // Rates over the iterations that ran (N + 1 with inclusive iterations), as in the
     // summary.
@@ -284,7 +284,7 @@ pub fn outputs(
             },
         ],
     };
-    let stats = |f: &dyn Fn(&crate::engine::EnsembleResult) -> u64| -> Values {
+    let stats = |f: &dyn Fn(&nrpt_sampling::engine::EnsembleResult) -> u64| -> Values {
         Values::U64(out.ensembles.iter().map(f).collect())
     };
     let pair = |f: &dyn Fn(&nrpt_core::index::PairStats) -> u64| -> Values {
@@ -364,7 +364,7 @@ pub fn write_outputs(
     write_json(&dir.join("summary.json"), summary)
 }
 
-pub use crate::config::MAX_CSV_DIM;
+pub use nrpt_sampling::config::MAX_CSV_DIM;
 
 /// Where a run starts: its configuration, checkpoint cadence, saved state (when resumed)
 /// and the digests of its input files (when it checkpoints).
@@ -492,7 +492,7 @@ fn same_place(a: &Path, b: &Path) -> bool {
         if let Ok(r) = p.canonicalize() {
             return Some(r);
         }
-        let parent = crate::output::parent_of(p).canonicalize().ok()?;
+        let parent = nrpt_sampling::output::parent_of(p).canonicalize().ok()?;
         Some(parent.join(p.file_name()?))
     }
     a == b || matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
@@ -539,17 +539,6 @@ pub fn out_policy(args: &RunArgs, config: &RunConfig) -> OutPolicy {
     }
 }
 
-/// What a run records: samples every `thin` iterations after `warmup`, a trace entry
-/// every 1/400 of the iterations.
-pub fn record_for(config: &RunConfig) -> Record {
-    Record {
-        thin: config.thin,
-        warmup: config.warmup,
-        trace_every: (config.iterations / 400).max(1),
-        path_iterations: 0,
-    }
-}
-
 /// The summary of a finished run of `job` (from `config`), as `summary.json` holds it.
 pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
     let stats = out.total_stats();
@@ -566,11 +555,11 @@ pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
         .map(|r| r.ladder.iter().map(|eta| eta * scale).collect())
         .collect();
     let views: Vec<&[f64]> = final_ladders.iter().map(Vec::as_slice).collect();
-    let (final_ladder_mean, final_ladder_sd) = crate::engine::ladder_spread(&views);
+    let (final_ladder_mean, final_ladder_sd) = nrpt_sampling::engine::ladder_spread(&views);
     Summary {
         config: config.clone(),
         backend: out.backend.clone(),
-        math: if out.backend == "cuda" || config.math == crate::config::MathKind::Fast {
+        math: if out.backend == "cuda" || config.math == nrpt_sampling::config::MathKind::Fast {
             config.math.name()
         } else {
             "exact"
@@ -598,7 +587,7 @@ pub fn summarize(config: &RunConfig, job: &Job, out: &RunOutput) -> Summary {
             .then(|| Truth::new().accuracy(&out.samples)),
         classifier: job.target.downcast_ref::<Classifier>().map(|t| {
             let data = &t.data;
-            let mut bma = crate::deep::metrics::Bma::new(data.test.len(), data.classes);
+            let mut bma = nrpt_studies::deep::metrics::Bma::new(data.test.len(), data.classes);
             for theta in out.samples.chunks_exact(t.dim()) {
                 bma.add(t, theta, &data.test.x);
             }
@@ -663,7 +652,7 @@ pub fn run(
         check_checkpoint_place(&ckpt, args.force)?;
     }
     let out_dir = OutDir::prepare(&config.out, &policy)?;
-    let job = config.job(record_for(&config))?;
+    let job = config.job(config.record())?;
     if let Some(s) = &saved {
         s.check(&job).map_err(|m| {
             ConfigError::new(
@@ -677,10 +666,10 @@ pub fn run(
     }
     let footprint = footprint(&config, &job, every.is_some());
     if every.is_some() {
-        crate::engine::memory::check(&footprint, crate::config::RUN_MEMORY_ADVICE)
+        nrpt_sampling::engine::memory::check(&footprint, nrpt_sampling::config::RUN_MEMORY_ADVICE)
             .map_err(|m| ConfigError::new("max_memory", m))?;
         // Temporary files of checkpoint writers that were killed.
-        crate::output::temp::clean_file_temps(&ckpt);
+        nrpt_sampling::output::temp::clean_file_temps(&ckpt);
     }
     let started = Instant::now();
     // The checkpoint on disk at the end, which this run wrote or resumed from: the only
@@ -758,13 +747,13 @@ pub fn footprint(
     config: &RunConfig,
     job: &Job,
     checkpoints: bool,
-) -> crate::engine::memory::Footprint {
+) -> nrpt_sampling::engine::memory::Footprint {
     let mut f = config.footprint(job);
     if checkpoints {
         f.add_during(
-            &[crate::engine::memory::Phase::Checkpointing],
+            &[nrpt_sampling::engine::memory::Phase::Checkpointing],
             "checkpoint",
-            crate::engine::memory::checkpoint(job),
+            nrpt_sampling::engine::memory::checkpoint(job),
         );
     }
     f
@@ -793,7 +782,7 @@ fn report(
             seconds,
             chain_steps_per_sec,
             memory_estimate_bytes,
-            peak_memory_bytes: crate::limits::peak_memory(),
+            peak_memory_bytes: nrpt_sampling::limits::peak_memory(),
         };
         say!("{}", serde_json::to_string(&report)?)?;
     } else {

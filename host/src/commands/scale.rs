@@ -7,16 +7,16 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{MergeArgs, SweepArgs};
-use crate::config::ConfigError;
-use crate::console::StdoutError;
-use crate::engine::Backend;
 use crate::figures::{self, LineChart, Series, Style};
-use crate::output::{Csv, OutDir, OutPolicy, write_json};
 use crate::progress::Progress;
-use crate::scale::{self, Fit, Point, Settings};
+use nrpt_sampling::config::ConfigError;
+use nrpt_sampling::console::StdoutError;
+use nrpt_sampling::engine::Backend;
+use nrpt_sampling::output::{Csv, OutDir, OutPolicy, write_json};
+use nrpt_studies::scale::{self, Fit, Point, Settings};
 
-pub use crate::shard::Shard;
-use crate::shard::ShardError;
+pub use nrpt_studies::shard::Shard;
+use nrpt_studies::shard::ShardError;
 
 /// `results.json` of a sweep or a shard.
 #[derive(Debug, Serialize, Deserialize)]
@@ -52,7 +52,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         }
         swap_rates.push(v);
     }
-    if a.rates_file.is_some() && a.model != crate::scale::Model::Bernoulli {
+    if a.rates_file.is_some() && a.model != nrpt_studies::scale::Model::Bernoulli {
         return Err(ConfigError::new(
             "rates_file",
             "applies to --model bernoulli only (the sampler models adapt their own rates)",
@@ -62,9 +62,9 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     let profile = match &a.rates_file {
         None => None,
         Some(path) => {
-            let text = crate::input::read_text(
+            let text = nrpt_sampling::input::read_text(
                 path,
-                crate::input::MAX_LIST_BYTES,
+                nrpt_sampling::input::MAX_LIST_BYTES,
                 "the cap of a rates file",
             )
             .map_err(|e| {
@@ -95,19 +95,20 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         return Err(ConfigError::new("target_se", "must lie strictly between 0 and 1").into());
     }
     let max_iterations = a.max_iterations.unwrap_or(match a.model {
-        crate::scale::Model::Bernoulli => 100_000_000,
+        nrpt_studies::scale::Model::Bernoulli => 100_000_000,
         _ => 20_000,
     });
     if !(1..=1 << 40).contains(&max_iterations) {
         return Err(ConfigError::new("max_iterations", "must be between 1 and 2^40").into());
     }
-    if a.model == crate::scale::Model::GaussianPath && max_iterations < crate::exact::MIN_ITERATIONS
+    if a.model == nrpt_studies::scale::Model::GaussianPath
+        && max_iterations < nrpt_studies::exact::MIN_ITERATIONS
     {
         return Err(ConfigError::new(
             "max_iterations",
             format!(
                 "gaussian-path needs at least {} iterations",
-                crate::exact::MIN_ITERATIONS
+                nrpt_studies::exact::MIN_ITERATIONS
             ),
         )
         .into());
@@ -117,13 +118,13 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     {
         return Err(ConfigError::new("ensembles", format!("must be at most 2^24, got {e}")).into());
     }
-    let samples_states = a.model != crate::scale::Model::Bernoulli;
-    if samples_states && !(1..=crate::config::MAX_DIM).contains(&a.dim) {
+    let samples_states = a.model != nrpt_studies::scale::Model::Bernoulli;
+    if samples_states && !(1..=nrpt_sampling::config::MAX_DIM).contains(&a.dim) {
         return Err(ConfigError::new(
             "dim",
             format!(
                 "must be between 1 and {}, got {}",
-                crate::config::MAX_DIM,
+                nrpt_sampling::config::MAX_DIM,
                 a.dim
             ),
         )
@@ -133,14 +134,14 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     let most_chains = chains.iter().copied().max().unwrap_or(2) as u128;
     let dim = if samples_states { a.dim as u128 } else { 1 };
     let values = most_chains * a.ensembles.unwrap_or(1) as u128 * dim;
-    if values > crate::config::MAX_VALUES {
+    if values > nrpt_sampling::config::MAX_VALUES {
         return Err(ConfigError::new(
             "ensembles",
             format!(
                 "{most_chains} chains × {} ensembles × {dim} = {values} values: more than the \
                  {} accepted",
                 a.ensembles.unwrap_or(1),
-                crate::config::MAX_VALUES
+                nrpt_sampling::config::MAX_VALUES
             ),
         )
         .into());
@@ -159,7 +160,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         dim: a.dim,
     };
     s.check()?;
-    if s.model == crate::scale::Model::Bernoulli {
+    if s.model == nrpt_studies::scale::Model::Bernoulli {
         check_bernoulli_memory(&s)?;
     }
     Ok(s)
@@ -169,10 +170,10 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
 /// its ensembles (in groups of 4 lanes at most: the largest per ensemble): the largest
 /// point is checked against `--max-memory`. The other models' runs check their own.
 fn check_bernoulli_memory(s: &Settings) -> Result<(), ConfigError> {
-    use crate::engine::memory::{Footprint, PROCESS_BYTES, check};
-    use crate::scale::simulator::Group;
+    use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES, check};
+    use nrpt_studies::scale::simulator::Group;
     let largest = s.chains.iter().fold(0u64, |most, &p| {
-        let groups = crate::scale::ensembles_for(s, p).div_ceil(4) as u64;
+        let groups = nrpt_studies::scale::ensembles_for(s, p).div_ceil(4) as u64;
         most.max(groups.saturating_mul(Group::<4>::bytes(p)))
     });
     let mut f = Footprint::default();
@@ -586,9 +587,9 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
         } else {
             dir.clone()
         };
-        let text = crate::input::read_text(
+        let text = nrpt_sampling::input::read_text(
             &path,
-            crate::input::MAX_RESULTS_BYTES,
+            nrpt_sampling::input::MAX_RESULTS_BYTES,
             "the cap of a shard's results.json",
         )
         .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;

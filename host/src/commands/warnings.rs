@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::config::RunConfig;
+use nrpt_sampling::config::RunConfig;
 
 /// Non-finite energies above this share of the chain-steps give a warning.
 pub const NONFINITE_WARNING_SHARE: f64 = 0.01;

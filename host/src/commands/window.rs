@@ -5,7 +5,7 @@ use nrpt_core::optimal;
 use serde::Serialize;
 
 use crate::cli::WindowArgs;
-use crate::config::ConfigError;
+use nrpt_sampling::config::ConfigError;
 
 /// The answer of `nrpt window`.
 #[derive(Debug, Serialize)]

@@ -1,7 +1,7 @@
 //! Figures of the commands, each written as PNG and SVG from one drawing code.
 //!
 //! Every public function takes a path *stem* and writes `<stem>.png` and `<stem>.svg`.
-//! Each file is complete or absent: the SVG goes through [`crate::output::write_atomic`],
+//! Each file is complete or absent: the SVG goes through [`nrpt_sampling::output::write_atomic`],
 //! the PNG is drawn under a hidden temporary name in the destination folder (containing
 //! `.tmp.`) and renamed into place, so an interrupted run never leaves half a figure.
 //!
@@ -132,7 +132,7 @@ fn render(stem: &Path, fig: &impl Figure) -> Result<()> {
         root.present().plot()?;
     }
     let svg_path = target("svg");
-    crate::output::write_atomic(&svg_path, svg.as_bytes())?;
+    nrpt_sampling::output::write_atomic(&svg_path, svg.as_bytes())?;
 
     // PNG: the bitmap backend encodes by file extension, so the temporary name ends in .png.
     let png_path = target("png");

@@ -45,7 +45,7 @@ pub fn report(message: &str) {
     let _ = writeln!(std::io::stderr(), "{message}");
 }
 
-/// The test hook of `OutDir::commit` (host/src/output/folder.rs), removed from every
+/// The test hook of `OutDir::commit` (sampling/src/output/folder.rs), removed from every
 /// command unless a test sets it.
 pub const PAUSE: &str = "NRPT_PAUSE_BEFORE_COMMIT_MS";
 

@@ -601,7 +601,7 @@ fn reference_of_the_commands_is_their_help() {
 fn reference_of_the_configuration_keys_is_their_declaration() {
     let mut page = String::from(
         "# Configuration keys\n\n\
-         <!-- Generated from host/src/config/keys.rs by host/tests/it/cli.rs; do not edit.\n     \
+         <!-- Generated from sampling/src/config/keys.rs by host/tests/it/cli.rs; do not edit.\n     \
          Regenerate: NRPT_BLESS=1 cargo test -p nrpt-host --test it cli::reference -->\n\n\
          Every key of `nrpt run`'s TOML file, in the order of its declaration, with its flag \
          and its help (the same text as `nrpt run --help`; a value in brackets is the \
@@ -609,7 +609,7 @@ fn reference_of_the_configuration_keys_is_their_declaration() {
          flags combine is in [the configuration chapter](configuration.md).\n\n\
          | key | flag | what |\n|---|---|---|\n",
     );
-    for key in nrpt::config::KEYS {
+    for key in nrpt_sampling::config::KEYS {
         let help = key.help.split_whitespace().collect::<Vec<_>>().join(" ");
         let help = help.replace('|', "\\|");
         page.push_str(&format!("| `{}` | `{}` | {help} |\n", key.name, key.flag()));
@@ -627,7 +627,7 @@ fn reference_example_configuration_is_a_valid_configuration() {
         .collect();
     assert!(!blocks.is_empty(), "configuration.md has no TOML example");
     for block in blocks {
-        if let Err(e) = toml::from_str::<nrpt::config::RunConfig>(block) {
+        if let Err(e) = toml::from_str::<nrpt_sampling::config::RunConfig>(block) {
             panic!("a TOML example of configuration.md is not a configuration: {e}");
         }
     }

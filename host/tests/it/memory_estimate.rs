@@ -262,23 +262,21 @@ fn checkpoints_are_counted() {
         unreachable!("a run command")
     };
     let config = nrpt::commands::run::load_config(a).unwrap();
-    let job = config
-        .job(nrpt::commands::run::record_for(&config))
-        .unwrap();
-    let state = nrpt::engine::cpu::CpuBackend {
+    let job = config.job(config.record()).unwrap();
+    let state = nrpt_sampling::engine::cpu::CpuBackend {
         threads: Some(1),
         ..Default::default()
     }
-    .run_from(&job, None, 4, &nrpt::engine::unobserved)
+    .run_from(&job, None, 4, &nrpt_sampling::engine::unobserved)
     .unwrap();
-    let bytes = nrpt::checkpoint::encode(&nrpt::checkpoint::Checkpoint {
+    let bytes = nrpt_studies::checkpoint::encode(&nrpt_studies::checkpoint::Checkpoint {
         config,
         inputs: Vec::new(),
         every: 2,
         state,
     })
     .unwrap();
-    let path = nrpt::checkpoint::path_for(&out);
+    let path = nrpt_studies::checkpoint::path_for(&out);
     estimate_holds_after(
         dir.path(),
         "checkpoint resumed",
@@ -352,7 +350,7 @@ fn special_files_are_read_within_their_cap() {
     );
     assert_eq!(m.code, Some(2), "{}", m.stderr);
     assert!(m.stderr.contains("larger than 128.0 MiB"), "{}", m.stderr);
-    let bound = cap + nrpt::engine::memory::PROCESS_BYTES;
+    let bound = cap + nrpt_sampling::engine::memory::PROCESS_BYTES;
     common::report(&format!(
         "/dev/zero as a checkpoint under --max-memory 128M: peak {:.1} MiB, cap and process {:.1} MiB",
         m.peak as f64 / MIB,

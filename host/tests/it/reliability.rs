@@ -545,7 +545,7 @@ fn random_command_lines_get_a_clear_answer() {
         "iterations",
         "ensembles",
     ];
-    let names: Vec<String> = nrpt::config::KEYS
+    let names: Vec<String> = nrpt_sampling::config::KEYS
         .iter()
         .filter(|k| !skip.contains(&k.name))
         .map(|k| k.flag())
@@ -701,7 +701,7 @@ fn random_configuration_files_get_a_clear_answer() {
     let dir = tempfile::tempdir().unwrap();
     let mut d = Draw(0x746f_6d6c);
     // Every key of the configuration's declaration, and one misspelt.
-    let names: Vec<&str> = nrpt::config::KEYS
+    let names: Vec<&str> = nrpt_sampling::config::KEYS
         .iter()
         .map(|k| k.name)
         .chain(["chians"])

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use clap::Parser;
 use nrpt::cli::{Cli, Command};
-use nrpt::engine::cpu::Simd;
-use nrpt::engine::{Job, Record, unobserved};
-use nrpt::targets::Toy;
 use nrpt_core::driver::TemperingOptions;
 use nrpt_core::explore::Explorer;
 use nrpt_core::window::Scheme;
+use nrpt_sampling::engine::cpu::Simd;
+use nrpt_sampling::engine::{Job, Record, unobserved};
+use nrpt_sampling::targets::Toy;
 use nrpt_tests::{Run, cpu, first_difference};
 
 /// Jobs that take each path of the CPU engine: the 2D toy in lockstep groups (E ≥ 16),
@@ -53,14 +53,14 @@ fn jobs() -> Vec<(&'static str, Job)> {
             260,
         )
     };
-    let mixture = nrpt::config::RunConfig {
-        target: nrpt::config::TargetName::new("mixture"),
+    let mixture = nrpt_sampling::config::RunConfig {
+        target: nrpt_sampling::config::TargetName::new("mixture"),
         dim: 3,
         chains: 8,
         ensembles: 6,
         iterations: 260,
         seed: 13,
-        ..nrpt::config::RunConfig::default()
+        ..nrpt_sampling::config::RunConfig::default()
     }
     .job(record)
     .expect("a valid configuration");
@@ -180,7 +180,7 @@ fn scale_shards_merged_are_the_whole_sweep() {
         points.sort_by_key(|p| p.index);
         // Everything but the time each point took, to the bit (Debug prints NaN and
         // infinities as themselves).
-        let text = |p: &nrpt::scale::Point| {
+        let text = |p: &nrpt_studies::scale::Point| {
             let mut p = p.clone();
             p.seconds = 0.0;
             format!("{p:?}")
@@ -189,7 +189,7 @@ fn scale_shards_merged_are_the_whole_sweep() {
         for (a, b) in whole.points.iter().zip(&points) {
             assert_eq!(text(a), text(b), "{sweep:?}");
         }
-        let fits = nrpt::scale::fits(&points);
+        let fits = nrpt_studies::scale::fits(&points);
         assert_eq!(
             format!("{fits:?}"),
             format!("{:?}", whole.fits),

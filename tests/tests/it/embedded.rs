@@ -11,11 +11,11 @@
 
 use std::sync::Arc;
 
-use nrpt::engine::cpu::Simd;
-use nrpt::engine::{Job, Record};
-use nrpt::targets::Toy;
 use nrpt_core::index::PairStats;
 use nrpt_core::window::Scheme;
+use nrpt_sampling::engine::cpu::Simd;
+use nrpt_sampling::engine::{Job, Record};
+use nrpt_sampling::targets::Toy;
 use nrpt_tests::kernels::{self, KernelPath};
 use nrpt_tests::{Run, cpu, note, simd_columns};
 use toyrun::{CHAINS, DIM, Fnv1a64, ITERATIONS, PAIRS, SEED, Summary, write_report};

@@ -19,11 +19,11 @@
 //! change of the sampler) has to be rejected, or the test says that it cannot tell a
 //! difference and fails.
 
-use nrpt::config::RunConfig;
-use nrpt::engine::cpu::{CpuBackend, Simd};
-use nrpt::engine::{Job, Record, RunOutput};
-use nrpt::metrics::Truth;
 use nrpt_cuda::host_math::HostMath;
+use nrpt_sampling::config::RunConfig;
+use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
+use nrpt_sampling::engine::{Job, Record, RunOutput};
+use nrpt_studies::metrics::Truth;
 use nrpt_tests::kernels::{self, KernelPath};
 use nrpt_tests::{Run, note};
 
@@ -172,7 +172,7 @@ fn fast_math_statistics_agree_with_exact_mode_on_the_2d_experiment() {
 }
 
 /// The CPU engine's fast mode (`CpuBackend::fast_math`: the 2D toy's lane groups with
-/// fused multiply-adds and the shorter polynomials of `nrpt::engine::simd::Fast`) on the
+/// fused multiply-adds and the shorter polynomials of `nrpt_sampling::engine::simd::Fast`) on the
 /// same experiment: the same band against the CPU's exact run, and not the same bits.
 #[test]
 fn the_cpu_engines_fast_math_agrees_with_its_exact_math() {

@@ -13,13 +13,13 @@
 //! configuration with the Metropolis rule, momentum explorers at temperatures that
 //! follow the ladder and SEO must enter them.
 
-use nrpt::config::RunConfig;
-use nrpt::engine::{Job, Record};
 use nrpt_core::driver::Temperatures;
 use nrpt_core::explore::Explorer;
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use nrpt_cuda::host_math::{HostMath, other_rules_count};
+use nrpt_sampling::config::RunConfig;
+use nrpt_sampling::engine::{Job, Record};
 use nrpt_tests::kernels::{self, KernelPath};
 
 /// The paper's 2D experiment, small: 4 ensembles of 16 chains, 400 iterations.

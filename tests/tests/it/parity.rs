@@ -1,5 +1,5 @@
 //! One parity matrix: every row (a target, an explorer, a set of rules, a swap scheme,
-//! P chains and E ensembles) is one `nrpt::engine::Job`, run by every engine path of this
+//! P chains and E ensembles) is one `nrpt_sampling::engine::Job`, run by every engine path of this
 //! machine and compared with nrpt-core's scalar driver bit for bit: final buffers of
 //! every ensemble, samples, traces, index paths, ladders, buffers and counts.
 //!
@@ -30,17 +30,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use nrpt::config::RunConfig;
-use nrpt::config::TargetName;
-use nrpt::engine::cpu::Simd;
-use nrpt::engine::{AnyTarget, Job, Record, RunOutput};
-use nrpt::targets::Toy;
 use nrpt_core::adapt::AdaptOptions;
 use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
 use nrpt_core::explore::Explorer;
 use nrpt_core::rules::{BufferProjection, InitialLadder, LadderUpdate, MomentumOnSwap, Rules};
 use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
+use nrpt_sampling::config::RunConfig;
+use nrpt_sampling::config::TargetName;
+use nrpt_sampling::engine::cpu::Simd;
+use nrpt_sampling::engine::{AnyTarget, Job, Record, RunOutput};
+use nrpt_sampling::targets::Toy;
 use nrpt_tests::kernels::{self, KernelPath};
 use nrpt_tests::{Run, cpu, first_difference, note, simd_columns};
 

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use nrpt::config::{RunConfig, TargetName};
-use nrpt::engine::Record;
-use nrpt::targets::{BUILTIN, Method};
 use nrpt_cuda::source::{self, STEP_KERNEL};
 use nrpt_cuda::{CudaError, GpuTarget, MathMode, TargetSource};
+use nrpt_sampling::config::{RunConfig, TargetName};
+use nrpt_sampling::engine::Record;
+use nrpt_sampling::targets::{BUILTIN, Method};
 
 #[path = "../../../cuda/tests/toolchain/mod.rs"]
 #[macro_use]

@@ -1,0 +1,243 @@
+//! Deep posteriors at toy scale: the paper's deep-learning experiment (its Table 2 and
+//! Figure 7) with a classifier on a small real dataset instead of ResNets on CIFAR-100.
+//!
+//! Deng et al. pre-train P networks, then run P momentum-SGD chains between learning
+//! rates η_min and η_max that swap with the buffered rule at a low target swap rate S
+//! and the optimal window W⋆ (DEO⋆-mSGD×P), against vanilla DEO (W = 1), an mSGD
+//! ensemble ×P, cyclical SGHMC ×T and SWAG ×T on equal gradient budgets, and score the
+//! Bayesian model average (BMA) of the collected samples. This module builds those
+//! runs for a [`Model`] (data, network, mini-batch, prior):
+//!
+//! - [`Model`], [`Rates`], [`Sampling`]: the classifier target and the tempering jobs,
+//!   with learning rates and the buffer in the paper's units (see [`Rates`]);
+//! - [`methods`]: pre-training, the ensemble, cyclical SGHMC and SWAG;
+//! - [`metrics`]: the samples' predictives and their average's accuracy, NLL and
+//!   calibration error; [`fidelity`]: the same per example, agreement and total
+//!   variation against a reference posterior, intervals, curves against the number of
+//!   samples;
+//! - [`posterior`]: the classifier's posterior as an annealing path (prior to
+//!   posterior, full batch, `f64`) for nrpt-core's exact samplers; [`mod@reference`]: the
+//!   reference posterior by full-batch HMC, its files and the bundled ones;
+//! - [`experiment`]: the whole comparison of `nrpt deep`, and its protocol.
+
+pub mod experiment;
+pub mod fidelity;
+pub(crate) mod lossless;
+pub mod methods;
+pub mod metrics;
+pub mod posterior;
+pub mod reference;
+
+use std::sync::Arc;
+
+use nrpt_core::Rules;
+use nrpt_core::adapt::{AdaptOptions, StepSchedule};
+use nrpt_core::driver::{InitialStates, Temperatures, TemperingOptions};
+use nrpt_core::explore::Explorer;
+use nrpt_core::swap::SwapRule;
+use nrpt_core::window::Scheme;
+use serde::Serialize;
+
+use nrpt_sampling::data::Dataset;
+use nrpt_sampling::engine::{ClassifierTarget, Job, Record};
+use nrpt_sampling::error::{ConfigError, learning_rates, non_negative, positive};
+
+/// A classifier on a dataset: the network [F, hidden…, C] with ReLU hidden layers,
+/// mini-batches of `batch` examples and a N(0, σ²) prior on every parameter.
+#[derive(Clone, Debug)]
+pub struct Model {
+    target: Arc<ClassifierTarget>,
+}
+
+impl Model {
+    /// Checks the sizes (the features and classes come from the data).
+    pub fn new(
+        data: Arc<Dataset>,
+        hidden: &[usize],
+        batch: usize,
+        prior_sigma: f64,
+    ) -> Result<Self, ConfigError> {
+        Ok(Model {
+            target: Arc::new(ClassifierTarget::new(data, hidden, batch, prior_sigma)?),
+        })
+    }
+
+    /// The same network, mini-batch and prior on other data (of the same features and
+    /// classes).
+    pub fn with_data(&self, data: Arc<Dataset>) -> Result<Self, ConfigError> {
+        let t = &self.target;
+        let hidden: Vec<usize> = t.arch.sizes().skip(1).take(t.arch.layers() - 1).collect();
+        let batch = t.batch.min(data.train.len().max(1));
+        Model::new(data, &hidden, batch, t.prior_sigma)
+    }
+
+    /// The target.
+    pub fn target(&self) -> &Arc<ClassifierTarget> {
+        &self.target
+    }
+
+    /// Training examples N.
+    pub fn examples(&self) -> usize {
+        self.target.examples()
+    }
+
+    /// Iterations (mini-batches per chain) of `epochs` passes over the training set.
+    pub fn iterations(&self, epochs: f64) -> u64 {
+        (epochs * self.target.iterations_per_epoch())
+            .round()
+            .max(1.0) as u64
+    }
+
+    /// A tempering job over this model (E = `s.seeds` ensembles, one per seed).
+    pub fn tempering_job(&self, s: &Sampling) -> Result<Job, ConfigError> {
+        let n = self.examples() as f64;
+        let r = &s.rates;
+        r.check()?;
+        let options = TemperingOptions {
+            scheme: s.scheme,
+            rule: SwapRule::Buffered,
+            explorer: Explorer::Momentum {
+                momentum: r.momentum,
+            },
+            // Every level is an optimizer, as in the paper's ResNet runs: the noise of
+            // the mini-batches is the only noise.
+            temperatures: Temperatures::Constant(0.0),
+            ladder_min: r.eta_min / n,
+            ladder_max: r.eta_max / n,
+            initial_buffer: r.buffer * n,
+            adapt: AdaptOptions {
+                target_swap_rate: r.swap_rate,
+                schedule: StepSchedule {
+                    a: r.gamma_a,
+                    alpha: r.gamma_alpha,
+                    b: r.gamma_b,
+                },
+                adapt_ladder: true,
+                adapt_buffer: true,
+                buffer_scale: r.buffer_scale / n,
+            },
+            rules: nrpt_sampling::preset::for_rate_scale(s.rules, n),
+            init: if s.initial_states.is_some() {
+                InitialStates::Keep
+            } else {
+                InitialStates::Uniform {
+                    low: -0.05,
+                    high: 0.05,
+                }
+            },
+            seed: s.seed,
+            ensemble: 0,
+        };
+        options
+            .validate()
+            .map_err(|e| ConfigError::new("config", e.to_string()))?;
+        Ok(Job {
+            options,
+            target: Arc::new(Arc::clone(&self.target)),
+            chains: s.chains,
+            ensembles: s.seeds,
+            iterations: s.iterations,
+            record: s.record,
+            initial_states: s.initial_states.clone(),
+        })
+    }
+}
+
+/// Learning rates and the buffer in the paper's units: for the mean loss per
+/// example, as a deep-learning user gives them. The sampler's energy sums the loss
+/// over the N training examples, so it runs η/N, a buffer N·C and a buffer scale c/N
+/// (the buffer moves by N·γ/c per unit of rate error, i.e. by γ/c per example).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rates {
+    /// η of the target level (the paper: 0.005).
+    pub eta_min: f64,
+    /// η of the hottest level (the paper: 0.02).
+    pub eta_max: f64,
+    /// Momentum μ of every level.
+    pub momentum: f64,
+    /// Target swap rate S.
+    pub swap_rate: f64,
+    /// Initial buffer C, per example.
+    pub buffer: f64,
+    /// Buffer scale c (the authors' code: 10).
+    pub buffer_scale: f64,
+    /// Step sizes a / (k^α + b) of the adaptation.
+    pub gamma_a: f64,
+    /// α.
+    pub gamma_alpha: f64,
+    /// b.
+    pub gamma_b: f64,
+}
+
+impl Default for Rates {
+    fn default() -> Self {
+        Rates {
+            eta_min: 0.005,
+            eta_max: 0.02,
+            momentum: 0.9,
+            swap_rate: 0.1,
+            buffer: 0.1,
+            buffer_scale: 10.0,
+            gamma_a: 50.0,
+            gamma_alpha: 0.8,
+            gamma_b: 1000.0,
+        }
+    }
+}
+
+impl Rates {
+    /// Checks every field; errors name the flag.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        learning_rates(self.eta_min, self.eta_max, self.momentum)?;
+        if !(self.swap_rate > 0.0 && self.swap_rate < 1.0) {
+            return Err(ConfigError::new(
+                "swap_rate",
+                format!("must lie strictly between 0 and 1, got {}", self.swap_rate),
+            ));
+        }
+        non_negative("buffer", self.buffer)?;
+        positive("buffer_scale", self.buffer_scale)?;
+        positive("gamma_a", self.gamma_a)?;
+        positive("gamma_alpha", self.gamma_alpha)?;
+        positive("gamma_b", self.gamma_b)
+    }
+}
+
+/// One tempering run over a model: P chains, one ensemble per seed.
+#[derive(Clone, Debug)]
+pub struct Sampling {
+    /// Chains P.
+    pub chains: usize,
+    /// Ensembles (seeds) E.
+    pub seeds: usize,
+    /// Iterations.
+    pub iterations: u64,
+    /// Window.
+    pub scheme: Scheme,
+    /// Rates, buffer, adaptation.
+    pub rates: Rates,
+    /// The rules (the paper's by default).
+    pub rules: Rules,
+    /// Base seed.
+    pub seed: u32,
+    /// What to record.
+    pub record: Record,
+    /// Pre-trained states, E·P·D values (ensemble by ensemble, replica by replica).
+    pub initial_states: Option<Arc<Vec<f32>>>,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling {
+            chains: 10,
+            seeds: 1,
+            iterations: 1000,
+            scheme: Scheme::Deo { window: 1 },
+            rates: Rates::default(),
+            rules: Rules::PAPER,
+            seed: 0,
+            record: Record::NOTHING,
+            initial_states: None,
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! A reference posterior for the deep comparison: the predictive on the test set of
+//! full-batch Hamiltonian Monte Carlo on the same model, data and prior, with what it
+//! took to get it and how well its chains agree.
+//!
+//! `nrpt reference` computes one ([`run`]) and writes it as two files:
+//!
+//! - `reference.npy`: the posterior predictive, test examples × classes, `f64`: the
+//!   average over every kept sample of every chain of the softmax outputs;
+//! - `reference.json`: a [`Meta`]: the model it belongs to ([`ModelKey`]: data and its
+//!   SHA-256, layers, prior), the sampler's settings, the convergence diagnostics (R̂
+//!   and effective sample sizes of the test log-likelihood and of the predictive
+//!   probabilities), its own accuracy and NLL, the seconds it took, the command, machine
+//!   and date.
+//!
+//! `nrpt deep` scores every method against a reference of the same model: the one
+//! given by `--reference DIR`, else a bundled one ([`bundled`]) when its key matches.
+//! A reference of another model is an error, never a silent comparison.
+
+pub mod run;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use run::{Diagnostics, HmcSettings, Quantity, ReferenceRun};
+
+use nrpt_sampling::data::Dataset;
+use nrpt_sampling::engine::ClassifierTarget;
+
+/// Version of the files' layout.
+pub const FORMAT: u32 = 1;
+
+/// Name of the predictive file in a reference folder.
+pub const PREDICTIVE_FILE: &str = "reference.npy";
+/// Name of the description file in a reference folder.
+pub const META_FILE: &str = "reference.json";
+
+/// The most bytes a `reference.json` may hold.
+const MAX_META_BYTES: u64 = 1 << 20;
+/// The most bytes a `reference.npy` may hold (10⁷ probabilities).
+const MAX_PREDICTIVE_BYTES: u64 = 80 << 20;
+
+/// Rows of a predictive must sum to 1 within this.
+const SUM_TOLERANCE: f64 = 1e-6;
+
+/// What a reference belongs to: the same data (by content), network and prior.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelKey {
+    /// The data's short name (`digits`, `mnist1d`, a file name).
+    pub data: String,
+    /// SHA-256 of the data as the model sees it ([`data_digest`]).
+    pub data_sha256: String,
+    /// Layer sizes [F, hidden…, C].
+    pub layers: Vec<usize>,
+    /// Standard deviation of the Gaussian prior on every parameter.
+    pub prior_sigma: f64,
+    /// Training examples.
+    pub train_examples: usize,
+    /// Test examples.
+    pub test_examples: usize,
+}
+
+impl ModelKey {
+    /// The key of a classifier target.
+    pub fn of(target: &ClassifierTarget) -> Self {
+        let d = &target.data;
+        ModelKey {
+            data: d.name.clone(),
+            data_sha256: data_digest(d),
+            layers: target.arch.sizes().collect(),
+            prior_sigma: target.prior_sigma,
+            train_examples: d.train.len(),
+            test_examples: d.test.len(),
+        }
+    }
+
+    /// The first field in which `self` (a reference's) and `model` differ, as
+    /// (field, reference's value, model's value).
+    fn difference(&self, model: &ModelKey) -> Option<(&'static str, String, String)> {
+        let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
+        if self.data_sha256 != model.data_sha256 {
+            return Some((
+                "data",
+                format!("{} (SHA-256 {})", self.data, self.data_sha256),
+                format!("{} (SHA-256 {})", model.data, model.data_sha256),
+            ));
+        }
+        if self.layers != model.layers {
+            return Some(("layers", show(&self.layers), show(&model.layers)));
+        }
+        if self.prior_sigma != model.prior_sigma {
+            return Some((
+                "prior_sigma",
+                show(&self.prior_sigma),
+                show(&model.prior_sigma),
+            ));
+        }
+        None
+    }
+}
+
+/// SHA-256 (hex) of a data set's content as the model sees it: features and classes
+/// (u64 little-endian), then per split (training, test) its number of examples (u64
+/// LE), its features (f32 LE) and its labels (u32 LE). Two files with the same examples in the same split digest
+/// alike; a changed value, order or split does not.
+pub fn data_digest(d: &Dataset) -> String {
+    let mut h = Sha256::new();
+    h.update((d.features as u64).to_le_bytes());
+    h.update((d.classes as u64).to_le_bytes());
+    for split in [&d.train, &d.test] {
+        h.update((split.len() as u64).to_le_bytes());
+        for v in &split.x {
+            h.update(v.to_le_bytes());
+        }
+        for y in &split.y {
+            h.update(y.to_le_bytes());
+        }
+    }
+    h.finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+}
+
+/// Everything `reference.json` holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// The model the reference belongs to.
+    pub model: ModelKey,
+    /// How it was sampled.
+    pub sampler: HmcSettings,
+    /// How well the chains agree.
+    pub diagnostics: Diagnostics,
+    /// Test accuracy of the reference predictive.
+    pub accuracy: f64,
+    /// Its NLL per test example.
+    pub nll: f64,
+    /// Wall-clock seconds of the run.
+    pub seconds: f64,
+    /// The command that made it.
+    pub command: String,
+    /// The machine it ran on (processor, cores).
+    pub machine: String,
+    /// When (UTC, ISO 8601).
+    pub date: String,
+    /// nrpt's version.
+    pub nrpt_version: String,
+}
+
+/// A reference posterior: its description and its predictive (test examples × classes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    /// The description.
+    pub meta: Meta,
+    /// The predictive, row-major, every row a distribution.
+    pub predictive: Vec<f64>,
+    /// Where it came from (a folder, or the bundled name).
+    pub source: String,
+}
+
+/// Why a reference cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    /// A file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `reference.json` is not a description of this format.
+    #[error("{path} is not a reference description: {reason}")]
+    Meta {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `reference.npy` is not a predictive.
+    #[error("{path} is not a reference predictive: {reason}")]
+    Predictive {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// It belongs to another model.
+    #[error(
+        "the reference in {source_name} belongs to another model: its {field} is {reference}, this run's is {model}; compute one for this model with `nrpt reference` (same --dataset/--data, --hidden and --prior-sigma)"
+    )]
+    Mismatch {
+        /// Where the reference came from.
+        source_name: String,
+        /// The first field that differs.
+        field: &'static str,
+        /// The reference's value.
+        reference: String,
+        /// The model's value.
+        model: String,
+    },
+}
+
+impl Reference {
+    /// Reads a reference folder (`reference.json` and `reference.npy`), checking both.
+    pub fn load(dir: &Path) -> Result<Self, ReferenceError> {
+        let read = |name: &str, cap: u64| {
+            let path = dir.join(name);
+            nrpt_sampling::input::read_all(&path, cap, "reference file")
+                .map_err(|source| ReferenceError::Io { path, source })
+        };
+        let meta = read(META_FILE, MAX_META_BYTES)?;
+        let npy = read(PREDICTIVE_FILE, MAX_PREDICTIVE_BYTES)?;
+        Self::from_bytes(&meta, &npy, &dir.display().to_string())
+    }
+
+    /// A reference from the two files' bytes; `source` names them in errors.
+    pub fn from_bytes(meta: &[u8], npy: &[u8], source: &str) -> Result<Self, ReferenceError> {
+        let meta_err = |reason: String| ReferenceError::Meta {
+            path: format!("{source}/{META_FILE}"),
+            reason,
+        };
+        let meta: Meta = serde_json::from_slice(meta).map_err(|e| meta_err(e.to_string()))?;
+        if meta.format != FORMAT {
+            return Err(meta_err(format!(
+                "format {} (this nrpt reads format {FORMAT})",
+                meta.format
+            )));
+        }
+        let bad = |reason: String| ReferenceError::Predictive {
+            path: format!("{source}/{PREDICTIVE_FILE}"),
+            reason,
+        };
+        let array = nrpt_sampling::npy::decode(npy, 2).map_err(|e| bad(e.to_string()))?;
+        let classes = meta.model.layers.last().copied().unwrap_or(0);
+        let want = [meta.model.test_examples, classes];
+        if array.shape != want {
+            return Err(bad(format!(
+                "shape {:?}, but its description says {} test examples × {} classes",
+                array.shape, want[0], want[1]
+            )));
+        }
+        for (i, row) in array.values.chunks_exact(classes.max(1)).enumerate() {
+            let sum: f64 = row.iter().sum();
+            if row.iter().any(|&p| !(0.0..=1.0).contains(&p)) || (sum - 1.0).abs() > SUM_TOLERANCE {
+                return Err(bad(format!(
+                    "row {i} is not a distribution (values in [0, 1] summing to 1): {row:?}"
+                )));
+            }
+        }
+        Ok(Reference {
+            meta,
+            predictive: array.values,
+            source: source.to_string(),
+        })
+    }
+
+    /// Writes `reference.npy` and `reference.json` into `dir`.
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let shape = [
+            self.meta.model.test_examples,
+            self.meta.model.layers.last().copied().unwrap_or(0),
+        ];
+        nrpt_sampling::output::write_atomic(
+            &dir.join(PREDICTIVE_FILE),
+            &nrpt_sampling::npy::encode_f64(&shape, &self.predictive),
+        )?;
+        nrpt_sampling::output::write_json(&dir.join(META_FILE), &self.meta)
+    }
+
+    /// Checks that the reference belongs to `target`'s model.
+    pub fn check(&self, target: &ClassifierTarget) -> Result<(), ReferenceError> {
+        match self.meta.model.difference(&ModelKey::of(target)) {
+            None => Ok(()),
+            Some((field, reference, model)) => Err(ReferenceError::Mismatch {
+                source_name: self.source.clone(),
+                field,
+                reference,
+                model,
+            }),
+        }
+    }
+}
+
+/// The references bundled with nrpt (under `data/reference/`, see `data/README.md`):
+/// (name, `reference.json`, `reference.npy`); read through the crate's `data` link, as in
+/// `data/digits.rs`.
+const BUNDLED: &[(&str, &[u8], &[u8])] = &[(
+    "bundled digits-mlp64",
+    include_bytes!("../../../data/reference/digits-mlp64/reference.json"),
+    include_bytes!("../../../data/reference/digits-mlp64/reference.npy"),
+)];
+
+/// Every bundled reference, read and checked.
+pub fn bundled() -> Result<Vec<Reference>, ReferenceError> {
+    BUNDLED
+        .iter()
+        .map(|(name, meta, npy)| Reference::from_bytes(meta, npy, name))
+        .collect()
+}
+
+/// The bundled reference of `target`'s model, if there is one.
+pub fn bundled_for(target: &ClassifierTarget) -> Result<Option<Reference>, ReferenceError> {
+    Ok(bundled()?.into_iter().find(|r| r.check(target).is_ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nrpt_core::model::Architecture;
+    use std::sync::Arc;
+
+    fn digits(sizes: &[usize], prior_sigma: f64) -> ClassifierTarget {
+        ClassifierTarget {
+            data: Arc::new(nrpt_sampling::data::digits()),
+            arch: Architecture::new(sizes).unwrap(),
+            batch: 64,
+            prior_sigma,
+        }
+    }
+
+    /// The bundled reference reads, belongs to the default model of `nrpt deep` (and to
+    /// no other), and its chains agreed: every R̂ it reports below 1.1, as the issue
+    /// that asked for it requires, with thousands of effective samples.
+    #[test]
+    fn the_bundled_reference_is_converged_and_belongs_to_the_default_model() {
+        let all = bundled().unwrap();
+        assert_eq!(all.len(), BUNDLED.len());
+        let r = &all[0];
+        let d = &r.meta.diagnostics;
+        assert!(d.converged && d.divergent == 0, "{d:?}");
+        assert!(
+            d.test_log_likelihood.rhat < 1.1 && d.predictive_rhat_max < 1.1,
+            "{d:?}"
+        );
+        assert!(d.test_log_likelihood.ess_bulk > 1000.0 && d.predictive_ess_bulk_min > 1000.0);
+        let target = digits(&[64, 64, 10], 1.0);
+        r.check(&target).unwrap();
+        assert!(bundled_for(&target).unwrap().is_some());
+        // Its own scores, recomputed from its predictive.
+        let scores =
+            super::super::fidelity::example_scores(&r.predictive, &target.data.test.y, 10, None);
+        let nll = scores.nll.iter().sum::<f64>() / scores.nll.len() as f64;
+        assert!((nll - r.meta.nll).abs() < 1e-9, "{nll} vs {}", r.meta.nll);
+        for (other, field) in [
+            (digits(&[64, 32, 10], 1.0), "layers"),
+            (digits(&[64, 64, 10], 0.5), "prior_sigma"),
+        ] {
+            match r.check(&other) {
+                Err(ReferenceError::Mismatch { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{other:?}"),
+            }
+            assert!(bundled_for(&other).unwrap().is_none());
+        }
+    }
+
+    /// `data/README.md` states the SHA-256 of both bundled files.
+    #[test]
+    fn the_readme_states_the_bundled_checksums() {
+        let readme = include_str!("../../../../data/README.md");
+        for (_, meta, npy) in BUNDLED {
+            for bytes in [meta, npy] {
+                let hex: String = Sha256::digest(bytes)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                assert!(readme.contains(&hex), "data/README.md lacks {hex}");
+            }
+        }
+    }
+
+    /// A written reference reads back as it was; damaged files are errors that say
+    /// which file and what is wrong.
+    #[test]
+    fn references_round_trip_and_damage_is_refused() {
+        let r = bundled().unwrap().remove(0);
+        let dir = tempfile::tempdir().unwrap();
+        r.write(dir.path()).unwrap();
+        let back = Reference::load(dir.path()).unwrap();
+        assert_eq!(back.meta, r.meta);
+        assert_eq!(back.predictive, r.predictive);
+
+        let (meta, npy) = (
+            std::fs::read(dir.path().join(META_FILE)).unwrap(),
+            std::fs::read(dir.path().join(PREDICTIVE_FILE)).unwrap(),
+        );
+        // A probability moved: the row no longer sums to 1.
+        let mut values = r.predictive.clone();
+        values[3] += 0.01;
+        let shape = [r.meta.model.test_examples, 10];
+        let moved = nrpt_sampling::npy::encode_f64(&shape, &values);
+        assert!(matches!(
+            Reference::from_bytes(&meta, &moved, "x"),
+            Err(ReferenceError::Predictive { .. })
+        ));
+        // Another shape than the description's.
+        let short =
+            nrpt_sampling::npy::encode_f64(&[shape[0] - 1, 10], &values[..values.len() - 10]);
+        let e = Reference::from_bytes(&meta, &short, "x").unwrap_err();
+        assert!(e.to_string().contains("shape"), "{e}");
+        // Truncated bytes, a description of another format, not JSON.
+        assert!(matches!(
+            Reference::from_bytes(&meta, &npy[..npy.len() / 2], "x"),
+            Err(ReferenceError::Predictive { .. })
+        ));
+        let text = String::from_utf8(meta.clone()).unwrap();
+        let future = text.replacen("\"format\": 1", "\"format\": 99", 1);
+        let e = Reference::from_bytes(future.as_bytes(), &npy, "x").unwrap_err();
+        assert!(e.to_string().contains("format 99"), "{e}");
+        assert!(matches!(
+            Reference::from_bytes(b"{", &npy, "x"),
+            Err(ReferenceError::Meta { .. })
+        ));
+        // A missing folder names the file.
+        let e = Reference::load(&dir.path().join("absent")).unwrap_err();
+        assert!(e.to_string().contains(META_FILE), "{e}");
+    }
+}
