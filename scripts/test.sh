@@ -63,7 +63,7 @@ step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --manifest-path python/Cargo.toml -- -D warnings
 
-step "no import circles between the modules of nrpt-core, nrpt-host and nrpt-cuda"
+step "no import circles between the top-level modules of any crate, nor between modules side by side"
 python3 scripts/check-import-cycles.py
 
 step "nrpt-core is no_std: builds for Cortex-M4F and WASM"

@@ -30,13 +30,13 @@
 //!   the same way: 1,348 training and 449 test examples.
 //!
 //! ```
-//! let d = nrpt::data::load(&nrpt::data::DataSpec::Digits)?;
+//! let d = nrpt_sampling::data::load(&nrpt_sampling::data::DataSpec::Digits)?;
 //! assert_eq!((d.features, d.classes, d.train.len(), d.test.len()), (64, 10, 1348, 449));
 //! let first = d.train.row(0, d.features).expect("row 0 exists");
 //! assert_eq!(first[2], 5.0 / 16.0);
-//! let m = nrpt::data::load(&nrpt::data::DataSpec::Mnist1d)?;
+//! let m = nrpt_sampling::data::load(&nrpt_sampling::data::DataSpec::Mnist1d)?;
 //! assert_eq!((m.features, m.classes, m.train.len(), m.test.len()), (40, 10, 12800, 3200));
-//! # Ok::<(), nrpt::data::DataError>(())
+//! # Ok::<(), nrpt_sampling::data::DataError>(())
 //! ```
 
 pub(crate) mod csv;

@@ -14,9 +14,9 @@
 //! ```
 //! use std::convert::Infallible;
 //! use std::sync::Arc;
-//! use nrpt::engine::{Job, Record, Target};
-//! use nrpt::engine::cpu::CpuBackend;
-//! use nrpt::engine::Backend;
+//! use nrpt_sampling::engine::{Job, Record, Target};
+//! use nrpt_sampling::engine::cpu::CpuBackend;
+//! use nrpt_sampling::engine::Backend;
 //! use nrpt_core::rng::Rng;
 //! use nrpt_core::target::EnergyOracle;
 //!
@@ -48,9 +48,9 @@
 //! }
 //!
 //! let job = Job::new(Arc::new(Normal(3)), nrpt_core::TemperingOptions::default(), 8, 2, 500);
-//! let out = CpuBackend::default().run(&job, &nrpt::engine::unobserved)?;
+//! let out = CpuBackend::default().run(&job, &nrpt_sampling::engine::unobserved)?;
 //! assert_eq!(out.ensembles.len(), 2);
-//! # Ok::<(), nrpt::engine::EngineError>(())
+//! # Ok::<(), nrpt_sampling::engine::EngineError>(())
 //! ```
 
 use std::any::Any;

@@ -21,7 +21,7 @@
 //! ([`ExactController::outcome`]).
 //!
 //! ```
-//! use nrpt::exact::{ControllerSettings, ExactController};
+//! use nrpt_studies::exact::{ControllerSettings, ExactController};
 //! use nrpt_core::rng::{PhiloxStream, normal_pair, streams};
 //!
 //! // Prior N(0, 1), one observation y ~ N(x, 1): π_β is N(βy/(1 + β), 1/(1 + β)), drawn
