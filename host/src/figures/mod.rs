@@ -149,7 +149,7 @@ fn rgb_len((w, h): (u32, u32)) -> Result<usize> {
 }
 
 /// Writes the RGB buffer `rgb` of `size` (width, height) pixels, 3 bytes a pixel, rows top
-/// to bottom, to `path` as an 8-bit RGB PNG, through [`crate::output::write_atomic`].
+/// to bottom, to `path` as an 8-bit RGB PNG, through [`nrpt_sampling::output::write_atomic`].
 ///
 /// The encoder's settings are those plotters' former encoder (the `image` crate, through
 /// plotters' `bitmap_encoder` feature) gave the same `png` crate: fast compression, the
@@ -157,7 +157,7 @@ fn rgb_len((w, h): (u32, u32)) -> Result<usize> {
 /// same pixels.
 fn write_png(path: &Path, rgb: &[u8], size: (u32, u32)) -> Result<()> {
     let bytes = encode_png(rgb, size).with_context(|| format!("encoding {}", path.display()))?;
-    crate::output::write_atomic(path, &bytes)
+    nrpt_sampling::output::write_atomic(path, &bytes)
 }
 
 /// The PNG file of [`write_png`], in memory.
