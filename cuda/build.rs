@@ -1,8 +1,18 @@
-//! Builds the kernels' per-thread math (kernels/*.cuh) for the host, without FMA
-//! contraction, into a static library the tests compare with nrpt-core. `kernels` is this
+//! With the test-only feature `host-shims` (Cargo.toml), builds the kernels' per-thread
+//! math (kernels/*.cuh) for the host, without FMA contraction, into static libraries the
+//! tests compare with nrpt-core (`host_math`, `mlp::host`). Without it (every build of the
+//! command and of the Python package) this script compiles nothing. `kernels` is this
 //! crate's link to the repository's `kernels/` (see src/kernels.rs).
 
 fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    #[cfg(feature = "host-shims")]
+    host_shims();
+}
+
+/// The three C++ libraries of the feature `host-shims`.
+#[cfg(feature = "host-shims")]
+fn host_shims() {
     println!("cargo:rerun-if-changed=csrc/host_math.cpp");
     println!("cargo:rerun-if-changed=kernels");
     if let Ok(entries) = std::fs::read_dir("kernels") {

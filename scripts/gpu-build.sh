@@ -52,7 +52,8 @@ kernels_hash() {
 kernels_before=$(kernels_hash)
 step "release build: test executables, gpu_bench, nrpt"
 tests=(gpu host_parity nvrtc cuda_backend cuda_classifier)
-if ! cargo build --release -p nrpt-cuda -p nrpt-host \
+# host-shims: host_parity and cuda_classifier run the kernels' code on the CPU too.
+if ! cargo build --release -p nrpt-cuda -p nrpt-host --features nrpt-cuda/host-shims \
     "${tests[@]/#/--test=}" --example gpu_bench --bin nrpt \
     --message-format=json-render-diagnostics >"$json"; then
     die "the release build failed (cargo's messages are above)"

@@ -22,4 +22,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 1
 fi
 # NRPT_REQUIRE_SASS turns the test's skips into failures.
-NRPT_REQUIRE_SASS=1 cargo test -p nrpt-cuda --test sass_count -- --nocapture --test-threads=1
+# host-shims: the test reads the kernels' team and warp widths from their host build.
+NRPT_REQUIRE_SASS=1 cargo test -p nrpt-cuda --features host-shims --test sass_count -- \
+    --nocapture --test-threads=1

@@ -61,6 +61,9 @@ echo "started (process $package_pid, log $package_log)"
 
 step "lints"
 cargo clippy --workspace --all-targets -- -D warnings
+# nrpt-cuda as the command builds it, without the test-only feature host-shims (the
+# workspace's lints above have it: the test crates enable it).
+cargo clippy -p nrpt-cuda --all-targets -- -D warnings
 cargo clippy --manifest-path python/Cargo.toml -- -D warnings
 
 step "no import circles between the top-level modules of any crate, nor between modules side by side"
@@ -93,7 +96,9 @@ step "tests: every crate, one optimized build with debug assertions (the ci prof
 # One build serves the tests, the bit-identity checks of the vectorized engines (compiled
 # as users get them: optimized, with the same instruction sets), the documentation's
 # numbers and the Python package (python/Cargo.toml declares the same profile).
-cargo test --workspace --profile ci
+# host-shims: nrpt-cuda's tests of the kernels' code compiled for the host (test-only;
+# the test crates turn it on too, this names it so that none of them is skipped).
+cargo test --workspace --profile ci --features nrpt-cuda/host-shims
 export NRPT_BIN="$(target_dir)/ci/nrpt"
 
 step "documentation: API docs with -D warnings, the book (mdBook), its links and numbers"

@@ -14,7 +14,6 @@ use nrpt_core::rng::MAX_REPLICAS;
 use crate::device::Gpu;
 use crate::error::{CudaError, driver};
 use crate::exchange_state::{ExchangeState, ptr};
-use crate::host_math;
 use crate::kernels::{Kernel, persistent_shared_bytes};
 use crate::params::{
     Arrays, BlockShape, ExecutionPath, GpuParams, GpuTarget, IterConsts, MathMode, Noise, Precision,
@@ -755,16 +754,22 @@ fn decode(raw: &[u8], precision: Precision) -> Vec<f32> {
     }
 }
 
+/// The states as the kernels store them: f32, or bf16/f16 rounded to nearest even as
+/// kernels/storage.cuh's `nrpt_f32_to_bf16`/`nrpt_f32_to_f16` round them (overflow to
+/// infinity, NaN kept quiet with its payload's high bits). `half`'s `from_f32_const` is
+/// its portable integer code (`f16::from_f32` may take the CPU's conversion
+/// instruction); the test `half_encode_is_the_kernels` checks it against the kernels'
+/// code bit for bit.
 fn encode(states: &[f32], precision: Precision) -> Vec<u8> {
     match precision {
         Precision::F32 => states.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Precision::Bf16 => states
             .iter()
-            .flat_map(|&x| host_math::f32_to_bf16(x).to_le_bytes())
+            .flat_map(|&x| half::bf16::from_f32_const(x).to_bits().to_le_bytes())
             .collect(),
         Precision::F16 => states
             .iter()
-            .flat_map(|&x| host_math::f32_to_f16(x).to_le_bytes())
+            .flat_map(|&x| half::f16::from_f32_const(x).to_bits().to_le_bytes())
             .collect(),
     }
 }
@@ -772,6 +777,113 @@ fn encode(states: &[f32], precision: Precision) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `encode`'s bf16 and f16 bits against the kernels' own conversions
+    /// (kernels/storage.cuh through the host build, feature `host-shims`), exactly.
+    #[cfg(feature = "host-shims")]
+    fn check_encode(states: &[f32]) {
+        use crate::host_math::{f32_to_bf16, f32_to_f16};
+        for (precision, kernel) in [
+            (Precision::Bf16, f32_to_bf16 as fn(f32) -> u16),
+            (Precision::F16, f32_to_f16),
+        ] {
+            let raw = encode(states, precision);
+            assert_eq!(raw.len(), 2 * states.len());
+            for (x, b) in states.iter().zip(raw.chunks_exact(2)) {
+                let got = u16::from_le_bytes([b[0], b[1]]);
+                let want = kernel(*x);
+                assert!(
+                    got == want,
+                    "{precision:?} of {x:e} ({:#010x}): encode {got:#06x}, kernels {want:#06x}",
+                    x.to_bits()
+                );
+            }
+        }
+    }
+
+    /// The edge classes of both roundings, for both signs and every exponent (zeros,
+    /// f32 subnormals, the smallest and largest f16 subnormals and normals, the largest
+    /// finite f32 and f16, overflow to infinity, infinities, quiet and signalling NaNs
+    /// with payloads in every position), then four million fixed-seed bit patterns: the
+    /// bits `encode` stores equal the kernels' exactly.
+    #[cfg(feature = "host-shims")]
+    #[test]
+    fn half_encode_is_the_kernels() {
+        // Mantissas around every rounding point k (bf16 rounds at bit 16, f16 at bit 13
+        // and, below 2^-14, at bits 14..=23): the bits under k at 0, 1, just under, at
+        // and just over the tie and all ones; the bits above k all clear, the lowest
+        // kept bit alone (an odd result), all set (a carry into the exponent) and all
+        // set but the lowest.
+        let mut mantissas = vec![0u32, 1, 0x40_0000, 0x7f_ffff];
+        for k in 1..=23u32 {
+            let tie = 1u32 << (k - 1);
+            let under = [0, 1, tie - 1, tie, tie + 1, (1 << k) - 1];
+            let full = 0x7f_ffff & !((1u32 << k) - 1);
+            for above in [0, (1 << k) & 0x7f_ffff, full, full & !(1 << k)] {
+                mantissas.extend(under.iter().map(|&u| above | u));
+            }
+        }
+        let mut states: Vec<f32> = (0..512u32)
+            .flat_map(|se| {
+                mantissas
+                    .iter()
+                    .map(move |&m| f32::from_bits((se << 23) | m))
+            })
+            .collect();
+        states.extend([
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            65504.0,
+            65519.99,
+            65520.0,
+            5.960_464_5e-8,
+            2.980_232_2e-8,
+            2.980_232_4e-8,
+            6.103_515_6e-5,
+            f32::NAN,
+            f32::from_bits(0x7fa0_0000),
+            f32::from_bits(0xff80_0001),
+        ]);
+        states.extend(states.clone().iter().map(|x| -x));
+        check_encode(&states);
+        // Fixed-seed patterns (splitmix64).
+        let mut z = 0x6e72_7074_u64;
+        let sample: Vec<f32> = (0..4_000_000)
+            .map(|_| {
+                z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut w = z;
+                w = (w ^ (w >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                w = (w ^ (w >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                f32::from_bits((w ^ (w >> 31)) as u32)
+            })
+            .collect();
+        check_encode(&sample);
+    }
+
+    /// [`half_encode_is_the_kernels`] on all 2^32 f32 bit patterns, on every core: about
+    /// two minutes optimized on two cores (`cargo test -p nrpt-cuda --features host-shims
+    /// --release --lib -- --ignored half_encode`), far longer unoptimized.
+    #[cfg(feature = "host-shims")]
+    #[test]
+    #[ignore = "all 2^32 patterns: run optimized, by hand"]
+    fn half_encode_is_the_kernels_on_every_f32() {
+        const CHUNK: u32 = 1 << 16;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                s.spawn(move || {
+                    let mut c = u64::from(t);
+                    while c < (1 << 32) / u64::from(CHUNK) {
+                        let first = c as u32 * CHUNK;
+                        let chunk: Vec<f32> =
+                            (0..CHUNK).map(|i| f32::from_bits(first + i)).collect();
+                        check_encode(&chunk);
+                        c += u64::from(threads);
+                    }
+                });
+            }
+        });
+    }
 
     #[test]
     fn the_warp_kernel_takes_ensembles_that_fit_a_warp_in_whole_warps() {

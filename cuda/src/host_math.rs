@@ -1,6 +1,7 @@
 //! The kernels' per-thread math, compiled for the CPU from the same headers
 //! (`kernels/*.cuh`, built by `build.rs` with `-ffp-contract=off`), so tests can
 //! compare it with nrpt-core without a GPU. The GPU runs exactly these functions.
+//! Test-only: this module and the C++ it calls exist with the feature `host-shims`.
 
 use nrpt_core::index::{IndexStats, PairStats};
 

@@ -8,8 +8,18 @@
 //!
 //! The kernels reproduce nrpt-core's `f32` engine bit for bit: the same Philox streams,
 //! the same uniform/normal formulas, the same targets and the same swap, adaptation and
-//! trip logic, compiled without FMA contraction. [`host_math`] compiles the same
+//! trip logic, compiled without FMA contraction. `host_math` compiles the same
 //! headers for the CPU so the tests check that claim without a GPU.
+//!
+//! ## Feature `host-shims` (tests only)
+//!
+//! `host_math` and `mlp::host` (the kernels' code compiled for the host by a C++
+//! compiler, `csrc/*.cpp`, and called through FFI) exist only with the feature
+//! `host-shims`, which the test crates enable; without it the build script compiles no
+//! C++. Nothing else in this crate depends on it: the host-side bf16/f16 encoding of
+//! states uploaded to the device is the `half` crate's, which the feature's tests check
+//! bit for bit against the kernels' own conversion (the edge classes and a sample in
+//! every run, every `f32` on demand).
 //!
 //! Without a driver every entry point answers with [`CudaError::NoDriver`]:
 //!
@@ -25,6 +35,7 @@ pub mod device;
 pub mod ensembles;
 pub mod error;
 mod exchange_state;
+#[cfg(feature = "host-shims")]
 pub mod host_math;
 pub mod kernels;
 pub mod limits;

@@ -16,12 +16,15 @@
 //! Under [`MathMode::Exact`] every energy, gradient and state is the f32 that
 //! nrpt-core's `Tempering<f32, model::Classifier<f32>>` computes for the same seed
 //! (its per-example reference path, not the CPU engine's matrix products, whose sums run
-//! in another order): [`host::HostMlp`] runs these kernels' code on the CPU and the
-//! tests (`cuda/tests/mlp_parity.rs`) compare it with nrpt-core bit for bit.
+//! in another order): `host::HostMlp` (feature `host-shims`, tests only) runs these
+//! kernels' code on the CPU and the tests (`cuda/tests/mlp_parity.rs`) compare it with
+//! nrpt-core bit for bit.
 
+#[cfg(feature = "host-shims")]
 pub mod host;
 mod params;
 
+#[cfg(feature = "host-shims")]
 pub use host::HostMlp;
 pub use params::{
     EXCHANGE_THREADS, MlpArrays, MlpConfig, MlpLayer, MlpModel, MlpParams, Start, THREADS,

@@ -2,7 +2,9 @@
 //! their SASS for sm_90 in every math mode (`MathMode::ALL`), for the paper's 2D
 //! configuration (P = 16 chains per ensemble, 512-thread blocks: 32 ensembles a block,
 //! two a warp, a warp's 32 lanes the 32 chains it serves). Printed by
-//! `scripts/sass-count.sh` (or `cargo test -p nrpt-cuda --test sass_count -- --nocapture`).
+//! `scripts/sass-count.sh` (or `cargo test -p nrpt-cuda --features host-shims --test
+//! sass_count -- --nocapture`: the team and warp widths are the kernels' own, from
+//! `host_math`).
 //!
 //! Method, stated once here and in the book (docs/src/guide/speed.md):
 //! 1. The kernels are compiled as a run compiles them (NVRTC, `kernels::compile_options`),

@@ -10,7 +10,7 @@ use nrpt_sampling::console::StdoutError;
 use nrpt_sampling::engine::EngineError;
 use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
 use nrpt_sampling::limits::Limits;
-use nrpt_sampling::output::Committed;
+use nrpt_sampling::output::{Committed, OutputError};
 
 /// The worker threads of the global pool: `--threads`, else `RAYON_NUM_THREADS` (held to
 /// the same bound as `--threads`, with a note), else one per core.
@@ -173,7 +173,11 @@ fn main() -> ExitCode {
         nrpt_sampling::note!("{w}");
         return ExitCode::from(130);
     }
-    if let Some(w) = e.downcast_ref::<nrpt_sampling::output::InterruptedWhileWriting>() {
+    if let Some(w) = e
+        .chain()
+        .filter_map(|c| c.downcast_ref::<OutputError>())
+        .find(|o| o.is_interrupted())
+    {
         nrpt_sampling::note!("{w}");
         return ExitCode::from(130);
     }

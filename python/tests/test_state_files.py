@@ -166,8 +166,8 @@ def test_the_largest_states_fit_well_under_the_cap():
     """A state's JSON grows linearly with P: measured at P = 2048 and 4096 and carried
     to 65,536 (nrpt's limit), for a Controller mid-calibration with every count at its
     largest (2^53 iterations) and an ExactController after three rounds plus 300
-    bytes a level for its counters' encoding to grow (bincode's varints: 8 more bytes,
-    16 hex digits, for each of about 19 counters a level)."""
+    bytes a level for its counters' encoding to grow (postcard's varints: at most 7 more
+    bytes, 14 hex digits, for a count up to 2^53, for each of about 19 counters a level)."""
     def controller_bytes(p):
         state = controller(p, tells=nrpt.AUTO_BUFFER_ITERATIONS - 1, buffer="auto").state_dict()
         state["progress"]["iteration"] = 2**53
@@ -429,13 +429,19 @@ def test_the_exact_controllers_state_is_checked():
     refused(edit(state, lambda s: s.__setitem__("extra", 1)), "unknown keys", cls)
     refused(edit(state, lambda s: s.__setitem__("asked", 1)), "bool", cls, TypeError)
     refused(edit(state, lambda s: s.__setitem__("state", 7)), "hex text", cls, TypeError)
-    # first_round, the last byte of the settings at the head of the encoding: 3 -> 4
-    # leaves the round in range, but 10 iterations are not 3 + 6 + 1 of rounds of 4, 8.
+    # first_round, the last byte of the settings at the head of the encoding (after the
+    # tag and version 2): 3 -> 4 leaves the round in range, but 10 iterations are not
+    # 3 + 6 + 1 of rounds of 4, 8.
     raw = bytearray.fromhex(state["state"])
-    head = b"\x14nrpt.ExactController" + bytes([1, 4, 1, 0, 0, 3])
+    head = b"\x14nrpt.ExactController" + bytes([2, 4, 1, 0, 0, 3])
     assert raw.startswith(head), raw[: len(head)]
     raw[len(head) - 1] = 4
     refused({**state, "state": raw.hex()}, "not the 2 completed rounds", cls)
+    # The bytes of an earlier nrpt (version 1, the controller encoded by bincode) are
+    # refused by their version, with what to do.
+    old = bytearray.fromhex(state["state"])
+    old[len(head) - 6] = 1
+    refused({**state, "state": old.hex()}, "written by an earlier nrpt in an older format", cls)
 
 
 # -- fuzzing: every malformed field raises TypeError or ValueError ----------------------

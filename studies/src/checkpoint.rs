@@ -3,14 +3,14 @@
 //! killed at any point can be resumed with `nrpt run --resume <out>` and end with the
 //! same bits as a run that was never interrupted.
 //!
-//! A checkpoint cannot be misread. The file (format 2) is
+//! A checkpoint cannot be misread. The file (format 3) is
 //!
 //! | bytes | what |
 //! |---|---|
 //! | 8 | `NRPTCKPT` |
 //! | 4 | the format, u32 little-endian |
 //! | 8 | the length L of the payload, u64 little-endian |
-//! | L | the payload: the nrpt version, the run's configuration (JSON) and its input files (JSON: flag, path, SHA-256 of the bytes), each a u32 length and UTF-8 text; the checkpoint cadence (u64); then the [`RunState`] encoded by `bincode` (floats bit for bit, NaN included) |
+//! | L | the payload: the nrpt version, the run's configuration (JSON) and its input files (JSON: flag, path, SHA-256 of the bytes), each a u32 length and UTF-8 text; the checkpoint cadence (u64); then the [`RunState`] encoded by `postcard` (integers as varints, floats as their little-endian bytes: bit for bit, NaN included) |
 //! | 32 | SHA-256 of everything before |
 //!
 //! Reading checks, in order: the magic, the format, the length, the checksum (any
@@ -32,8 +32,10 @@ use nrpt_sampling::engine::{EngineError, Flow, Job, OnProgress};
 use nrpt_sampling::output::write_atomic;
 
 const MAGIC: &[u8; 8] = b"NRPTCKPT";
-/// The layout of the file; bumped whenever the layout or the state's encoding changes.
-pub const FORMAT: u32 = 2;
+/// The layout of the file; bumped whenever the layout or the state's encoding changes
+/// (formats 1 and 2, of earlier versions, encoded the state with `bincode`; 3 with
+/// `postcard`).
+pub const FORMAT: u32 = 3;
 /// Magic, format and length.
 const HEAD: usize = 8 + 4 + 8;
 /// The SHA-256 at the end.
@@ -95,7 +97,21 @@ pub enum CheckpointError {
     /// The file is not a checkpoint of nrpt.
     #[error("{0} is not a checkpoint of nrpt")]
     NotACheckpoint(String),
-    /// Another layout.
+    /// An older layout: written by an earlier version of nrpt, which this one cannot
+    /// read.
+    #[error(
+        "the checkpoint {path} was written by an earlier nrpt in an older format (format \
+         {found}; this nrpt reads format {FORMAT} only), so this version cannot resume it: \
+         start the run again without --resume (its first checkpoint replaces this file), \
+         or resume it with the nrpt that wrote it"
+    )]
+    OlderFormat {
+        /// The file.
+        path: String,
+        /// The format number it says.
+        found: u32,
+    },
+    /// Another layout, not one of the earlier ones.
     #[error(
         "the checkpoint {path} says it has format {found}, and this nrpt reads format \
          {FORMAT}: it was written by another version of nrpt (or that byte is damaged); \
@@ -226,10 +242,9 @@ pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
         serde_json::to_string(&c.config)?,
         serde_json::to_string(&c.inputs)?,
     ];
-    let state_len = bincode::serde::encode_into_std_write(
+    let state_len = postcard::serialize_with_flavor::<_, _, usize>(
         &c.state,
-        &mut std::io::sink(),
-        bincode::config::standard(),
+        postcard::ser_flavors::Size::default(),
     )?;
     let len = texts.iter().map(|t| 4 + t.len()).sum::<usize>() + 8 + state_len;
     let mut bytes = Vec::with_capacity(HEAD + len + SUM);
@@ -242,7 +257,7 @@ pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
         bytes.extend_from_slice(text.as_bytes());
     }
     bytes.extend_from_slice(&c.every.to_le_bytes());
-    bincode::serde::encode_into_std_write(&c.state, &mut bytes, bincode::config::standard())?;
+    let mut bytes = postcard::to_extend(&c.state, bytes)?;
     let payload = (bytes.len() - HEAD) as u64;
     bytes[12..HEAD].copy_from_slice(&payload.to_le_bytes());
     let sum = Sha256::digest(&bytes);
@@ -364,6 +379,12 @@ pub fn decode<C: DeserializeOwned>(
         return Err(CheckpointError::NotACheckpoint(name.to_string()));
     }
     let format = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if (1..FORMAT).contains(&format) {
+        return Err(CheckpointError::OlderFormat {
+            path: name.to_string(),
+            found: format,
+        });
+    }
     if format != FORMAT {
         return Err(CheckpointError::OtherFormat {
             path: name.to_string(),
@@ -419,12 +440,13 @@ pub fn decode<C: DeserializeOwned>(
         .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
         .ok_or_else(|| damaged("truncated header".into()))?;
     at += 8;
-    // Through serde, a claimed length preallocates at most about 1 MiB: a huge count
-    // runs out of bytes instead of memory.
-    let (state, used): (RunState, usize) =
-        bincode::serde::decode_from_slice(&payload[at..], bincode::config::standard())
-            .map_err(|e| damaged(e.to_string()))?;
-    if at + used != payload.len() {
+    // Decoded from the bytes already read (at most --max-memory), borrowing them: a
+    // claimed length preallocates no more elements than the bytes left (postcard's size
+    // hint) and at most about 1 MiB (serde's), so a huge count runs out of bytes instead
+    // of memory.
+    let (state, rest): (RunState, &[u8]) =
+        postcard::take_from_bytes(&payload[at..]).map_err(|e| damaged(format!("state: {e}")))?;
+    if !rest.is_empty() {
         return Err(damaged("trailing bytes after the state".into()));
     }
     if every == 0 {
@@ -585,7 +607,13 @@ mod tests {
         other[8] = 1;
         let e = decode::<RunConfig>(&other, "c").unwrap_err();
         assert!(
-            matches!(e, CheckpointError::OtherFormat { found: 1, .. }),
+            matches!(e, CheckpointError::OlderFormat { found: 1, .. }),
+            "{e}"
+        );
+        other[8] = 0x43;
+        let e = decode::<RunConfig>(&other, "c").unwrap_err();
+        assert!(
+            matches!(e, CheckpointError::OtherFormat { found: 0x43, .. }),
             "{e}"
         );
         assert!(matches!(
@@ -608,6 +636,151 @@ mod tests {
                 "byte {i} flipped was not found"
             );
         }
+    }
+
+    /// A file of an earlier format (2: the state encoded by `bincode`) is refused before
+    /// its length, checksum or body are looked at, with a message that says it is older
+    /// and what to do.
+    #[test]
+    fn a_file_of_an_earlier_format_is_refused_with_what_to_do() {
+        assert_eq!(FORMAT, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.checkpoint");
+        for old in 1..FORMAT {
+            // The header an earlier nrpt wrote, then a body of no interest.
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&old.to_le_bytes());
+            bytes.extend_from_slice(&40u64.to_le_bytes());
+            bytes.extend_from_slice(&[7u8; 40 + SUM]);
+            std::fs::write(&path, &bytes).unwrap();
+            // It is still recognised as nrpt's (a new run may replace it).
+            assert_eq!(occupant(&path).unwrap(), Occupant::Checkpoint);
+            let e = read::<RunConfig>(&path).unwrap_err();
+            assert!(
+                matches!(&e, CheckpointError::OlderFormat { found, .. } if *found == old),
+                "{e:?}"
+            );
+            let message = e.to_string();
+            for says in [
+                path.display().to_string(),
+                "written by an earlier nrpt in an older format".into(),
+                format!("format {old}; this nrpt reads format 3 only"),
+                "start the run again without --resume".into(),
+            ] {
+                assert!(message.contains(&says), "`{says}` not in: {message}");
+            }
+            // However short the file after its format.
+            let e = decode::<RunConfig>(&bytes[..12], "c").unwrap_err();
+            assert!(matches!(e, CheckpointError::OlderFormat { .. }), "{e:?}");
+        }
+    }
+
+    /// The file of a state with the raw `state` bytes in place of its encoding, with
+    /// a valid length and checksum.
+    fn file_with(c: &Checkpoint, state: &[u8]) -> Vec<u8> {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&FORMAT.to_le_bytes());
+        bytes.extend_from_slice(&0u64.to_le_bytes());
+        for text in [
+            version(),
+            serde_json::to_string(&c.config).unwrap(),
+            serde_json::to_string(&c.inputs).unwrap(),
+        ] {
+            bytes.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(text.as_bytes());
+        }
+        bytes.extend_from_slice(&c.every.to_le_bytes());
+        bytes.extend_from_slice(state);
+        let payload = (bytes.len() - HEAD) as u64;
+        bytes[12..HEAD].copy_from_slice(&payload.to_le_bytes());
+        let sum = Sha256::digest(&bytes);
+        bytes.extend_from_slice(&sum);
+        bytes
+    }
+
+    /// The state of a real run written and read back is the same, bit for bit: its
+    /// bytes encode again to the same bytes, and floats that compare equal to others or
+    /// to nothing (NaN with payloads, -0.0, subnormals, infinities) keep their bits.
+    #[test]
+    fn a_run_state_round_trips_bit_for_bit() {
+        let c = sample();
+        let bytes = encode(&c).unwrap();
+        assert_eq!(
+            file_with(&c, &postcard::to_stdvec(&c.state).unwrap()),
+            bytes
+        );
+        let back: Checkpoint = decode(&bytes, "c").unwrap();
+        assert_eq!(back, c);
+        assert_eq!(encode(&back).unwrap(), bytes);
+
+        let f32s = [
+            f32::from_bits(0x7fc0_1234), // quiet NaN with a payload
+            f32::from_bits(0x7f80_0001), // signalling NaN
+            f32::from_bits(0xffc0_0000), // negative NaN
+            -0.0,
+            0.0,
+            f32::from_bits(1),           // the smallest subnormal
+            f32::from_bits(0x807f_ffff), // the largest negative subnormal
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+        ];
+        let f64s = [
+            f64::from_bits(0x7ff8_0000_dead_beef),
+            f64::from_bits(0x7ff0_0000_0000_0001),
+            f64::from_bits(0xfff8_0000_0000_0000),
+            -0.0,
+            f64::from_bits(1),
+            f64::from_bits(0x800f_ffff_ffff_ffff),
+            f64::NEG_INFINITY,
+            f64::MAX,
+        ];
+        // postcard writes a float as its little-endian bytes, after the length.
+        let raw = postcard::to_stdvec(&f64s.to_vec()).unwrap();
+        let mut want = vec![f64s.len() as u8];
+        for x in f64s {
+            want.extend_from_slice(&x.to_bits().to_le_bytes());
+        }
+        assert_eq!(raw, want);
+        let mut odd = c.clone();
+        let e = &mut odd.state.ensembles[1];
+        let b = &mut e.buffers;
+        for (i, x) in b.states.iter_mut().chain(&mut b.energies).enumerate() {
+            *x = f32s[i % f32s.len()];
+        }
+        for (i, x) in b.temperatures.iter_mut().enumerate() {
+            *x = f64s[i % f64s.len()];
+        }
+        e.progress.buffer = f64s[0];
+        let bytes = encode(&odd).unwrap();
+        let back: Checkpoint = decode(&bytes, "c").unwrap();
+        let (a, b) = (&odd.state.ensembles[1], &back.state.ensembles[1]);
+        let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits32(&a.buffers.states), bits32(&b.buffers.states));
+        assert_eq!(bits32(&a.buffers.energies), bits32(&b.buffers.energies));
+        assert_eq!(
+            bits64(&a.buffers.temperatures),
+            bits64(&b.buffers.temperatures)
+        );
+        assert_eq!(a.progress.buffer.to_bits(), b.progress.buffer.to_bits());
+        assert_eq!(encode(&back).unwrap(), bytes);
+    }
+
+    /// A state that claims more ensembles than could ever fit, with a valid checksum,
+    /// runs out of bytes instead of memory; bytes after the state are refused.
+    #[test]
+    fn a_hostile_length_allocates_nothing() {
+        let c = sample();
+        // Iteration 0, then 2^62 ensembles (a varint), then nothing.
+        let mut state = vec![0u8];
+        state.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40]);
+        let e = decode::<RunConfig>(&file_with(&c, &state), "c").unwrap_err();
+        assert!(matches!(e, CheckpointError::Damaged { .. }), "{e:?}");
+        let mut state = postcard::to_stdvec(&c.state).unwrap();
+        state.push(0);
+        let e = decode::<RunConfig>(&file_with(&c, &state), "c").unwrap_err();
+        assert!(e.to_string().contains("trailing bytes"), "{e}");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! (`cuda/csrc/mlp_host.cpp`, no FMA contraction), each block's phases run for every
 //! thread in turn. [`HostMlp`] is a whole GPU run of [`GpuMlp`](super::GpuMlp) on the
 //! CPU, array for array, so that tests compare the kernels' arithmetic with nrpt-core
-//! without a GPU (and, on a GPU machine, the device with this).
+//! without a GPU (and, on a GPU machine, the device with this). Test-only: this module
+//! and the C++ it calls exist with the feature `host-shims`.
 
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::model::DataView;

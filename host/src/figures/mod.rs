@@ -1,9 +1,9 @@
 //! Figures of the commands, each written as PNG and SVG from one drawing code.
 //!
 //! Every public function takes a path *stem* and writes `<stem>.png` and `<stem>.svg`.
-//! Each file is complete or absent: the SVG goes through [`nrpt_sampling::output::write_atomic`],
-//! the PNG is drawn under a hidden temporary name in the destination folder (containing
-//! `.tmp.`) and renamed into place, so an interrupted run never leaves half a figure.
+//! Each file is complete or absent: both are drawn in memory (the PNG into an RGB buffer
+//! that `write_png` encodes with the `png` crate) and written through
+//! [`nrpt_sampling::output::write_atomic`], so an interrupted run never leaves half a figure.
 //!
 //! One file per kind of figure:
 //! - `line.rs`: [`lines`], a line chart with linear or logarithmic axes (round trips
@@ -35,12 +35,9 @@ pub use density::{DensityPanel, density_panels};
 pub use line::{LineChart, Series, Style, lines};
 pub use paths::{PathPanel, index_paths};
 
-use std::ffi::OsString;
 use std::fmt::Display;
-use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, anyhow, ensure};
 use plotters::coord::Shift;
@@ -113,14 +110,6 @@ fn render(stem: &Path, fig: &impl Figure) -> Result<()> {
         s.push(ext);
         dir.join(s)
     };
-    let temporary = |ext: &str| {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let k = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut s = OsString::from(".");
-        s.push(file_name);
-        s.push(format!(".{}-{k}.tmp.{ext}", std::process::id()));
-        dir.join(s)
-    };
     let size = fig.size();
 
     // SVG: drawn in memory, so a drawing error touches no file.
@@ -131,22 +120,172 @@ fn render(stem: &Path, fig: &impl Figure) -> Result<()> {
         fig.draw(&root)?;
         root.present().plot()?;
     }
-    let svg_path = target("svg");
-    nrpt_sampling::output::write_atomic(&svg_path, svg.as_bytes())?;
+    nrpt_sampling::output::write_atomic(&target("svg"), svg.as_bytes())?;
 
-    // PNG: the bitmap backend encodes by file extension, so the temporary name ends in .png.
-    let png_path = target("png");
-    let png_tmp = temporary("png");
-    let drawn = (|| -> Result<()> {
-        let root = BitMapBackend::new(&png_tmp, size).into_drawing_area();
+    // PNG: drawn into an RGB buffer likewise, then encoded.
+    let rgb = draw_rgb(fig)?;
+    write_png(&target("png"), &rgb, size)
+}
+
+/// Draws `fig` on white into an RGB buffer (3 bytes a pixel, rows top to bottom).
+fn draw_rgb(fig: &impl Figure) -> Result<Vec<u8>> {
+    let (w, h) = fig.size();
+    let mut rgb = vec![0u8; rgb_len((w, h))?];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
         root.fill(&WHITE).plot()?;
         fig.draw(&root)?;
-        root.present().plot()
-    })();
-    // The backend is dropped by now (a drop presents it), so the temporary file is final.
-    let moved = drawn.and_then(|()| fs::rename(&png_tmp, &png_path).map_err(Into::into));
-    if moved.is_err() {
-        let _ = fs::remove_file(&png_tmp);
+        root.present().plot()?;
     }
-    moved.with_context(|| format!("writing {}", png_path.display()))
+    Ok(rgb)
+}
+
+/// The length of an RGB buffer of `(width, height)` pixels.
+fn rgb_len((w, h): (u32, u32)) -> Result<usize> {
+    (w as usize)
+        .checked_mul(h as usize)
+        .and_then(|n| n.checked_mul(3))
+        .ok_or_else(|| anyhow!("a figure of {w} × {h} pixels is too large"))
+}
+
+/// Writes the RGB buffer `rgb` of `size` (width, height) pixels, 3 bytes a pixel, rows top
+/// to bottom, to `path` as an 8-bit RGB PNG, through [`nrpt_sampling::output::write_atomic`].
+///
+/// The encoder's settings are those plotters' former encoder (the `image` crate, through
+/// plotters' `bitmap_encoder` feature) gave the same `png` crate: fast compression, the
+/// filter chosen per row. So a figure's file is the same bytes as before, not only the
+/// same pixels.
+fn write_png(path: &Path, rgb: &[u8], size: (u32, u32)) -> Result<()> {
+    let bytes = encode_png(rgb, size).with_context(|| format!("encoding {}", path.display()))?;
+    nrpt_sampling::output::write_atomic(path, &bytes)
+}
+
+/// The PNG file of [`write_png`], in memory.
+fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>> {
+    ensure!(
+        rgb.len() == rgb_len((w, h))?,
+        "an RGB buffer of {} bytes is not {w} × {h} pixels",
+        rgb.len()
+    );
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    encoder.set_filter(png::FilterType::Sub);
+    encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes a PNG file: its size, colour type, bit depth and pixel bytes.
+    fn decode(path: &Path) -> ((u32, u32), png::ColorType, png::BitDepth, Vec<u8>) {
+        let file = std::fs::read(path).unwrap();
+        let mut reader = png::Decoder::new(file.as_slice()).read_info().unwrap();
+        let mut pixels = vec![0; reader.output_buffer_size()];
+        let frame = reader.next_frame(&mut pixels).unwrap();
+        pixels.truncate(frame.buffer_size());
+        let size = (frame.width, frame.height);
+        (size, frame.color_type, frame.bit_depth, pixels)
+    }
+
+    /// A figure with text, lines, filled shapes and a colour gradient.
+    struct Sample;
+
+    impl Figure for Sample {
+        fn size(&self) -> (u32, u32) {
+            (301, 207)
+        }
+        fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
+            let mut chart = ChartBuilder::on(root)
+                .caption("round trip", font(TITLE_SIZE))
+                .margin(8)
+                .x_label_area_size(30)
+                .y_label_area_size(40)
+                .build_cartesian_2d(0.0..10.0, -1.0..1.0)
+                .plot()?;
+            chart
+                .configure_mesh()
+                .label_style(font(TICK_SIZE))
+                .draw()
+                .plot()?;
+            let n = 40;
+            chart
+                .draw_series((0..n).map(|i| {
+                    let x = 10.0 * f64::from(i) / f64::from(n);
+                    let color = ViridisRGB::get_color(f64::from(i) / f64::from(n));
+                    Rectangle::new([(x, -1.0), (x + 0.25, -0.6)], color.filled())
+                }))
+                .plot()?;
+            let wave = (0..=200).map(|i| {
+                let x = f64::from(i) / 20.0;
+                (x, x.sin() * 0.8)
+            });
+            chart
+                .draw_series(LineSeries::new(
+                    wave,
+                    RGBColor(31, 119, 180).stroke_width(2),
+                ))
+                .plot()?;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn render_writes_the_drawn_pixels_bit_for_bit() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("sample");
+        render(&stem, &Sample).unwrap();
+        let rgb = draw_rgb(&Sample).unwrap();
+        assert!(rgb.iter().any(|&b| b < 128), "nothing was drawn");
+        let (size, color, depth, pixels) = decode(&dir.path().join("sample.png"));
+        assert_eq!(size, Sample.size());
+        assert_eq!((color, depth), (png::ColorType::Rgb, png::BitDepth::Eight));
+        assert!(
+            pixels == rgb,
+            "the PNG's pixels differ from the drawn buffer"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn write_png_round_trips_every_byte_value() {
+        // Pseudo-random bytes (every value, no two rows alike) exercise each row filter.
+        let size = (97, 61);
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let rgb: Vec<u8> = (0..rgb_len(size).unwrap())
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 56) as u8
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("noise.png");
+        write_png(&path, &rgb, size).unwrap();
+        let (decoded_size, color, depth, pixels) = decode(&path);
+        assert_eq!(decoded_size, size);
+        assert_eq!((color, depth), (png::ColorType::Rgb, png::BitDepth::Eight));
+        assert!(pixels == rgb, "the decoded pixels differ from the buffer");
+    }
+
+    #[test]
+    fn write_png_of_a_buffer_of_another_size_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.png");
+        let err = write_png(&path, &[0; 11], (2, 2)).unwrap_err();
+        assert!(format!("{err:#}").contains("2 × 2"), "{err:#}");
+        assert!(!path.exists());
+    }
 }

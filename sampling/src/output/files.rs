@@ -5,7 +5,9 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use super::{InterruptedWhileWriting, OutputError};
+
+type Result<T> = std::result::Result<T, OutputError>;
 
 /// Writes `bytes` to `path` through a temporary file in the same folder
 /// (`.NAME.TOKEN.tmp`, locked while written, see [`temp`](super::temp)), synced, then
@@ -14,21 +16,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = super::parent_of(path);
     let name = path
         .file_name()
-        .with_context(|| format!("{} is not a file path", path.display()))?
+        .ok_or_else(|| OutputError::malformed(path, "not a file path"))?
         .to_string_lossy()
         .into_owned();
-    let locked = super::temp::create_locked(dir, |t| format!(".{name}.{t}.tmp"))
-        .with_context(|| format!("cannot create a temporary file for {}", path.display()))?;
+    let locked = super::temp::create_locked(dir, |t| format!(".{name}.{t}.tmp")).map_err(|e| {
+        OutputError::io(
+            format!("cannot create a temporary file for {}", path.display()),
+            e,
+        )
+    })?;
     let tmp = locked.path.clone();
     let result = (|| -> Result<()> {
         let mut f = &locked.file;
-        f.write_all(bytes)
-            .and_then(|()| f.sync_all())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let cannot = |e| OutputError::io(format!("cannot write {}", path.display()), e);
+        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(cannot)?;
         if crate::interrupt::requested() {
-            anyhow::bail!("interrupted");
+            return Err(InterruptedWhileWriting(path.display().to_string()).into());
         }
-        fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+        fs::rename(&tmp, path).map_err(cannot)?;
         Ok(())
     })();
     if result.is_err() {
@@ -39,7 +44,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Writes pretty JSON.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| OutputError::malformed(path, e.to_string()))?;
     text.push('\n');
     write_atomic(path, text.as_bytes())
 }
@@ -95,19 +101,18 @@ impl Csv {
     /// Writes the table.
     pub fn write(self, path: &Path) -> Result<()> {
         if let Some((row, cells)) = self.ragged {
-            anyhow::bail!(
-                "{}: row {row} has {cells} cells for {} columns",
-                path.display(),
-                self.columns
-            );
+            return Err(OutputError::malformed(
+                path,
+                format!("row {row} has {cells} cells for {} columns", self.columns),
+            ));
         }
         if let Some(e) = self.error {
-            anyhow::bail!("{}: {e}", path.display());
+            return Err(OutputError::malformed(path, e));
         }
         let bytes = self
             .writer
             .into_inner()
-            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.error()))?;
+            .map_err(|e| OutputError::malformed(path, e.error().to_string()))?;
         write_atomic(path, &bytes)
     }
 }

@@ -7,7 +7,9 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use super::OutputError;
+
+type Result<T> = std::result::Result<T, OutputError>;
 
 use super::ownership::{self, MARKER, Marker, Survey, Verdict};
 use super::temp::{self, Locked};
@@ -250,11 +252,12 @@ impl OutDir {
             return Err(InterruptedWhileWriting(self.target.display().to_string()).into());
         }
         let marker = Marker::of(&self.temp, self.command)
-            .with_context(|| format!("cannot list {}", self.temp.display()))?;
+            .map_err(|e| OutputError::io(format!("cannot list {}", self.temp.display()), e))?;
         super::files::write_json(&self.temp.join(MARKER), &marker)?;
         if let Some(mode) = self.mode {
-            fs::set_permissions(&self.temp, fs::Permissions::from_mode(mode))
-                .with_context(|| format!("cannot set the mode of {}", self.temp.display()))?;
+            fs::set_permissions(&self.temp, fs::Permissions::from_mode(mode)).map_err(|e| {
+                OutputError::io(format!("cannot set the mode of {}", self.temp.display()), e)
+            })?;
         }
         let exists = fs::symlink_metadata(&self.real).is_ok_and(|m| m.is_dir());
         match self.replaceable.clone() {
@@ -277,22 +280,28 @@ impl OutDir {
             .lock
             .as_ref()
             .map_or_else(temp::token, |l| l.token.clone());
-        exchange(&self.temp, &self.real, &token).with_context(|| {
-            format!(
-                "cannot put the outputs in place of {}",
-                self.target.display()
+        exchange(&self.temp, &self.real, &token).map_err(|e| {
+            OutputError::io(
+                format!(
+                    "cannot put the outputs in place of {}",
+                    self.target.display()
+                ),
+                e,
             )
         })?;
         // The old folder now has the temporary name: an entry added between the check
         // and the exchange is found here, and the exchange undone.
         let added = added_since(&self.temp, allowed)?;
         if !added.is_empty() {
-            exchange(&self.temp, &self.real, &token).with_context(|| {
-                format!(
-                    "{} changed while its outputs were put in place, and the old folder \
-                     could not be put back: it is at {}",
-                    self.target.display(),
-                    self.temp.display()
+            exchange(&self.temp, &self.real, &token).map_err(|e| {
+                OutputError::io(
+                    format!(
+                        "{} changed while its outputs were put in place, and the old folder \
+                         could not be put back: it is at {}",
+                        self.target.display(),
+                        self.temp.display()
+                    ),
+                    e,
                 )
             })?;
             return Err(self.divert(appeared(&added)));
@@ -335,16 +344,16 @@ impl OutDir {
                 }
                 Err(self.divert("something of that name appeared where there was nothing".into()))
             }
-            Err(e) => Err(anyhow::Error::new(e).context(format!(
-                "cannot move the outputs to {}",
-                self.target.display()
-            ))),
+            Err(e) => Err(OutputError::io(
+                format!("cannot move the outputs to {}", self.target.display()),
+                e,
+            )),
         }
     }
 
     /// Leaves the target as it is and moves the written folder to a free name beside
     /// it: the error that says where, or why it could not.
-    fn divert(&mut self, what: String) -> anyhow::Error {
+    fn divert(&mut self, what: String) -> OutputError {
         let moved =
             free_sibling(&self.real, "").and_then(|to| rename_new(&self.temp, &to).map(|()| to));
         match moved {
@@ -357,12 +366,11 @@ impl OutDir {
                 }
                 .into()
             }
-            Err(e) => anyhow::anyhow!(
-                "{} changed while nrpt ran ({what}), and the outputs could not be put beside \
-                 it ({e}): nothing was written, {} is as it was",
-                self.target.display(),
-                self.target.display()
-            ),
+            Err(source) => OutputError::Diverted {
+                target: self.target.display().to_string(),
+                what,
+                source,
+            },
         }
     }
 
@@ -414,7 +422,7 @@ fn added_since(dir: &Path, allowed: &BTreeSet<String>) -> Result<Vec<String>> {
     match ownership::entries(dir) {
         Ok(now) => Ok(now.difference(allowed).cloned().collect()),
         Err(e) if e.kind() == io::ErrorKind::Other => Ok(vec![e.to_string()]),
-        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot read {}", dir.display()))),
+        Err(e) => Err(OutputError::io(format!("cannot read {}", dir.display()), e)),
     }
 }
 

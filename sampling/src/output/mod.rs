@@ -6,8 +6,10 @@
 //! - [`temp`]: temporary names with random tokens, held by file locks, so that what a
 //!   killed process left is told from what a live one writes;
 //! - `files`: files written through a temporary name ([`write_atomic`]), CSV tables,
-//!   JSON (`.npy` arrays are encoded by [`crate::npy`]).
+//!   JSON (`.npy` arrays are encoded by [`crate::npy`]);
+//! - [`OutputError`]: what can go wrong, by kind.
 
+mod error;
 mod files;
 mod folder;
 pub mod ownership;
@@ -16,6 +18,7 @@ pub mod temp;
 
 use std::path::Path;
 
+pub use error::OutputError;
 pub use files::{Csv, write_atomic, write_json};
 pub use folder::{
     Committed, InterruptedWhileWriting, OutChanged, OutDir, OutPolicy, PAUSE_BEFORE_COMMIT_VAR,

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use super::OutputError;
 
 use super::{Csv, write_atomic};
 
@@ -162,7 +162,7 @@ pub struct OutputSet {
 impl Table {
     /// Writes the table as CSV to `dir/file` (nothing for a Python-only table). Only
     /// columns of one value or one vector per row can be written.
-    pub fn write(&self, dir: &Path) -> Result<()> {
+    pub fn write(&self, dir: &Path) -> Result<(), OutputError> {
         let Some(file) = self.file else {
             return Ok(());
         };
@@ -171,18 +171,22 @@ impl Table {
             match c.row_shape.as_slice() {
                 [] => header.push(c.name.clone()),
                 [w] => header.extend((0..*w).map(|j| format!("{}{}{j}", c.name, c.separator))),
-                _ => anyhow::bail!("{file}: column {} has a block per row", c.name),
+                _ => {
+                    return Err(OutputError::malformed(
+                        &dir.join(file),
+                        format!("column {} has a block per row", c.name),
+                    ));
+                }
             }
         }
         let refs: Vec<&str> = header.iter().map(String::as_str).collect();
         let mut csv = Csv::new(&refs);
         let rows = self.columns.first().map_or(0, Column::rows);
         if let Some(c) = self.columns.iter().find(|c| c.rows() != rows) {
-            anyhow::bail!(
-                "{file}: column {} has {} rows, not {rows}",
-                c.name,
-                c.rows()
-            );
+            return Err(OutputError::malformed(
+                &dir.join(file),
+                format!("column {} has {} rows, not {rows}", c.name, c.rows()),
+            ));
         }
         for i in 0..rows {
             let mut cells = Vec::with_capacity(header.len());
@@ -198,7 +202,7 @@ impl Table {
 
 impl OutputSet {
     /// Writes every table and array that has a file into `dir`.
-    pub fn write(&self, dir: &Path) -> Result<()> {
+    pub fn write(&self, dir: &Path) -> Result<(), OutputError> {
         for t in &self.tables {
             t.write(dir)?;
         }

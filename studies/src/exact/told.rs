@@ -141,8 +141,11 @@ fn core_run(
 
 /// What [`ExactController::encode`] writes first.
 const FORMAT: &str = "nrpt.ExactController";
-/// The version of the encoding.
-const VERSION: u32 = 1;
+/// The version of the encoding, written after [`FORMAT`]: 1 (earlier versions of nrpt)
+/// encoded the controller with `bincode`, 2 with `postcard`. Both write the tag and the
+/// version as the same bytes (the text's length as one byte, the text, the version as
+/// one byte), so a saved controller of version 1 is recognised as one.
+const VERSION: u32 = 2;
 
 /// Why saved bytes do not give a controller.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +153,19 @@ pub enum SavedError {
     /// Not the encoding of an exact controller.
     #[error("not a saved nrpt exact controller: {0}")]
     Format(String),
-    /// Saved by another version of the encoding.
+    /// Saved by an earlier version of nrpt in an older encoding, which this one cannot
+    /// read.
+    #[error(
+        "a saved nrpt exact controller written by an earlier nrpt in an older format \
+         (version {found}; this nrpt reads version {VERSION} only), so this version cannot \
+         continue it: start the controller again (recompute the run from its start), or \
+         continue it with the nrpt that saved it"
+    )]
+    OlderFormat {
+        /// The version found.
+        found: u32,
+    },
+    /// Saved by another version of the encoding, not one of the earlier ones.
     #[error("a saved nrpt exact controller of version {found}; this is version {VERSION}")]
     Version {
         /// The version found.
@@ -445,11 +460,11 @@ impl ExactController {
     }
 
     /// The whole state, every float bit for bit (NaN included): a format tag, a version
-    /// and the controller, encoded by `bincode`.
+    /// and the controller, encoded by `postcard` (integers as varints, floats as their
+    /// little-endian bytes).
     pub fn encode(&self) -> Vec<u8> {
         // Encoding into a vector fails only for types serde cannot describe.
-        bincode::serde::encode_to_vec((FORMAT, VERSION, self), bincode::config::standard())
-            .unwrap_or_default()
+        postcard::to_stdvec(&(FORMAT, VERSION, self)).unwrap_or_default()
     }
 
     /// A controller from [`ExactController::encode`]'s bytes, checked as the core checks
@@ -458,17 +473,29 @@ impl ExactController {
     ///
     /// # Errors
     ///
-    /// Bytes of something else or another version, or a state that cannot be a run's.
+    /// Bytes of something else or another version (an earlier one is
+    /// [`SavedError::OlderFormat`]), or a state that cannot be a run's.
     pub fn decode(bytes: &[u8]) -> Result<Self, SavedError> {
-        let config = bincode::config::standard();
-        let ((format, version, mut c), _): ((String, u32, ExactController), usize) =
-            bincode::serde::decode_from_slice(bytes, config)
-                .map_err(|e| SavedError::Format(e.to_string()))?;
+        // The tag and the version first: every version writes them alike. A claimed
+        // length preallocates no more elements than the bytes left.
+        let ((format, version), rest): ((&str, u32), &[u8]) =
+            postcard::take_from_bytes(bytes).map_err(|e| SavedError::Format(e.to_string()))?;
         if format != FORMAT {
             return Err(SavedError::Format(format!("format {format:?}")));
         }
+        if (1..VERSION).contains(&version) {
+            return Err(SavedError::OlderFormat { found: version });
+        }
         if version != VERSION {
             return Err(SavedError::Version { found: version });
+        }
+        let (mut c, rest): (ExactController, &[u8]) =
+            postcard::take_from_bytes(rest).map_err(|e| SavedError::Format(e.to_string()))?;
+        if !rest.is_empty() {
+            return Err(SavedError::Format(format!(
+                "{} bytes after the controller",
+                rest.len()
+            )));
         }
         if c.b.betas.len() != c.settings.chains {
             return Err(SavedError::State(nrpt_core::Error::LengthMismatch {
@@ -544,6 +571,8 @@ mod tests {
             if k == 150 {
                 let bytes = ctl.encode();
                 ctl = ExactController::decode(&bytes).unwrap();
+                // Bit for bit: the decoded controller encodes to the same bytes.
+                assert_eq!(ctl.encode(), bytes);
                 saved = Some(bytes);
             }
             let got = ctl.tell(run.log_likelihoods()).unwrap();
@@ -568,6 +597,45 @@ mod tests {
         assert!(matches!(
             ExactController::decode(&other.encode()),
             Err(SavedError::State(_))
+        ));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            ExactController::decode(&longer),
+            Err(SavedError::Format(_))
+        ));
+    }
+
+    /// Bytes saved by an earlier nrpt (version 1: the tag and the version as now, then
+    /// the controller encoded by `bincode`) are refused by their version, before the
+    /// rest is read, with a message that says what to do; a later version is named.
+    #[test]
+    fn an_earlier_version_is_refused_with_what_to_do() {
+        let ctl = ExactController::new(ControllerSettings::new(4), None).unwrap();
+        let bytes = ctl.encode();
+        let head = b"\x14nrpt.ExactController";
+        assert!(
+            bytes.starts_with(head) && bytes[head.len()] == 2,
+            "{bytes:?}"
+        );
+        let mut old = bytes.clone();
+        old[head.len()] = 1;
+        old.truncate(head.len() + 1);
+        old.extend_from_slice(&[0xff; 9]);
+        let e = ExactController::decode(&old).unwrap_err();
+        assert!(matches!(e, SavedError::OlderFormat { found: 1 }), "{e:?}");
+        let message = e.to_string();
+        assert!(
+            message.contains("written by an earlier nrpt in an older format")
+                && message.contains("version 1; this nrpt reads version 2 only")
+                && message.contains("start the controller again"),
+            "{message}"
+        );
+        let mut later = bytes;
+        later[head.len()] = 3;
+        assert!(matches!(
+            ExactController::decode(&later),
+            Err(SavedError::Version { found: 3 })
         ));
     }
 
