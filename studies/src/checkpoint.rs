@@ -744,12 +744,8 @@ mod tests {
         assert_eq!(raw, want);
         let mut odd = c.clone();
         let e = &mut odd.state.ensembles[1];
-        let b = &mut e.buffers;
-        for (i, x) in b.states.iter_mut().chain(&mut b.energies).enumerate() {
+        for (i, x) in e.buffers.states_mut().iter_mut().enumerate() {
             *x = f32s[i % f32s.len()];
-        }
-        for (i, x) in b.temperatures.iter_mut().enumerate() {
-            *x = f64s[i % f64s.len()];
         }
         e.progress.buffer = f64s[0];
         let bytes = encode(&odd).unwrap();
@@ -757,12 +753,12 @@ mod tests {
         let (a, b) = (&odd.state.ensembles[1], &back.state.ensembles[1]);
         let bits32 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let bits64 = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits32(&a.buffers.states), bits32(&b.buffers.states));
-        assert_eq!(bits32(&a.buffers.energies), bits32(&b.buffers.energies));
+        let chains = c.config.chains;
         assert_eq!(
-            bits64(&a.buffers.temperatures),
-            bits64(&b.buffers.temperatures)
+            bits32(&a.buffers.levels(chains)),
+            bits32(&b.buffers.levels(chains))
         );
+        assert_eq!(bits64(a.buffers.ladder()), bits64(b.buffers.ladder()));
         assert_eq!(a.progress.buffer.to_bits(), b.progress.buffer.to_bits());
         assert_eq!(encode(&back).unwrap(), bytes);
     }

@@ -202,5 +202,6 @@ fn trace_figure(dir: &Path, result: &ReferenceRun) -> Result<()> {
             csv.row([c.to_string(), i.to_string(), format!("{v:.6}")]);
         }
     }
-    csv.write(&dir.join("trace_test_log_likelihood.csv"))
+    csv.write(&dir.join("trace_test_log_likelihood.csv"))?;
+    Ok(())
 }

@@ -361,7 +361,8 @@ pub fn write_outputs(
     summary: &Summary,
 ) -> Result<()> {
     outputs(config, dim, energy_scale, out, summary).write(dir)?;
-    write_json(&dir.join("summary.json"), summary)
+    write_json(&dir.join("summary.json"), summary)?;
+    Ok(())
 }
 
 pub use nrpt_sampling::config::MAX_CSV_DIM;

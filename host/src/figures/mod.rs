@@ -157,7 +157,8 @@ fn rgb_len((w, h): (u32, u32)) -> Result<usize> {
 /// same pixels.
 fn write_png(path: &Path, rgb: &[u8], size: (u32, u32)) -> Result<()> {
     let bytes = encode_png(rgb, size).with_context(|| format!("encoding {}", path.display()))?;
-    nrpt_sampling::output::write_atomic(path, &bytes)
+    nrpt_sampling::output::write_atomic(path, &bytes)?;
+    Ok(())
 }
 
 /// The PNG file of [`write_png`], in memory.

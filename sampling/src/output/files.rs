@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{InterruptedWhileWriting, OutputError};
 
-type Result<T> = std::result::Result<T, OutputError>;
+type Result<T, E = OutputError> = std::result::Result<T, E>;
 
 /// Writes `bytes` to `path` through a temporary file in the same folder
 /// (`.NAME.TOKEN.tmp`, locked while written, see [`temp`](super::temp)), synced, then
@@ -29,7 +29,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let result = (|| -> Result<()> {
         let mut f = &locked.file;
         let cannot = |e| OutputError::io(format!("cannot write {}", path.display()), e);
-        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(cannot)?;
+        f.write_all(bytes)
+            .and_then(|()| f.sync_all())
+            .map_err(cannot)?;
         if crate::interrupt::requested() {
             return Err(InterruptedWhileWriting(path.display().to_string()).into());
         }

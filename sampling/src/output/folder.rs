@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::OutputError;
 
-type Result<T> = std::result::Result<T, OutputError>;
+type Result<T, E = OutputError> = std::result::Result<T, E>;
 
 use super::ownership::{self, MARKER, Marker, Survey, Verdict};
 use super::temp::{self, Locked};
@@ -709,6 +709,14 @@ fn pause_for_tests() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where an [`OutChanged`] error says the outputs went.
+    fn changed_to(e: &OutputError) -> &Path {
+        match e {
+            OutputError::Changed(c) => &c.written_to,
+            e => panic!("not OutChanged: {e}"),
+        }
+    }
     use crate::output::write_atomic;
 
     fn policy() -> OutPolicy {
@@ -862,7 +870,9 @@ mod tests {
         write_atomic(&o.path().join("new.txt"), b"new").unwrap();
         fs::write(target.join("notes.txt"), "mine").unwrap();
         let e = o.commit().unwrap_err();
-        let changed = e.downcast_ref::<OutChanged>().expect("OutChanged");
+        let OutputError::Changed(changed) = &e else {
+            panic!("not OutChanged: {e}")
+        };
         assert!(changed.what.contains("notes.txt"), "{e}");
         assert_eq!(changed.written_to, dir.path().join("out.1"));
         assert_eq!(names(&target), [MARKER, "notes.txt"]);
@@ -876,10 +886,7 @@ mod tests {
         let o = OutDir::prepare(&target, &forced).unwrap();
         fs::create_dir(target.join("sub")).unwrap();
         let e = o.commit().unwrap_err();
-        assert_eq!(
-            e.downcast_ref::<OutChanged>().unwrap().written_to,
-            dir.path().join("out.2")
-        );
+        assert_eq!(changed_to(&e), dir.path().join("out.2"));
         assert_eq!(names(&target), [MARKER, "notes.txt", "sub"]);
         // A folder that appeared where there was none is kept; an empty one replaced.
         let fresh = dir.path().join("fresh");
@@ -887,10 +894,7 @@ mod tests {
         fs::create_dir(&fresh).unwrap();
         fs::write(fresh.join("a"), "a").unwrap();
         let e = o.commit().unwrap_err();
-        assert_eq!(
-            e.downcast_ref::<OutChanged>().unwrap().written_to,
-            dir.path().join("fresh.1")
-        );
+        assert_eq!(changed_to(&e), dir.path().join("fresh.1"));
         assert_eq!(names(&fresh), ["a"]);
         let empty = dir.path().join("empty");
         let o = OutDir::prepare(&empty, &policy()).unwrap();

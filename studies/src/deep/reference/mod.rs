@@ -259,7 +259,7 @@ impl Reference {
     }
 
     /// Writes `reference.npy` and `reference.json` into `dir`.
-    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+    pub fn write(&self, dir: &Path) -> Result<(), nrpt_sampling::output::OutputError> {
         let shape = [
             self.meta.model.test_examples,
             self.meta.model.layers.last().copied().unwrap_or(0),
