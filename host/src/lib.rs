@@ -11,6 +11,7 @@
 //!
 //! A program that samples its own target needs only [`nrpt_sampling`] (see its
 //! example); this crate is for what the command does.
+#![deny(missing_docs)]
 #[macro_use]
 extern crate nrpt_sampling;
 

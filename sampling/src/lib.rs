@@ -37,6 +37,7 @@
 //! println!("{} round trips", out.total_stats().round_trips);
 //! # Ok::<(), nrpt_sampling::engine::EngineError>(())
 //! ```
+#![deny(missing_docs)]
 #[macro_use]
 pub mod console;
 pub mod config;

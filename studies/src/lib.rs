@@ -16,6 +16,7 @@
 //! - [`checkpoint`]: the run state of `nrpt run --checkpoint-every`, sealed and
 //!   checked on resume; [`shard`]: a long study split into shards run anywhere and
 //!   merged.
+#![deny(missing_docs)]
 pub mod baselines;
 pub mod checkpoint;
 pub mod deep;
