@@ -7,8 +7,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use serde::{Deserialize, Serialize};
 
-use nrpt_sampling::config::{ConfigError, RunConfig};
-use nrpt_sampling::engine::Record;
 use nrpt_core::driver::{
     Controller, ControllerBuffers, NonfinitePairs, Progress, TemperingOptions,
 };
@@ -16,6 +14,8 @@ use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::rng::UnitDraw;
 use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies};
 use nrpt_core::swap::{SwapRule, flags};
+use nrpt_sampling::config::{ConfigError, RunConfig};
+use nrpt_sampling::engine::Record;
 
 use crate::config::run_config;
 use crate::convert::{array1, to_dict, to_py};
@@ -512,7 +512,8 @@ impl NativeController {
         let d = PyDict::new(py);
         d.set_item("config", to_py(py, &self.config)?)?;
         d.set_item("window", self.options.scheme.window_code())?;
-        let rules: nrpt_sampling::preset::RulesSummary = self.config.rule_choices().resolve().into();
+        let rules: nrpt_sampling::preset::RulesSummary =
+            self.config.rule_choices().resolve().into();
         d.set_item("rules", to_py(py, &rules)?)?;
         Ok(d)
     }

@@ -10,11 +10,11 @@ use pyo3::types::PyDict;
 
 use nrpt::cli::{Command, EngineArgs};
 use nrpt::commands::{self, gaussian_path};
+use nrpt_core::exact::GaussianPath;
 use nrpt_sampling::config::{MathKind, RunConfig};
 use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
 use nrpt_sampling::engine::{Backend, Job, RunOutput};
 use nrpt_sampling::output::{OutDir, OutPolicy};
-use nrpt_core::exact::GaussianPath;
 
 use crate::config::parse;
 use crate::convert::{add_outputs, lists_to_arrays, to_dict};

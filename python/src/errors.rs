@@ -74,7 +74,11 @@ pub fn command_error(e: anyhow::Error) -> PyErr {
     } else if matches!(
         e.downcast_ref::<EngineError>(),
         Some(EngineError::Interrupted)
-    ) {
+    ) || e
+        .chain()
+        .filter_map(|c| c.downcast_ref::<nrpt_sampling::output::OutputError>())
+        .any(nrpt_sampling::output::OutputError::is_interrupted)
+    {
         PyKeyboardInterrupt::new_err(message)
     } else {
         PyRuntimeError::new_err(message)

@@ -7,12 +7,12 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyType};
 
-use nrpt_studies::exact::{ControllerSettings, ExactController, Recommended, log_z_mean};
 use nrpt_core::exact::{
     ExactBuffers, ExactExplorer, ExactReport, ExactTempering, GaussianPath, InitialGrid,
     LevelRecord, MalaOptions, PairRecord, RoundReport, StartStates,
 };
 use nrpt_core::swap::flags;
+use nrpt_studies::exact::{ControllerSettings, ExactController, Recommended, log_z_mean};
 
 use crate::convert::{array1, reshape2, to_dict};
 use crate::errors::value_error;

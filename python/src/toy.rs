@@ -6,14 +6,14 @@ use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray2, PyUntypedArrayMethods
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use nrpt_sampling::engine::Record;
-use nrpt_sampling::targets::{Modes2dTarget, SumModesTarget};
 use nrpt_core::driver::{
     Buffers, ReplicaStep, Tempering, TemperingOptions, explore_replica, initial_state,
 };
 use nrpt_core::index::{PairStats, TripState};
 use nrpt_core::rng::UnitDraw;
 use nrpt_core::target::{EnergyOracle, Modes2d, Noisy, Potential, SumModes};
+use nrpt_sampling::engine::Record;
+use nrpt_sampling::targets::{Modes2dTarget, SumModesTarget};
 
 use crate::config::run_config;
 use crate::controller::{Dtype, options_of};
