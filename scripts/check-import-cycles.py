@@ -4,8 +4,8 @@ module B (`use crate::b::…`, `super::b::…`, a path in code) and B, directly 
 others, names one of A. Two views, both must be free of circles:
 
 - the top-level modules of each crate, every module collapsed into the top-level one
-  that holds it (`engine::cuda` naming `targets::classifier` is an edge engine ->
-  targets): the layers inside a crate;
+  that holds it (`targets::classifier::oracle` naming `interrupt::Stopped` is an edge
+  targets -> interrupt): the layers inside a crate;
 - modules side by side at any depth (a parent may use its children's items and a child
   its parent's): the pieces inside one top-level module.
 

@@ -10,7 +10,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use nrpt_core::model::Architecture;
 use nrpt_core::rng::{PhiloxStream, streams};
 use nrpt_core::target::EnergyOracle;
-use nrpt_sampling::engine::classifier::{ClassifierTarget, Kernel, initial_parameters};
+use nrpt_sampling::targets::classifier::{ClassifierTarget, Kernel, initial_parameters};
 
 fn chain_step(c: &mut Criterion) {
     let data = Arc::new(nrpt_sampling::data::digits());

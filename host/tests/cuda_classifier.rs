@@ -16,7 +16,8 @@ use nrpt_cuda::MathMode;
 use nrpt_cuda::mlp::HostMlp;
 use nrpt_sampling::engine::cuda::{CudaBackend, classifier_config};
 use nrpt_sampling::engine::{Backend, Record, Target};
-use nrpt_studies::deep::{Model, Rates, Sampling};
+use nrpt_sampling::targets::classifier::ClassifierTarget;
+use nrpt_studies::deep::{Rates, Sampling, tempering_job};
 
 mod common;
 use common::{gpu_required, nrpt, report};
@@ -72,15 +73,19 @@ fn without_a_driver_cuda_is_refused_and_auto_runs_on_the_cpu() {
 /// than the run.
 fn with_a_driver_the_engine_takes_and_times_a_classifier_job() {
     let gpu = CudaBackend::open(0).unwrap_or_else(|e| panic!("a driver, but {e}"));
-    let model = Model::new(Arc::new(nrpt_sampling::data::digits()), &[8], 16, 1.0).unwrap();
-    let job = model
-        .tempering_job(&Sampling {
+    let model = Arc::new(
+        ClassifierTarget::new(Arc::new(nrpt_sampling::data::digits()), &[8], 16, 1.0).unwrap(),
+    );
+    let job = tempering_job(
+        &model,
+        &Sampling {
             chains: 2,
             seeds: 1,
             iterations: 4,
             ..Sampling::default()
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert_eq!(gpu.unsupported(&job), None);
     let started = std::time::Instant::now();
     let (out, device) = gpu
@@ -108,15 +113,18 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
             return;
         }
     };
-    let model = Model::new(Arc::new(nrpt_sampling::data::digits()), &[32], 48, 1.0).unwrap();
+    let model = Arc::new(
+        ClassifierTarget::new(Arc::new(nrpt_sampling::data::digits()), &[32], 48, 1.0).unwrap(),
+    );
     let record = Record {
         thin: 7,
         warmup: 20,
         trace_every: 25,
         path_iterations: 30,
     };
-    let job = model
-        .tempering_job(&Sampling {
+    let job = tempering_job(
+        &model,
+        &Sampling {
             chains: 6,
             seeds: 3,
             iterations: 120,
@@ -127,8 +135,9 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
             },
             record,
             ..Sampling::default()
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert_eq!(gpu.unsupported(&job), None);
     // Timed: the events around each chunk must leave the results alone.
     let (out, device) = gpu
@@ -145,7 +154,8 @@ fn a_classifier_on_the_gpu_is_the_kernels_run_on_the_cpu() {
         .expect("a classifier job");
     let d = &target.data;
     let view = DataView::new(&d.train.x, &d.train.y, d.features, d.classes).unwrap();
-    let config = classifier_config(&job, target, MathMode::Exact);
+    let mlp = job.target.cuda_mlp().expect("a classifier's kernels");
+    let config = classifier_config(&job, &mlp, MathMode::Exact);
     let mut host = HostMlp::new(&config, &view, None).unwrap();
     let (e, p, dim) = (job.ensembles, job.chains, target.dim());
     let mut samples = Vec::new();

@@ -9,6 +9,9 @@
 //!   reference posterior computed by full-batch HMC ([`deep::reference`]);
 //! - [`exact`]: exact tempering for anyone's annealing path, with the pilot rounds that
 //!   tune the ladder and pooled estimates of the evidence;
+//! - [`reproduce`]: the paper's 2D experiment (its Figures 3–6): four methods on the
+//!   25-mode target, the sweeps of the swap rate and of the window, the paper's rules
+//!   beside the authors' code's;
 //! - [`scale`]: round-trip time against P and W beside Lemma 1, with the Bernoulli
 //!   index-process simulator;
 //! - [`metrics`], [`baselines`]: accuracy against the true density, the SGLD
@@ -22,5 +25,6 @@ pub mod checkpoint;
 pub mod deep;
 pub mod exact;
 pub mod metrics;
+pub mod reproduce;
 pub mod scale;
 pub mod shard;

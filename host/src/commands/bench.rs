@@ -580,7 +580,7 @@ fn tiled_product(
     tile: usize,
     threads: usize,
 ) -> Result<(), EngineError> {
-    use nrpt_sampling::engine::matmul::{Operand, product};
+    use nrpt_sampling::targets::classifier::matmul::{Operand, product};
     for i in (0..n).step_by(tile.max(1)) {
         for j in (0..n).step_by(tile.max(1)) {
             nrpt_sampling::interrupt::check()?;
@@ -629,24 +629,28 @@ pub fn mlp(
     quiet: bool,
 ) -> Result<()> {
     use crate::cli::BackendKind;
-    use nrpt_studies::deep::{Model, Rates};
+    use nrpt_sampling::targets::classifier::ClassifierTarget;
+    use nrpt_studies::deep::Rates;
     let (ensembles, chains, iters) = args.sizes();
-    let model = Model::new(
+    let model = std::sync::Arc::new(ClassifierTarget::new(
         std::sync::Arc::new(nrpt_sampling::data::digits()),
         &parse_hidden(&args.hidden)?,
         args.batch,
         1.0,
-    )?;
+    )?);
     let rates = Rates::default();
     let window = args.window.scheme(chains, rates.swap_rate)?;
-    let job = model.tempering_job(&nrpt_studies::deep::Sampling {
-        chains,
-        seeds: ensembles,
-        iterations: iters,
-        scheme: window,
-        rates,
-        ..nrpt_studies::deep::Sampling::default()
-    })?;
+    let job = nrpt_studies::deep::tempering_job(
+        &model,
+        &nrpt_studies::deep::Sampling {
+            chains,
+            seeds: ensembles,
+            iterations: iters,
+            scheme: window,
+            rates,
+            ..nrpt_studies::deep::Sampling::default()
+        },
+    )?;
     let silent = quiet || json;
     // The GPU where asked for, or where `auto` finds one that runs this job.
     let gpu = match args.engine.backend {
@@ -745,7 +749,7 @@ pub fn mlp(
 /// min(10, N) iterations; the yardstick fields are left to the caller.
 fn time_mlp(
     backend: &dyn Backend,
-    model: &nrpt_studies::deep::Model,
+    model: &nrpt_sampling::targets::Classifier,
     job: &nrpt_sampling::engine::Job,
     memory_estimate_bytes: u64,
     quiet: bool,
@@ -765,12 +769,12 @@ fn time_mlp(
 /// are left to the caller.
 fn mlp_report(
     backend: String,
-    model: &nrpt_studies::deep::Model,
+    model: &nrpt_sampling::targets::Classifier,
     job: &nrpt_sampling::engine::Job,
     seconds: f64,
 ) -> MlpReport {
     let steps = (job.chains * job.ensembles) as f64 * job.iterations as f64;
-    let target = model.target();
+    let target = model;
     let flops = target.flops_per_chain_step();
     let gflops = steps * flops / seconds / 1e9;
     MlpReport {

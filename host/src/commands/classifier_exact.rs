@@ -177,7 +177,7 @@ pub fn run(
 
 /// The posterior predictive of every ensemble's kept samples on the test set.
 pub fn predictive(
-    target: &nrpt_sampling::engine::ClassifierTarget,
+    target: &nrpt_sampling::targets::classifier::ClassifierTarget,
     out: &ExactOutcome,
 ) -> Predictive {
     let test = &target.data.test;
@@ -291,7 +291,7 @@ mod tests {
     use nrpt_core::rng::{PhiloxStream, streams};
 
     use super::*;
-    use nrpt_sampling::engine::ClassifierTarget;
+    use nrpt_sampling::targets::classifier::ClassifierTarget;
 
     /// log Z of exact tempering on a softmax regression with 4 training examples of the
     /// digits (D = 650, σ = 0.3) against importance sampling from the prior (40,000

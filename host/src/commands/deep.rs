@@ -17,11 +17,12 @@ use nrpt_sampling::engine::Backend;
 use nrpt_sampling::error::in_range;
 use nrpt_sampling::output::{Csv, OutDir, OutPolicy, write_json};
 use nrpt_sampling::preset::{Preset, RuleChoices, StepEnergyKind};
+use nrpt_sampling::targets::classifier::{Classifier, ClassifierTarget};
+use nrpt_studies::deep::Rates;
 use nrpt_studies::deep::experiment::{Curves, EtaRule, Records, Report, Row, Settings, Setup};
 use nrpt_studies::deep::fidelity::SampleCurve;
 use nrpt_studies::deep::methods::Pretraining;
 use nrpt_studies::deep::reference::{self, Reference};
-use nrpt_studies::deep::{Model, Rates};
 use nrpt_studies::shard::{self, RECORDS, Summary};
 
 /// The most swap rates of `--swap-sweep`, and factors of `--eta-sweep`.
@@ -378,7 +379,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
         },
     )?;
     let model = model(&args)?;
-    let s = settings(&args, model.target().iterations_per_epoch())?;
+    let s = settings(&args, model.iterations_per_epoch())?;
     let reference = reference_for(&model, args.reference.as_deref())?;
     // The merge runs nothing: size the check of memory for one seed.
     let setup = Setup::new(&model, &s, reference.as_ref(), 1)?;
@@ -406,26 +407,26 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
 }
 
 /// The model of a run's flags: the data, the network, the mini-batch, the prior.
-pub fn model(args: &DeepArgs) -> Result<Model> {
+pub fn model(args: &DeepArgs) -> Result<Classifier> {
     let dataset = Arc::new(data::load(&args.data.spec()?)?);
-    Ok(Model::new(
+    Ok(Arc::new(ClassifierTarget::new(
         dataset,
         &parse_hidden(&args.hidden)?,
         args.batch,
         args.prior_sigma,
-    )?)
+    )?))
 }
 
 /// The reference posterior of `model`: the folder `given`, or the bundled one of this
 /// model, or none.
-pub fn reference_for(model: &Model, given: Option<&Path>) -> Result<Option<Reference>> {
+pub fn reference_for(model: &ClassifierTarget, given: Option<&Path>) -> Result<Option<Reference>> {
     match given {
         Some(dir) => {
             let r = Reference::load(dir)?;
-            r.check(model.target())?;
+            r.check(model)?;
             Ok(Some(r))
         }
-        None => Ok(reference::bundled_for(model.target())?),
+        None => Ok(reference::bundled_for(model)?),
     }
 }
 
@@ -445,7 +446,7 @@ pub fn compute_with_records(
     let (seeds, summary) = shard_of(args)?;
     let started = std::time::Instant::now();
     let model = model(args)?;
-    let settings = settings(args, model.target().iterations_per_epoch())?;
+    let settings = settings(args, model.iterations_per_epoch())?;
     let reference = reference_for(&model, args.reference.as_deref())?;
     let setup = Setup::new(&model, &settings, reference.as_ref(), seeds.len())?;
     let records = setup.collect(backend, seeds, say)?;

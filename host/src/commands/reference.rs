@@ -12,7 +12,7 @@ use nrpt_sampling::config::{ConfigError, parse_hidden};
 use nrpt_sampling::console::StdoutError;
 use nrpt_sampling::data;
 use nrpt_sampling::output::{Csv, OutDir, OutPolicy};
-use nrpt_studies::deep::Model;
+use nrpt_sampling::targets::classifier::{Classifier, ClassifierTarget};
 use nrpt_studies::deep::reference::{HmcSettings, ReferenceRun, run::run as run_hmc};
 
 /// The sampler's settings from the flags.
@@ -42,15 +42,15 @@ pub fn settings(args: &ReferenceArgs) -> Result<HmcSettings, ConfigError> {
 
 /// The model of the flags: the data, the network, the prior (the mini-batch is the
 /// whole training set).
-pub fn model(args: &ReferenceArgs) -> Result<Model> {
+pub fn model(args: &ReferenceArgs) -> Result<Classifier> {
     let dataset = Arc::new(data::load(&args.data.spec()?)?);
     let n = dataset.train.len();
-    Ok(Model::new(
+    Ok(Arc::new(ClassifierTarget::new(
         dataset,
         &parse_hidden(&args.hidden)?,
         n,
         args.prior_sigma,
-    )?)
+    )?))
 }
 
 /// Computes the reference of the flags without writing anything.
@@ -58,12 +58,9 @@ pub fn compute(args: &ReferenceArgs, quiet: bool) -> Result<ReferenceRun> {
     let s = settings(args)?;
     let model = model(args)?;
     let progress = Progress::new("reference", s.chains as u64 * (s.warmup + s.samples), quiet);
-    let out = run_hmc(
-        model.target(),
-        &s,
-        &nrpt_sampling::machine::command_line(),
-        &|| progress.inc(1),
-    );
+    let out = run_hmc(&model, &s, &nrpt_sampling::machine::command_line(), &|| {
+        progress.inc(1)
+    });
     progress.finish();
     out
 }

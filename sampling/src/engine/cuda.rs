@@ -15,7 +15,8 @@
 //!
 //! # Classifiers
 //!
-//! A data target (`targets::classifier`) runs on nrpt-cuda's [`GpuMlp`]: one block per
+//! A data target (one whose [`Target::cuda_mlp`](super::Target::cuda_mlp) answers: the
+//! classifier of `targets::classifier`) runs on nrpt-cuda's [`GpuMlp`]: one block per
 //! chain for the fused mini-batch step, the data set resident on the device, the same
 //! swap-and-adapt code as the toy targets. Its reference is nrpt-core's per-example
 //! classifier (`model::Classifier`), which it reproduces bit for bit under
@@ -38,17 +39,14 @@ use std::sync::Arc;
 use nrpt_core::driver::TemperingOptions;
 use nrpt_core::index::{IndexStats, PairStats};
 use nrpt_core::model::DataView;
-use nrpt_cuda::mlp::{GpuMlp, MlpConfig, MlpModel};
+use nrpt_cuda::mlp::{GpuMlp, MlpConfig};
 use nrpt_cuda::{
     CudaError, DeviceInfo, EnsembleConfig, ExecutionPath, Gpu, GpuEnsembles, GpuTarget, MathMode,
     Precision, Snapshot,
 };
 
 use super::record::{Observed, Recorder, merge};
-use super::{Backend, ClassifierTarget, CudaTarget, EngineError, Flow, Job, OnProgress, RunOutput};
-
-/// The classifier as the engines hold it (`Arc<dyn AnyTarget>` holds this `Arc`).
-type Classifier = std::sync::Arc<ClassifierTarget>;
+use super::{Backend, CudaMlp, CudaTarget, EngineError, Flow, Job, OnProgress, RunOutput};
 
 /// Short name of the backend in reports and errors.
 const NAME: &str = "cuda";
@@ -161,19 +159,16 @@ macro_rules! device_run {
 device_run!(GpuEnsembles);
 device_run!(GpuMlp);
 
-/// The nrpt-cuda configuration of a classifier job: ensemble e of the job is ensemble e
+/// The nrpt-cuda configuration of a classifier job (its target's
+/// [`Target::cuda_mlp`](super::Target::cuda_mlp)): ensemble e of the job is ensemble e
 /// of the launch (Philox key (seed, e), as on the CPU), under the backend's math.
-pub fn classifier_config(job: &Job, target: &ClassifierTarget, math: MathMode) -> MlpConfig {
+pub fn classifier_config(job: &Job, mlp: &CudaMlp<'_>, math: MathMode) -> MlpConfig {
     MlpConfig {
         options: TemperingOptions {
             ensemble: 0,
             ..job.options
         },
-        model: MlpModel {
-            arch: target.arch,
-            batch: target.batch,
-            prior_sigma: target.prior_sigma,
-        },
+        model: mlp.model,
         ensembles: job.ensembles,
         chains: job.chains,
         math,
@@ -181,8 +176,8 @@ pub fn classifier_config(job: &Job, target: &ClassifierTarget, math: MathMode) -
 }
 
 /// The training set of a classifier as nrpt-core's checked view.
-fn training_view(target: &ClassifierTarget) -> Result<DataView<'_>, EngineError> {
-    let d = &target.data;
+fn training_view<'a>(mlp: &CudaMlp<'a>) -> Result<DataView<'a>, EngineError> {
+    let d = mlp.data;
     Ok(DataView::new(
         &d.train.x, &d.train.y, d.features, d.classes,
     )?)
@@ -430,10 +425,10 @@ impl CudaBackend {
         progress: OnProgress<'_>,
         timed: bool,
     ) -> Result<(RunOutput, f64), EngineError> {
-        match job.target.downcast_ref::<Classifier>() {
+        match job.target.cuda_mlp() {
             Some(c) => {
-                let view = training_view(c)?;
-                let config = classifier_config(job, c, self.math);
+                let view = training_view(&c)?;
+                let config = classifier_config(job, &c, self.math);
                 let initial = job.initial_states.as_deref().map(Vec::as_slice);
                 let run = GpuMlp::new(&self.gpu, &config, &view, initial).map_err(engine_error)?;
                 self.drive(job, run, progress, timed)
@@ -493,7 +488,7 @@ impl CudaBackend {
     }
 
     /// Why this device cannot run a classifier job, or `None`.
-    fn classifier_unsupported(&self, job: &Job, target: &ClassifierTarget) -> Option<String> {
+    fn classifier_unsupported(&self, job: &Job, target: &CudaMlp<'_>) -> Option<String> {
         if self.precision != Precision::F32 {
             return Some("half-precision storage is for SumModes states, not classifiers".into());
         }
@@ -532,8 +527,8 @@ impl Backend for CudaBackend {
                 job.first_ensemble()
             ));
         }
-        if let Some(c) = job.target.downcast_ref::<Classifier>() {
-            return self.classifier_unsupported(job, c);
+        if let Some(c) = job.target.cuda_mlp() {
+            return self.classifier_unsupported(job, &c);
         }
         kernel_unsupported(job)
     }

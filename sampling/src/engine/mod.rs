@@ -2,24 +2,20 @@
 //! [`Backend`] trait that the CPU engine (and the CUDA engine) implement.
 
 mod buffers;
-pub mod classifier;
 pub mod cpu;
 pub mod cuda;
 mod group;
 pub(crate) mod lockstep;
-pub mod matmul;
 pub mod memory;
 mod record;
 pub use record::{EnsembleRecords, EnsembleTrace, Observed, ladder_spread};
 pub(crate) mod replica_lanes;
 pub mod simd;
-mod softmax;
 pub mod state;
 pub mod target;
 
 pub use buffers::EnsembleBuffers;
-pub use classifier::{Batched, ClassifierTarget};
-pub use target::{AnyTarget, CudaTarget, Explore, LaneGroup, Target};
+pub use target::{AnyTarget, CudaMlp, CudaTarget, Explore, LaneGroup, Target};
 
 use std::sync::Arc;
 

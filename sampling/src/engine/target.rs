@@ -58,11 +58,13 @@ use std::fmt;
 
 use nrpt_core::driver::Tempering;
 use nrpt_core::target::EnergyOracle;
+use nrpt_cuda::mlp::MlpModel;
 use nrpt_cuda::{GpuTarget, Noise};
 
 use super::cpu::{Simd, Span};
 use super::state::EnsembleState;
 use super::{EngineError, Job, OnProgress};
+use crate::data::Dataset;
 
 /// A posterior the engines can sample: what a user implements for their own model.
 pub trait Target: Send + Sync + fmt::Debug + 'static {
@@ -127,6 +129,24 @@ pub trait Target: Send + Sync + fmt::Debug + 'static {
     fn cuda(&self) -> Option<CudaTarget> {
         None
     }
+
+    /// What nrpt-cuda's classifier kernels run for a data target (`--backend cuda`),
+    /// in place of [`Target::cuda`]'s potentials: the network, mini-batch and prior, and
+    /// the data set, whose training examples the kernels hold on the device. `None` (the
+    /// default) for every other target; the built-in classifier
+    /// (`crate::targets::classifier`) answers it.
+    fn cuda_mlp(&self) -> Option<CudaMlp<'_>> {
+        None
+    }
+}
+
+/// A classifier as nrpt-cuda's classifier kernels run it ([`Target::cuda_mlp`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CudaMlp<'a> {
+    /// The network, the examples per mini-batch and the prior.
+    pub model: MlpModel,
+    /// The data; the kernels train on its training set.
+    pub data: &'a Dataset,
 }
 
 /// What the CUDA engine runs for a target ([`Target::cuda`]).
@@ -185,6 +205,8 @@ pub trait AnyTarget: Send + Sync + fmt::Debug {
     fn lane_group(&self) -> Option<LaneGroup>;
     /// See [`Target::cuda`].
     fn cuda(&self) -> Option<CudaTarget>;
+    /// See [`Target::cuda_mlp`].
+    fn cuda_mlp(&self) -> Option<CudaMlp<'_>>;
     /// Runs the ensembles of `span` of `job` on the CPU (see `engine::cpu`), with the
     /// target's own oracle type.
     fn run_cpu(
@@ -230,6 +252,10 @@ impl<T: Target> AnyTarget for T {
 
     fn cuda(&self) -> Option<CudaTarget> {
         Target::cuda(self)
+    }
+
+    fn cuda_mlp(&self) -> Option<CudaMlp<'_>> {
+        Target::cuda_mlp(self)
     }
 
     fn run_cpu(

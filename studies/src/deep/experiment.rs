@@ -50,11 +50,12 @@ use super::methods::{
 };
 use super::metrics::{Samples, Scores, score_against};
 use super::reference::Reference;
-use super::{Model, Rates, Sampling};
+use super::{Rates, Sampling, tempering_job};
 use nrpt_sampling::data::Dataset;
 use nrpt_sampling::engine::{Backend, EngineError, EnsembleTrace, Job, Record, RunOutput, Trace};
 use nrpt_sampling::error::ConfigError;
 use nrpt_sampling::stats::{Bootstrap, mean_sd};
+use nrpt_sampling::targets::classifier::{Classifier, ClassifierTarget};
 
 /// The paper's training examples per mini-batch: CIFAR-100's 50,000 in batches of 256.
 pub const PAPER_EXAMPLES_PER_BATCH: f64 = 50_000.0 / 256.0;
@@ -76,11 +77,9 @@ pub enum EtaRule {
 
 impl EtaRule {
     /// The factor on the given rates for `model`.
-    pub fn factor(self, model: &Model) -> f64 {
+    pub fn factor(self, model: &ClassifierTarget) -> f64 {
         match self {
-            EtaRule::Temperature => {
-                PAPER_EXAMPLES_PER_BATCH / model.target().iterations_per_epoch()
-            }
+            EtaRule::Temperature => PAPER_EXAMPLES_PER_BATCH / model.iterations_per_epoch(),
             EtaRule::AsGiven => 1.0,
         }
     }
@@ -694,7 +693,7 @@ struct Planned {
 /// their merge). [`Setup::collect`] runs a block of its seeds; [`Setup::report`] builds
 /// the report from the records of some seeds (of all of them for the run's report).
 pub struct Setup<'a> {
-    model: &'a Model,
+    model: &'a Classifier,
     s: &'a Settings,
     reference: Option<&'a Reference>,
     iterations: u64,
@@ -711,12 +710,12 @@ impl<'a> Setup<'a> {
     /// The comparison of `s` on `model`, scored against `reference` when given (the
     /// caller checks that it belongs to `model`), sized to hold `block` seeds at once.
     pub fn new(
-        model: &'a Model,
+        model: &'a Classifier,
         s: &'a Settings,
         reference: Option<&'a Reference>,
         block: usize,
     ) -> Result<Self, anyhow::Error> {
-        let target = model.target();
+        let target = model;
         let data = &target.data;
         let (p, d) = (s.chains, target.dim());
         let iterations = model.iterations(s.epochs);
@@ -731,17 +730,20 @@ impl<'a> Setup<'a> {
         let warmup = (s.burn_in * iterations as f64) as u64;
 
         // Everything the comparison holds at once, checked before any work.
-        let probe = model.tempering_job(&Sampling {
-            chains: p,
-            seeds: block,
-            iterations,
-            scheme: Scheme::Deo { window: 1 },
-            rates,
-            seed: s.seed,
-            record: sample_record(iterations, warmup, s.samples),
-            rules: s.rules,
-            initial_states: None,
-        })?;
+        let probe = tempering_job(
+            model,
+            &Sampling {
+                chains: p,
+                seeds: block,
+                iterations,
+                scheme: Scheme::Deo { window: 1 },
+                rates,
+                seed: s.seed,
+                record: sample_record(iterations, warmup, s.samples),
+                rules: s.rules,
+                initial_states: None,
+            },
+        )?;
         let mut footprint = nrpt_sampling::engine::memory::of_job(&probe);
         let m = |v: &[u64]| v.iter().fold(1u64, |a, &b| a.saturating_mul(b));
         let (seeds, chains_u, dim) = (block as u64, p as u64, d as u64);
@@ -851,7 +853,7 @@ impl<'a> Setup<'a> {
     /// Trace entries of the tempering runs every 5 epochs (swap rates over ~100
     /// iterations, smooth enough to see), and at least 20 times in a short run.
     fn trace_every(&self) -> u64 {
-        let per_epoch = self.model.target().iterations_per_epoch();
+        let per_epoch = self.model.iterations_per_epoch();
         ((5.0 * per_epoch).round() as u64)
             .min(self.iterations / 20)
             .max(1)
@@ -868,14 +870,14 @@ impl<'a> Setup<'a> {
     ) -> Result<Records, anyhow::Error> {
         let started = Instant::now();
         let (s, rates) = (self.s, self.rates);
-        let target = self.model.target();
+        let target = self.model;
         let data = &target.data;
         let (p, d, n) = (s.chains, target.dim(), seeds.len());
 
         progress("pre-training");
-        let pre_model = self.model.with_data(Arc::clone(&self.pre_data))?;
+        let pre_model = Arc::new(self.model.with_data(Arc::clone(&self.pre_data))?);
         let pre_chains = ChainSettings {
-            target: Arc::clone(pre_model.target()),
+            target: Arc::clone(&pre_model),
             seed: s.seed,
             momentum: rates.momentum,
         };
@@ -1031,22 +1033,25 @@ impl<'a> Setup<'a> {
         backend: &dyn Backend,
     ) -> Result<(Vec<SeedScores>, Vec<SeedTempering>), anyhow::Error> {
         let s = self.s;
-        let target = self.model.target();
+        let target = self.model;
         let data = &target.data;
         let (p, d) = (s.chains, target.dim());
         let mut record = sample_record(self.iterations, self.warmup, s.samples);
         record.trace_every = self.trace_every();
-        let mut job = self.model.tempering_job(&Sampling {
-            chains: p,
-            seeds: seeds.len(),
-            iterations: self.iterations,
-            scheme,
-            rates,
-            seed: s.seed,
-            record,
-            rules: s.rules,
-            initial_states: Some(Arc::clone(states)),
-        })?;
+        let mut job = tempering_job(
+            self.model,
+            &Sampling {
+                chains: p,
+                seeds: seeds.len(),
+                iterations: self.iterations,
+                scheme,
+                rates,
+                seed: s.seed,
+                record,
+                rules: s.rules,
+                initial_states: Some(Arc::clone(states)),
+            },
+        )?;
         job.options.ensemble = u32::try_from(seeds.start)
             .map_err(|_| ConfigError::new("ensembles", "too many seeds"))?;
         let out = backend.run(&job, &nrpt_sampling::interrupt::flow)?;
@@ -1156,7 +1161,7 @@ impl<'a> Setup<'a> {
     pub fn report(&self, records: &Records, seconds: f64) -> Report {
         let (s, rates) = (self.s, self.rates);
         let model = self.model;
-        let target = model.target();
+        let target = model;
         let data = &target.data;
         let mut warnings = Vec::new();
         if self.reference.is_none() {
@@ -1320,7 +1325,7 @@ fn check_tempering(t: &SeedTempering, p: usize, entries: u64, every: u64) -> Res
 /// CPU. `reference`, when given, must belong to `model` (the caller checks it).
 /// `progress(what)` is told what starts.
 pub fn run(
-    model: &Model,
+    model: &Classifier,
     s: &Settings,
     reference: Option<&Reference>,
     backend: &dyn Backend,
@@ -1353,8 +1358,8 @@ fn sample_record(iterations: u64, warmup: u64, samples: usize) -> Record {
 }
 
 /// The predictives of the last `samples` recorded target-level states, per seed.
-fn target_samples(model: &Model, job: &Job, out: &RunOutput, samples: usize) -> Vec<Samples> {
-    let target = model.target();
+fn target_samples(model: &Classifier, job: &Job, out: &RunOutput, samples: usize) -> Vec<Samples> {
+    let target = model;
     let data = &target.data;
     let (e, d) = (job.ensembles, target.dim());
     // Samples: [sample][ensemble][coordinate].
@@ -1376,7 +1381,7 @@ fn target_samples(model: &Model, job: &Job, out: &RunOutput, samples: usize) -> 
 /// Round trips, swap rates and curves of a tempering run of `iterations` iterations
 /// from its seeds' records, into its row.
 fn tempering_details(
-    model: &Model,
+    model: &Classifier,
     iterations: u64,
     scheme: Scheme,
     rates: Rates,
@@ -1386,7 +1391,7 @@ fn tempering_details(
 ) -> Curves {
     let e = per_seed.len();
     let p = per_seed.first().map_or(0, |t| t.accuracy_by_level.len());
-    let per_epoch = model.target().iterations_per_epoch();
+    let per_epoch = model.iterations_per_epoch();
     let epochs = iterations as f64 / per_epoch;
     let trips: Vec<f64> = per_seed
         .iter()

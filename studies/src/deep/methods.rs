@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use super::metrics::{Samples, score};
 use nrpt_sampling::data::{Dataset, Split};
-use nrpt_sampling::engine::classifier::{initial_parameters, predict};
-use nrpt_sampling::engine::{ClassifierTarget, EngineError};
+use nrpt_sampling::engine::EngineError;
+use nrpt_sampling::targets::classifier::{ClassifierTarget, initial_parameters, predict};
 
 /// The methods that are chains of their own (the tempering runs are engine jobs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,8 +5,7 @@
 use serde::Serialize;
 
 use super::fidelity::{ece, example_scores};
-use nrpt_sampling::engine::ClassifierTarget;
-use nrpt_sampling::engine::classifier::predict;
+use nrpt_sampling::targets::classifier::{ClassifierTarget, predict};
 
 /// The running average of class probabilities over samples of θ.
 #[derive(Clone, Debug)]

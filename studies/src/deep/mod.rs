@@ -6,9 +6,9 @@
 //! and the optimal window W⋆ (DEO⋆-mSGD×P), against vanilla DEO (W = 1), an mSGD
 //! ensemble ×P, cyclical SGHMC ×T and SWAG ×T on equal gradient budgets, and score the
 //! Bayesian model average (BMA) of the collected samples. This module builds those
-//! runs for a [`Model`] (data, network, mini-batch, prior):
+//! runs for a classifier target ([`Classifier`]: data, network, mini-batch, prior):
 //!
-//! - [`Model`], [`Rates`], [`Sampling`]: the classifier target and the tempering jobs,
+//! - [`tempering_job`], [`Rates`], [`Sampling`]: the tempering jobs over the classifier,
 //!   with learning rates and the buffer in the paper's units (see [`Rates`]);
 //! - [`methods`]: pre-training, the ensemble, cyclical SGHMC and SWAG;
 //! - [`metrics`]: the samples' predictives and their average's accuracy, NLL and
@@ -38,109 +38,62 @@ use nrpt_core::swap::SwapRule;
 use nrpt_core::window::Scheme;
 use serde::Serialize;
 
-use nrpt_sampling::data::Dataset;
-use nrpt_sampling::engine::{ClassifierTarget, Job, Record};
+use nrpt_sampling::engine::{Job, Record};
 use nrpt_sampling::error::{ConfigError, learning_rates, non_negative, positive};
+use nrpt_sampling::targets::Classifier;
 
-/// A classifier on a dataset: the network [F, hidden…, C] with ReLU hidden layers,
-/// mini-batches of `batch` examples and a N(0, σ²) prior on every parameter.
-#[derive(Clone, Debug)]
-pub struct Model {
-    target: Arc<ClassifierTarget>,
-}
-
-impl Model {
-    /// Checks the sizes (the features and classes come from the data).
-    pub fn new(
-        data: Arc<Dataset>,
-        hidden: &[usize],
-        batch: usize,
-        prior_sigma: f64,
-    ) -> Result<Self, ConfigError> {
-        Ok(Model {
-            target: Arc::new(ClassifierTarget::new(data, hidden, batch, prior_sigma)?),
-        })
-    }
-
-    /// The same network, mini-batch and prior on other data (of the same features and
-    /// classes).
-    pub fn with_data(&self, data: Arc<Dataset>) -> Result<Self, ConfigError> {
-        let t = &self.target;
-        let hidden: Vec<usize> = t.arch.sizes().skip(1).take(t.arch.layers() - 1).collect();
-        let batch = t.batch.min(data.train.len().max(1));
-        Model::new(data, &hidden, batch, t.prior_sigma)
-    }
-
-    /// The target.
-    pub fn target(&self) -> &Arc<ClassifierTarget> {
-        &self.target
-    }
-
-    /// Training examples N.
-    pub fn examples(&self) -> usize {
-        self.target.examples()
-    }
-
-    /// Iterations (mini-batches per chain) of `epochs` passes over the training set.
-    pub fn iterations(&self, epochs: f64) -> u64 {
-        (epochs * self.target.iterations_per_epoch())
-            .round()
-            .max(1.0) as u64
-    }
-
-    /// A tempering job over this model (E = `s.seeds` ensembles, one per seed).
-    pub fn tempering_job(&self, s: &Sampling) -> Result<Job, ConfigError> {
-        let n = self.examples() as f64;
-        let r = &s.rates;
-        r.check()?;
-        let options = TemperingOptions {
-            scheme: s.scheme,
-            rule: SwapRule::Buffered,
-            explorer: Explorer::Momentum {
-                momentum: r.momentum,
+/// A tempering job over the classifier `target` (E = `s.seeds` ensembles, one per seed).
+pub fn tempering_job(target: &Classifier, s: &Sampling) -> Result<Job, ConfigError> {
+    let n = target.examples() as f64;
+    let r = &s.rates;
+    r.check()?;
+    let options = TemperingOptions {
+        scheme: s.scheme,
+        rule: SwapRule::Buffered,
+        explorer: Explorer::Momentum {
+            momentum: r.momentum,
+        },
+        // Every level is an optimizer, as in the paper's ResNet runs: the noise of
+        // the mini-batches is the only noise.
+        temperatures: Temperatures::Constant(0.0),
+        ladder_min: r.eta_min / n,
+        ladder_max: r.eta_max / n,
+        initial_buffer: r.buffer * n,
+        adapt: AdaptOptions {
+            target_swap_rate: r.swap_rate,
+            schedule: StepSchedule {
+                a: r.gamma_a,
+                alpha: r.gamma_alpha,
+                b: r.gamma_b,
             },
-            // Every level is an optimizer, as in the paper's ResNet runs: the noise of
-            // the mini-batches is the only noise.
-            temperatures: Temperatures::Constant(0.0),
-            ladder_min: r.eta_min / n,
-            ladder_max: r.eta_max / n,
-            initial_buffer: r.buffer * n,
-            adapt: AdaptOptions {
-                target_swap_rate: r.swap_rate,
-                schedule: StepSchedule {
-                    a: r.gamma_a,
-                    alpha: r.gamma_alpha,
-                    b: r.gamma_b,
-                },
-                adapt_ladder: true,
-                adapt_buffer: true,
-                buffer_scale: r.buffer_scale / n,
-            },
-            rules: nrpt_sampling::preset::for_rate_scale(s.rules, n),
-            init: if s.initial_states.is_some() {
-                InitialStates::Keep
-            } else {
-                InitialStates::Uniform {
-                    low: -0.05,
-                    high: 0.05,
-                }
-            },
-            seed: s.seed,
-            ensemble: 0,
-        };
-        options
-            .validate()
-            .map_err(|e| ConfigError::new("config", e.to_string()))?;
-        Ok(Job {
-            options,
-            target: Arc::new(Arc::clone(&self.target)),
-            chains: s.chains,
-            ensembles: s.seeds,
-            iterations: s.iterations,
-            record: s.record,
-            initial_states: s.initial_states.clone(),
-        })
-    }
+            adapt_ladder: true,
+            adapt_buffer: true,
+            buffer_scale: r.buffer_scale / n,
+        },
+        rules: nrpt_sampling::preset::for_rate_scale(s.rules, n),
+        init: if s.initial_states.is_some() {
+            InitialStates::Keep
+        } else {
+            InitialStates::Uniform {
+                low: -0.05,
+                high: 0.05,
+            }
+        },
+        seed: s.seed,
+        ensemble: 0,
+    };
+    options
+        .validate()
+        .map_err(|e| ConfigError::new("config", e.to_string()))?;
+    Ok(Job {
+        options,
+        target: Arc::new(Arc::clone(target)),
+        chains: s.chains,
+        ensembles: s.seeds,
+        iterations: s.iterations,
+        record: s.record,
+        initial_states: s.initial_states.clone(),
+    })
 }
 
 /// Learning rates and the buffer in the paper's units: for the mean loss per

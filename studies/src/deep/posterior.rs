@@ -17,16 +17,16 @@
 //!
 //! The forward pass is one matrix product per layer over all N examples, the backward
 //! pass two (Aᵀδ for the weights, δWᵀ for the inputs), through
-//! `engine::matmul::product` in `f64`; the tests check both against nrpt-core's
+//! `targets::classifier::matmul::product` in `f64`; the tests check both against nrpt-core's
 //! one-example-at-a-time reference ([`nrpt_core::model::mlp`]).
 
 use nrpt_core::exact::AnnealingPath;
 use nrpt_core::model::Architecture;
 use nrpt_core::rng::{Rng, fill_normals};
 
-use nrpt_sampling::engine::ClassifierTarget;
-use nrpt_sampling::engine::matmul::{Operand, product};
 use nrpt_sampling::interrupt::Stopped;
+use nrpt_sampling::targets::classifier::ClassifierTarget;
+use nrpt_sampling::targets::classifier::matmul::{Operand, product};
 
 /// The posterior path of a classifier target (see the [module docs](self)), with its
 /// workspace. The training features are copied once into `f64`.
@@ -262,7 +262,7 @@ mod tests {
     use nrpt_core::rng::{PhiloxStream, streams};
 
     use super::*;
-    use nrpt_sampling::engine::classifier::initial_parameters;
+    use nrpt_sampling::targets::classifier::initial_parameters;
 
     fn target(sizes: &[usize], sigma: f64) -> ClassifierTarget {
         ClassifierTarget {

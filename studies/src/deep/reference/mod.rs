@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 pub use run::{Diagnostics, HmcSettings, Quantity, ReferenceRun};
 
 use nrpt_sampling::data::Dataset;
-use nrpt_sampling::engine::ClassifierTarget;
+use nrpt_sampling::targets::classifier::ClassifierTarget;
 
 /// Version of the files' layout.
 pub const FORMAT: u32 = 1;

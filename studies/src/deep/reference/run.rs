@@ -51,12 +51,12 @@ use serde::{Deserialize, Serialize};
 use super::super::fidelity::example_scores;
 use super::super::posterior::ClassifierPath;
 use super::{FORMAT, Meta, ModelKey, Reference};
-use nrpt_sampling::engine::classifier::initial_parameters;
 use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES};
-use nrpt_sampling::engine::{ClassifierTarget, EngineError, Flow};
+use nrpt_sampling::engine::{EngineError, Flow};
 use nrpt_sampling::error::{ConfigError, in_range, positive};
 use nrpt_sampling::interrupt::Stopped;
 use nrpt_sampling::stats::convergence;
+use nrpt_sampling::targets::classifier::{ClassifierTarget, initial_parameters};
 
 /// Relative jitter of the step size per trajectory.
 pub const JITTER: f64 = 0.1;
