@@ -4,7 +4,7 @@
 //!   such as `/dev/zero` never ends) unless `--allow-special-files`, and then waits for
 //!   data in short polls, so that Ctrl-C still stops it;
 //! - caps the bytes read (a regular file larger than the cap is refused before reading);
-//! - for gzip ([`open_gz`]) caps the decompressed bytes too, and refuses a stream that
+//! - for gzip ([`open_detected`]) caps the decompressed bytes too, and refuses a stream that
 //!   expands more than [`MAX_GZIP_RATIO`] times (a decompression bomb);
 //! - stops with [`InputError::Stopped`] when Ctrl-C or SIGTERM arrives.
 //!
@@ -68,14 +68,6 @@ impl From<InputError> for io::Error {
     fn from(e: InputError) -> io::Error {
         io::Error::new(io::ErrorKind::InvalidData, e)
     }
-}
-
-/// Whether `e` is (or wraps) a stop by Ctrl-C or SIGTERM.
-pub fn is_stop(e: &io::Error) -> bool {
-    matches!(
-        e.get_ref().and_then(|i| i.downcast_ref::<InputError>()),
-        Some(InputError::Stopped)
-    )
 }
 
 /// What kind of thing a path is, for messages, when it is not a regular file.
@@ -205,14 +197,6 @@ pub struct GzInput {
     what: &'static str,
 }
 
-/// Opens the gzip file `path`: at most `cap` bytes read from it, and at most `cap`
-/// bytes decompressed, expanding at most [`MAX_GZIP_RATIO`] times.
-pub fn open_gz(path: &Path, cap: u64, what: &'static str) -> io::Result<GzInput> {
-    let input = open(path, cap, what)?;
-    let compressed = Rc::clone(&input.read);
-    Ok(gunzip(Box::new(input), compressed, cap, what))
-}
-
 /// A gzip stream over `input`, whose bytes read so far `compressed` counts: at most
 /// `cap` bytes out, expanding at most [`MAX_GZIP_RATIO`] times.
 fn gunzip(
@@ -242,14 +226,13 @@ pub struct Detected {
     /// The first [`HEAD_BYTES`] bytes of the file as stored (fewer for a shorter file),
     /// for a reader that checks what else it might be (a NumPy file given as CSV).
     pub head: Vec<u8>,
-    /// Whether the file is gzip-compressed.
-    pub gzip: bool,
     /// Its contents, from the first byte (decompressed when gzip).
     pub reader: Box<dyn Read>,
 }
 
 /// Opens `path` as [`open`] does and tells from its first bytes whether it is
-/// gzip-compressed (then decompressed, capped as [`open_gz`] is), whatever its name:
+/// gzip-compressed (then decompressed: at most `cap` bytes out, expanding at most
+/// [`MAX_GZIP_RATIO`] times), whatever its name:
 /// each byte is read once, so a pipe works as a file does.
 pub fn open_detected(path: &Path, cap: u64, what: &'static str) -> io::Result<Detected> {
     let mut input = open(path, cap, what)?;
@@ -265,7 +248,7 @@ pub fn open_detected(path: &Path, cap: u64, what: &'static str) -> io::Result<De
     } else {
         whole
     };
-    Ok(Detected { head, gzip, reader })
+    Ok(Detected { head, reader })
 }
 
 impl Read for GzInput {
@@ -417,8 +400,9 @@ mod tests {
         }
         enc.finish().unwrap();
         let mut text = Vec::new();
-        let e = open_gz(&bomb, 1 << 30, "t")
+        let e = open_detected(&bomb, 1 << 30, "t")
             .unwrap()
+            .reader
             .read_to_end(&mut text)
             .unwrap_err();
         assert!(message(e).contains("decompression bomb"));
@@ -436,15 +420,17 @@ mod tests {
         );
         enc.write_all(&[b'7'; 10_000]).unwrap();
         enc.finish().unwrap();
-        let e = open_gz(&small, 5_000, "t")
+        let e = open_detected(&small, 5_000, "t")
             .unwrap()
+            .reader
             .read_to_end(&mut Vec::new())
             .unwrap_err();
         assert!(message(e).contains("larger than"));
         // Under both caps, read whole.
         let mut all = Vec::new();
-        open_gz(&small, 20_000, "t")
+        open_detected(&small, 20_000, "t")
             .unwrap()
+            .reader
             .read_to_end(&mut all)
             .unwrap();
         assert_eq!(all.len(), 10_000);

@@ -324,36 +324,42 @@ mod tests {
 
     #[test]
     fn toml_round_trip_and_unknown_keys() {
-        let c = RunConfig::from_toml("chains = 8\nwindow = \"paper\"\nswap_rate = 0.3\n").unwrap();
+        let c = RunConfig::from_toml_for("chains = 8\nwindow = \"paper\"\nswap_rate = 0.3\n", None)
+            .unwrap();
         assert_eq!(c.chains, 8);
         assert_eq!(c.window, WindowSpec::Paper);
-        let c = RunConfig::from_toml("window = 4").unwrap();
+        let c = RunConfig::from_toml_for("window = 4", None).unwrap();
         assert_eq!(c.window, WindowSpec::Fixed(4));
-        let e = RunConfig::from_toml("chians = 8").unwrap_err();
+        let e = RunConfig::from_toml_for("chians = 8", None).unwrap_err();
         assert!(e.message.contains("chians"), "{e}");
         // A type error names the key and the line.
-        let e = RunConfig::from_toml("seed = 1\nchains = \"many\"\n").unwrap_err();
+        let e = RunConfig::from_toml_for("seed = 1\nchains = \"many\"\n", None).unwrap_err();
         assert!(
             e.message.contains("line 2") && e.message.contains("chains"),
             "{e}"
         );
-        assert!(RunConfig::from_toml("window = 0").is_err());
+        assert!(RunConfig::from_toml_for("window = 0", None).is_err());
         let text = toml::to_string(&RunConfig::default()).unwrap();
-        assert_eq!(RunConfig::from_toml(&text).unwrap(), RunConfig::default());
+        assert_eq!(
+            RunConfig::from_toml_for(&text, None).unwrap(),
+            RunConfig::default()
+        );
     }
 
     #[test]
     fn the_math_key() {
         assert_eq!(RunConfig::default().math, MathKind::Exact);
-        let c = RunConfig::from_toml("math = \"fast\"").unwrap();
+        let c = RunConfig::from_toml_for("math = \"fast\"", None).unwrap();
         assert_eq!(c.math, MathKind::Fast);
         assert_eq!(c.math.mode(), nrpt_cuda::MathMode::Fast);
         assert_eq!(
-            RunConfig::from_toml("math = \"fma\"").unwrap().math,
+            RunConfig::from_toml_for("math = \"fma\"", None)
+                .unwrap()
+                .math,
             MathKind::Fma
         );
         // A bad value is a configuration error naming the key.
-        let e = RunConfig::from_toml("seed = 1\nmath = \"fastest\"\n").unwrap_err();
+        let e = RunConfig::from_toml_for("seed = 1\nmath = \"fastest\"\n", None).unwrap_err();
         assert!(
             e.message.contains("math") && e.message.contains("line 2"),
             "{e}"
@@ -366,17 +372,19 @@ mod tests {
             ..RunConfig::default()
         };
         let text = toml::to_string(&fast).unwrap();
-        assert_eq!(RunConfig::from_toml(&text).unwrap(), fast);
+        assert_eq!(RunConfig::from_toml_for(&text, None).unwrap(), fast);
     }
 
     #[test]
     fn the_authors_preset_and_rule_keys() {
-        let c = RunConfig::from_toml("preset = \"authors-code\"\niterations = 100").unwrap();
+        let c =
+            RunConfig::from_toml_for("preset = \"authors-code\"\niterations = 100", None).unwrap();
         let job = c.job(Record::NOTHING).unwrap();
         assert_eq!(job.options.rules, nrpt_core::Rules::AUTHORS_CODE);
         assert_eq!(job.iterations, 101);
-        let c = RunConfig::from_toml(
+        let c = RunConfig::from_toml_for(
             "preset = \"authors-code\"\nladder_update = \"in-place\"\ninclusive_iterations = false",
+            None,
         )
         .unwrap();
         let job = c.job(Record::NOTHING).unwrap();
@@ -391,7 +399,7 @@ mod tests {
             ..RunConfig::default()
         };
         assert_eq!(c.job(Record::NOTHING).unwrap_err().field, "ladder_decimals");
-        assert!(RunConfig::from_toml("preset = \"authors\"").is_err());
+        assert!(RunConfig::from_toml_for("preset = \"authors\"", None).is_err());
         let text = toml::to_string(&RunConfig {
             preset: Preset::AuthorsCode,
             sweep_order: Some(SweepOrderKind::Simultaneous),
@@ -400,7 +408,7 @@ mod tests {
         .unwrap();
         assert!(text.contains("preset = \"authors-code\""), "{text}");
         assert_eq!(
-            RunConfig::from_toml(&text).unwrap().sweep_order,
+            RunConfig::from_toml_for(&text, None).unwrap().sweep_order,
             Some(SweepOrderKind::Simultaneous)
         );
     }
@@ -409,7 +417,9 @@ mod tests {
     /// its rates per example become the energy's units.
     #[test]
     fn classifier_defaults_and_units() {
-        let c = RunConfig::from_toml("target = \"classifier\"\nhidden = [16]\nchains = 4").unwrap();
+        let c =
+            RunConfig::from_toml_for("target = \"classifier\"\nhidden = [16]\nchains = 4", None)
+                .unwrap();
         assert_eq!((c.eta_min, c.eta_max, c.swap_rate), (0.005, 0.02, 0.1));
         assert_eq!(
             (c.hidden.clone(), c.chains, c.explorer),
@@ -426,7 +436,12 @@ mod tests {
         let classifier = Some(TargetName::new("classifier"));
         let t = RunConfig::from_toml_for("chains = 4", classifier).unwrap();
         assert_eq!(t.eta_max, 0.02);
-        assert_eq!(RunConfig::from_toml("chains = 4").unwrap().eta_max, 0.6);
+        assert_eq!(
+            RunConfig::from_toml_for("chains = 4", None)
+                .unwrap()
+                .eta_max,
+            0.6
+        );
         let e = RunConfig {
             target: TargetName::new("classifier"),
             batch: 0,

@@ -63,8 +63,6 @@ pub fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
 /// (2⁻²⁴·⁸). The coefficients are least-maximum-error fits (`fit_fast_math.py` in
 /// benches/), checked against f64 by the tests below.
 pub trait LaneMath {
-    /// Whether this is fast mode.
-    const FAST: bool;
     /// `a · b + c`.
     fn mul_add(a: f32, b: f32, c: f32) -> f32;
     /// Box–Muller of two words.
@@ -79,7 +77,6 @@ pub trait LaneMath {
 pub struct Exact;
 
 impl LaneMath for Exact {
-    const FAST: bool = false;
     #[inline(always)]
     fn mul_add(a: f32, b: f32, c: f32) -> f32 {
         a * b + c
@@ -177,7 +174,6 @@ impl<const FMA: bool> Fast<FMA> {
 }
 
 impl<const FMA: bool> LaneMath for Fast<FMA> {
-    const FAST: bool = true;
     #[inline(always)]
     fn mul_add(a: f32, b: f32, c: f32) -> f32 {
         if FMA { a.mul_add(b, c) } else { a * b + c }

@@ -92,11 +92,6 @@ pub struct Survey {
     pub verdict: Verdict,
 }
 
-/// Judges the existing folder `dir`.
-pub fn judge(dir: &Path) -> io::Result<Verdict> {
-    survey(dir).map(|s| s.verdict)
-}
-
 /// Lists the existing folder `dir` and judges it: a folder of more than
 /// [`MAX_ENTRIES`] entries is foreign.
 pub fn survey(dir: &Path) -> io::Result<Survey> {
@@ -207,10 +202,10 @@ mod tests {
     fn empty_marked_and_foreign_folders_and_no_proof_without_a_marker() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        assert_eq!(judge(d).unwrap(), Verdict::Empty);
+        assert_eq!(survey(d).unwrap().verdict, Verdict::Empty);
         fs::write(d.join("train.csv"), "1,0").unwrap();
         assert_eq!(
-            judge(d).unwrap(),
+            survey(d).unwrap().verdict,
             Verdict::Foreign(vec!["train.csv".into()])
         );
         // The names of nrpt's outputs without a marker are not proof: a person's
@@ -224,10 +219,14 @@ mod tests {
         ] {
             fs::write(mine.path().join(f), "x").unwrap();
         }
-        assert!(matches!(judge(mine.path()).unwrap(), Verdict::Foreign(f) if f.len() == 4));
+        assert!(
+            matches!(survey(mine.path()).unwrap().verdict, Verdict::Foreign(f) if f.len() == 4)
+        );
         // A damaged marker proves nothing, and is itself foreign.
         fs::write(mine.path().join(MARKER), "{").unwrap();
-        assert!(matches!(judge(mine.path()).unwrap(), Verdict::Foreign(f) if f.len() == 5));
+        assert!(
+            matches!(survey(mine.path()).unwrap().verdict, Verdict::Foreign(f) if f.len() == 5)
+        );
         // A marker lists what nrpt wrote; anything else is foreign.
         let ours = tempfile::tempdir().unwrap();
         fs::create_dir(ours.path().join("sub")).unwrap();
@@ -235,10 +234,10 @@ mod tests {
         let m = Marker::of(ours.path(), "run").unwrap();
         assert_eq!(m.files, ["sub", "sub/a.csv"]);
         fs::write(ours.path().join(MARKER), serde_json::to_vec(&m).unwrap()).unwrap();
-        assert_eq!(judge(ours.path()).unwrap(), Verdict::Ours);
+        assert_eq!(survey(ours.path()).unwrap().verdict, Verdict::Ours);
         fs::write(ours.path().join("sub/notes.txt"), "mine").unwrap();
         assert_eq!(
-            judge(ours.path()).unwrap(),
+            survey(ours.path()).unwrap().verdict,
             Verdict::Foreign(vec!["sub/notes.txt".into()])
         );
     }

@@ -18,7 +18,7 @@
 pub mod bootstrap;
 pub mod convergence;
 
-pub use bootstrap::{Bootstrap, DEFAULT_RESAMPLES, Interval, percentile_interval, weighted_mean};
+pub use bootstrap::{Bootstrap, Interval, percentile_interval, weighted_mean};
 pub use convergence::{
     Diagnoser, Diagnostics, Summary, diagnose, ess_bulk, ess_tail, rhat, split_rhat, summarize,
 };

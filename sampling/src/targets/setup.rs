@@ -63,11 +63,6 @@ impl RunConfig {
         RunConfig::deserialize(base).map_err(|e| error(e.message().to_string()))
     }
 
-    /// [`RunConfig::from_toml_for`] with the file's own target.
-    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        RunConfig::from_toml_for(text, None)
-    }
-
     /// Checks every field and turns the configuration into a job (a job too large for
     /// `--max-memory` is refused with `nrpt run`'s advice of what to lower).
     pub fn job(&self, record: Record) -> Result<Job, ConfigError> {

@@ -60,7 +60,11 @@ use nrpt_sampling::targets::classifier::{Classifier, ClassifierTarget};
 /// The paper's training examples per mini-batch: CIFAR-100's 50,000 in batches of 256.
 pub const PAPER_EXAMPLES_PER_BATCH: f64 = 50_000.0 / 256.0;
 
-/// Resamples of the paired bootstrap over test examples.
+/// Resamples of the paired bootstrap over test examples. With 1,000 the endpoints of a
+/// 95% interval are quantiles with 25 resamples beyond each: for a statistic near
+/// normal with standard error σ, the Monte Carlo standard error of the p-quantile is
+/// √(p (1 − p)/B) / φ(z_p) · σ, 0.085 σ at p = 0.025, small beside the interval's
+/// half-width of 1.96 σ.
 pub const RESAMPLES: usize = 1000;
 
 /// How the learning rates given in the paper's units become this data set's.

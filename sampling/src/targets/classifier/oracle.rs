@@ -61,11 +61,6 @@ impl Batched {
         }
     }
 
-    /// The target.
-    pub fn target(&self) -> &Arc<ClassifierTarget> {
-        &self.target
-    }
-
     /// The energy of θ on the examples in `self.indices`, and its gradient when asked.
     fn evaluate(&mut self, theta: &[f32], grad: Option<&mut [f32]>) -> f32 {
         #[cfg(target_arch = "x86_64")]
