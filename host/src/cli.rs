@@ -1,4 +1,7 @@
 //! Command-line arguments of `nrpt`, written for someone who has not read the paper.
+//!
+//! Kept whole past 600 lines: every command's flags in one declaration, so that names and
+//! help are read and changed together.
 // The doc comments here are `--help` text for a terminal, where `[64]` is a default value
 // and `E[T]` an expectation, not links.
 #![allow(rustdoc::broken_intra_doc_links)]

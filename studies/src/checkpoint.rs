@@ -3,6 +3,9 @@
 //! killed at any point can be resumed with `nrpt run --resume <out>` and end with the
 //! same bits as a run that was never interrupted.
 //!
+//! Kept whole past 600 lines: the file format, its writer, its reader and their checks side
+//! by side, so that they cannot drift apart.
+//!
 //! A checkpoint cannot be misread. The file (format 3) is
 //!
 //! | bytes | what |

@@ -1,4 +1,7 @@
 //! `nrpt deep`: the paper's deep-learning comparison at toy scale.
+//!
+//! Kept whole past 600 lines: the study's flags and their mirror in shard.json, its tables
+//! and its figures, read against each other.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};

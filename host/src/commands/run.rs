@@ -1,4 +1,7 @@
 //! `nrpt run`: one configuration, everything written to an output folder.
+//!
+//! Kept whole past 600 lines: one command whose branches (SGD engines, exact tempering,
+//! checkpoints and resume) share the configuration's checks and the output folder.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -1,5 +1,8 @@
 //! `nrpt scale`: round-trip time against P and W, measured beside Lemma 1, in sweeps
 //! that split into shards, and `nrpt scale merge` to put the shards together.
+//!
+//! Kept whole past 600 lines: the command's flags and their checks, two figures, a table
+//! and the checks of the shards it merges, all of the sweep's results.json.
 
 use std::path::{Path, PathBuf};
 

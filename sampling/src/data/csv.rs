@@ -1,5 +1,8 @@
 //! Numeric CSV: one example per line, the features and then the label in the last field.
 //!
+//! Kept whole past 600 lines: half of it is the tests of the format's rules, which sit
+//! beside the reader they check.
+//!
 //! The rules:
 //! - fields are separated by commas, and spaces around a field are ignored;
 //! - blank lines and lines starting with `#` are skipped;

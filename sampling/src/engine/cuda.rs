@@ -2,6 +2,9 @@
 //! [`GpuEnsembles`], recording exactly what the CPU engine records, at the same
 //! iterations.
 //!
+//! Kept whole past 600 lines: one backend, whose runs, downloads for the recorder and
+//! refusals all follow the same launch configuration.
+//!
 //! # Same results as the CPU engine
 //!
 //! Ensemble e draws from Philox key (seed, e) on both engines, and the kernels perform

@@ -2,6 +2,9 @@
 //! exploration, energies, windowed swaps, ladder and buffer adaptation, book-keeping —
 //! vectorized across ensembles, with the same bits as nrpt-core's driver.
 //!
+//! Kept whole past 600 lines: the iteration is one pass over one lane layout (states,
+//! replicas and travel states by level), each step reading what the previous one wrote.
+//!
 //! nrpt-core keeps states in place and permutes replica indices; here everything is
 //! stored *by level* (state, replica index, travel state of the replica at each level)
 //! and a swap exchanges the two levels' entries, a masked select per lane. Lane i of

@@ -1,6 +1,9 @@
 //! Exact tempering whose caller explores: the run behind Python's `nrpt.ExactController`,
 //! for any loop with its own exact sampler.
 //!
+//! Kept whole past 600 lines: the controller and its saved form share its private
+//! buffers, and their tests read both.
+//!
 //! The caller keeps P replicas (states of its model) and its own sampler. Each
 //! iteration it moves replica r with a sampler that leaves
 //! `π_β(x) ∝ π₀(x) · L(x)^β` invariant at β = [`ExactController::betas_by_replica`]`[r]`
