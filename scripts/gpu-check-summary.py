@@ -125,7 +125,7 @@ def bench_figures(bench):
 
 
 def mlp_figures(mlp, limits):
-    """One figure per mode of `nrpt bench --model mlp`: its device-timed share of the
+    """One figure per mode of `nrpt bench --target classifier`: its device-timed share of the
     FP32 peak measured in the same run, against the mode's own target."""
     modes = (mlp or {}).get("modes") or []
     if mlp and mlp.get("backend") == "cuda" and modes:
@@ -145,7 +145,7 @@ def mlp_figures(mlp, limits):
                               "MLP [64,64,10] B=64, %s / FP32 peak" % m, value, target, note, m))
         return out
     if mlp:
-        note = "not on the GPU: nrpt bench --model mlp ran on backend %r" % mlp.get("backend")
+        note = "not on the GPU: nrpt bench --target classifier ran on backend %r" % mlp.get("backend")
     else:
         note = "not measured (see the mlp bench step)"
     return [figure("mlp_%s_share_of_fp32_peak" % m, "MLP [64,64,10] B=64, %s / FP32 peak" % m, None,

@@ -503,15 +503,15 @@ if [ "$have_driver" = 1 ]; then
         record "nrpt bench E=$e" "${v%%$'\t'*}" "${v#*$'\t'}"
     done
     b=$(budget 45 35)
-    say "==> nrpt bench --model mlp --backend cuda (the share of the FP32 peak; budget $b s)"
+    say "==> nrpt bench --target classifier --backend cuda (the share of the FP32 peak; budget $b s)"
     rc=0
     if [ "$b" != 0 ]; then
         # 512 ensembles × 8 chains = 4096 chains, batch 64, hidden 64: the MLP
         # figure; 300 iterations a run, device-timed (the drawing of initial states and
         # the 79 MB upload are outside), in both modes.
-        timeout -k 5 "$b" "$bin/nrpt" --json bench --model mlp --backend cuda -e 512 -p 8 --hidden 64 -n 300 --machine-size 256 \
+        timeout -k 5 "$b" "$bin/nrpt" --json bench --target classifier --backend cuda -e 512 -p 8 --hidden 64 -n 300 --machine-size 256 \
             >"$logs/mlp.out" 2>"$logs/mlp.err" || rc=$?
-        attach "nrpt bench --model mlp (stderr)" "$logs/mlp.err"
+        attach "nrpt bench --target classifier (stderr)" "$logs/mlp.err"
         line=$(grep -m1 '^{' "$logs/mlp.out" || true)
         wrote=0
         [ -n "$line" ] && wrote=1

@@ -101,11 +101,11 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 commands::scale::run(&a.sweep, b.as_ref(), cli.json, cli.quiet)
             }
         },
-        Command::Bench(a) if a.model == nrpt::cli::BenchModel::Bernoulli => {
+        Command::Bench(a) if a.target == nrpt::cli::BenchTarget::Bernoulli => {
             cpu(&a.engine);
             commands::bench::bernoulli(a, cli.json)
         }
-        Command::Bench(a) if a.model == nrpt::cli::BenchModel::Mlp => {
+        Command::Bench(a) if a.target == nrpt::cli::BenchTarget::Classifier => {
             commands::bench::mlp(a, &cpu(&a.engine), cli.json, cli.quiet)
         }
         Command::Bench(a) => {
@@ -142,6 +142,11 @@ fn main() -> ExitCode {
             };
         }
     };
+    if !cli.quiet {
+        for n in &cli.notes {
+            nrpt_sampling::note!("{n}");
+        }
+    }
     nrpt_sampling::interrupt::install();
     let defaults = Limits::default();
     nrpt_sampling::limits::set(Limits {

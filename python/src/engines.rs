@@ -123,7 +123,7 @@ fn sgd_result<'py>(
     // The summary (its vectors as arrays), then what the files hold, from the one
     // description the command writes them from.
     let d = to_dict(py, summary)?;
-    let json = serde_json::to_value(summary).map_err(value_error)?;
+    let json = nrpt_sampling::json::to_value(summary).map_err(value_error)?;
     lists_to_arrays(py, &d, &json)?;
     let (p, e) = (job.chains, out.ensembles.len());
     d.set_item("seconds", seconds)?;
@@ -299,7 +299,7 @@ pub fn scale<'py>(
     };
     if args.action.is_some() {
         return Err(value_error(
-            "`scale merge` joins result folders; from Python, run the sweep (or each shard) and join the dicts",
+            "`scale merge` joins result folders; from Python, run the sweep (or each part) and join the dicts",
         ));
     }
     let sweep = &args.sweep;

@@ -196,10 +196,10 @@ def test_deep_equals_the_command(cli, tmp_path):
 
 
 def test_scale_equals_the_command(cli, tmp_path):
-    argv = ["--model", "bernoulli", "--chains", "8,16", "--window", "1,opt", "-e", "4",
+    argv = ["--target", "bernoulli", "--chains", "8,16", "--window", "1,opt", "-e", "4",
             "--max-iterations", "20000", "--warmup", "500"]
     report = cli.json("scale", *argv, "-o", str(tmp_path / "o"))
-    r = nrpt.scale(model="bernoulli", chains=[8, 16], window=["1", "opt"], ensembles=4,
+    r = nrpt.scale(target="bernoulli", chains=[8, 16], window=["1", "opt"], ensembles=4,
                    max_iterations=20000, warmup=500)
     assert_same(r, report)
     c = r["columns"]
@@ -207,6 +207,24 @@ def test_scale_equals_the_command(cli, tmp_path):
     assert np.all(np.abs(c["ratio"] - 1) < 0.3)
     # Booleans stay booleans, counts stay integers.
     assert c["capped"].dtype == bool and c["round_trips"].dtype.kind in "iu"
+
+
+def test_old_keywords_of_scale_warn_and_run_as_the_new_ones():
+    """``model`` and ``shard`` (now ``target`` and ``part``) still work, with a
+    DeprecationWarning naming today's keyword, and give the same sweep."""
+    kw = dict(chains=[4, 8], window=["1"], ensembles=2, max_iterations=2000, warmup=100)
+    new = nrpt.scale(target="bernoulli", part="1/2", **kw)
+    with pytest.warns(DeprecationWarning) as caught:
+        old = nrpt.scale(model="bernoulli", shard="1/2", **kw)
+    said = [str(w.message) for w in caught]
+    assert any(s.startswith("scale(model=...) is now scale(target=...)") for s in said), said
+    assert any(s.startswith("scale(shard=...) is now scale(part=...)") for s in said), said
+    assert old["part"] == new["part"] == {"index": 1, "count": 2}
+    assert_same(old, {k: v for k, v in new.items() if k not in ("columns", "points")})
+    for a, b in zip(old["points"], new["points"]):
+        assert_same(a, b)
+    with pytest.raises(TypeError, match="both 'model' and 'target'"):
+        nrpt.scale(model="bernoulli", target="bernoulli", **kw)
 
 
 def test_runs_release_the_gil():

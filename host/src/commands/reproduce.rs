@@ -780,7 +780,7 @@ fn shard_of(s: &Settings, shard: Option<Shard>) -> Result<(Range<usize>, Option<
     match shard {
         None => Ok((0..s.seeds, None)),
         Some(sh) => {
-            let summary = Summary::new("reproduce", sh, s.seeds, serde_json::to_value(s)?)
+            let summary = Summary::new("reproduce", sh, s.seeds, nrpt_sampling::json::to_value(s)?)
                 .map_err(|e| ConfigError::new("shard", e.to_string()))?;
             Ok((sh.block(s.seeds)?, Some(summary)))
         }
@@ -977,7 +977,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
     )?;
     let set = shard::read_set(&a.inputs, "reproduce")?;
     let first = &set[0].1;
-    let s: Settings = serde_json::from_value(first.settings.clone()).map_err(|e| {
+    let s: Settings = nrpt_sampling::json::from_value(first.settings.clone()).map_err(|e| {
         ConfigError::new(
             "inputs",
             format!(
@@ -1007,7 +1007,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
 /// Prints the results of a reproduction whose outputs are in `folder`.
 fn print(s: &Settings, r: &Results, folder: &Path, json: bool) -> Result<()> {
     if json {
-        say!("{}", serde_json::to_string(&r)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&r)?)?;
         return Ok(());
     }
     say!(

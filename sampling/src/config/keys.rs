@@ -99,9 +99,18 @@ pub struct Key {
 }
 
 impl Key {
-    /// The flag, with its dashes (`--swap-rate`).
+    /// The flag, with its dashes (`--swap-rate`), as [`RunFlags`] declares it (the key
+    /// `target_args` is `--target-arg`).
     pub fn flag(&self) -> String {
-        format!("--{}", self.name.replace('_', "-"))
+        let flags = <RunFlags as clap::Args>::augment_args(clap::Command::new("run"));
+        let long = flags
+            .get_arguments()
+            .find(|a| a.get_id() == self.name)
+            .and_then(|a| a.get_long());
+        match long {
+            Some(long) => format!("--{long}"),
+            None => format!("--{}", self.name.replace('_', "-")),
+        }
     }
 }
 
@@ -234,7 +243,7 @@ keys! {
         used |_, _| true;
     /// Independent ensembles E, run in parallel and pooled [5; classifier 3].
     ensembles: usize = 5, [],
-        flag usize [long, short = 'e', value_name = "E", alias = "seeds"] => set!(ensembles),
+        flag usize [long, short = 'e', value_name = "E"] => set!(ensembles),
         used |_, _| true;
     /// Iterations [20000; classifier 4000].
     iterations: u64 = 20_000, [],

@@ -37,9 +37,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     result
 }
 
-/// Writes pretty JSON.
+/// Writes pretty JSON, non-finite numbers named as [`crate::json`] says.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
+    let mut text = crate::json::to_string_pretty(value)?;
     text.push('\n');
     write_atomic(path, text.as_bytes())
 }
