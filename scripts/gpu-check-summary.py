@@ -163,6 +163,27 @@ def nrpt_bench_rows(logs):
     return out
 
 
+def precision_runs(logs, steps):
+    """The runs with half-precision states (`nrpt run --precision bf16|f16`): each one's
+    verdict and, when it printed its JSON, its engine, speed, round trips and non-finite
+    energies."""
+    verdicts = {s["step"]: s for s in steps}
+    out = {}
+    for p in ("bf16", "f16"):
+        s = verdicts.get("precision %s" % p, {})
+        j = load_json(os.path.join(logs, "run-%s.json" % p))
+        j = j if isinstance(j, dict) else {}
+        out[p] = {
+            "verdict": s.get("verdict", "not run"),
+            "detail": s.get("detail", ""),
+            "backend": j.get("backend"),
+            "chain_steps_per_sec": j.get("chain_steps_per_sec"),
+            "round_trips_per_1000": j.get("round_trips_per_1000"),
+            "nonfinite_energies": j.get("nonfinite_energies"),
+        }
+    return out
+
+
 def build(tmp, status, elapsed, deadline, out_dir):
     logs = os.path.join(tmp, "logs")
     facts = {}
@@ -186,6 +207,7 @@ def build(tmp, status, elapsed, deadline, out_dir):
         "steps": steps,
         "tests": test_summary(logs, steps),
         "sanitizer": sanitizer_summary(steps),
+        "precision": precision_runs(logs, steps),
         "timing": (bench or {}).get("timing",
                                     "CUDA events around the iterations alone, median of 3 repetitions"),
         "figures": figures,
@@ -235,6 +257,11 @@ def table(summary):
     if san:
         lines.append("sanitizer: " + ", ".join(
             "%s %s" % (t, "run, " + v["verdict"] if v["run"] else "not run") for t, v in san.items()))
+    prec = summary["precision"]
+    lines.append("states: " + ", ".join(
+        "%s %s" % (p, v["verdict"] + (" (%s chain-steps/s)" % fmt(v["chain_steps_per_sec"])
+                                      if isinstance(v["chain_steps_per_sec"], (int, float)) else ""))
+        for p, v in prec.items()))
     lines.append("in %s: gpu-check.json (summary), gpu-check.log (full log), gpu-check-logs.tar.gz (step logs)" % summary["out"])
     return "\n".join(lines)
 

@@ -1402,7 +1402,9 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     ``warmup``, ``config`` (a TOML file), ``threads``, ``backend``, ``device``,
     ``math`` (the CUDA kernels' floating-point mode: ``"exact"``, the default and the
     CPU's bits, ``"fma"`` or ``"fast"``, the GPU's hardware log/sin/cos with the same
-    statistics but not the same bits; the CPU computes exactly). The
+    statistics but not the same bits; the CPU computes exactly), ``precision`` (how
+    the GPU stores the states: ``"f32"``, the default, ``"bf16"`` or ``"f16"``; the
+    CPU keeps f32 states and refuses the others with a ``ValueError``). The
     defaults are the command's. ``progress=True`` shows its progress bar on stderr;
     warnings become ``RuntimeWarning`` (``strict=True``: a ``ValueError``).
 

@@ -305,6 +305,7 @@ def run(
     prior_sigma: Optional[float] = None,
     target_arg: Optional[str] = None,
     math: Optional[Literal["exact", "fma", "fast"]] = None,
+    precision: Optional[Literal["f32", "bf16", "f16"]] = None,
     thin: Optional[int] = None,
     warmup: Optional[int] = None,
     # (end of the generated keys)

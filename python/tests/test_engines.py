@@ -42,6 +42,17 @@ def assert_same(py: Any, cli: Any, path: str = "") -> None:
         assert py == cli, f"{path}: {py!r} != {cli!r}"
 
 
+def test_the_precision_keyword_is_the_gpus_storage():
+    """``precision=`` is ``--precision``: on the CPU engine only ``"f32"`` runs; the others
+    are refused with the command's message, naming the flag."""
+    kw = dict(target="sum-modes", dim=4, chains=4, ensembles=2, iterations=50, warmup=0, backend="cpu")
+    for p in ("bf16", "f16"):
+        with pytest.raises(ValueError, match=r"precision: bf16/f16 state storage is a GPU option; the CPU engine keeps f32 states"):
+            nrpt.run(precision=p, **kw)
+    r = nrpt.run(precision="f32", **kw)
+    assert "precision" not in r["config"]
+
+
 def test_the_math_keyword(cli, tmp_path):
     """``math=`` is ``--math``: it reaches the configuration and ``summary.json`` (on the
     CPU ``fma`` computes exactly, ``fast`` is the lane groups' fast math)."""

@@ -100,6 +100,65 @@ fn bad_flags_name_the_flag_and_exit_with_2() {
     assert!(!out.exists(), "nothing is written on bad input");
 }
 
+/// `--precision bf16|f16` is how the GPU stores its states: the CPU engine keeps f32
+/// states, so with `--backend cpu` they are refused (status 2, the flag named, nothing
+/// written) and `f32` runs; `nrpt run --help` says so.
+#[test]
+fn half_precision_states_are_refused_where_the_cpu_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let o = out.to_str().unwrap();
+    let small = [
+        "-p",
+        "4",
+        "-e",
+        "2",
+        "-n",
+        "50",
+        "--backend",
+        "cpu",
+        "-o",
+        o,
+    ];
+    for p in ["bf16", "f16"] {
+        let args = [
+            &[
+                "run",
+                "--target",
+                "sum-modes",
+                "--dim",
+                "8",
+                "--precision",
+                p,
+            ][..],
+            &small,
+        ]
+        .concat();
+        let r = nrpt(&args);
+        let err = common::stderr(&r);
+        assert_eq!(r.status.code(), Some(2), "{p}: {err}");
+        assert!(
+            err.contains(
+                "precision (--precision): bf16/f16 state storage is a GPU option; the CPU \
+                 engine keeps f32 states"
+            ),
+            "{p}: {err}"
+        );
+        assert!(!out.exists(), "{p}: nothing is written");
+    }
+    let args = [&["run", "--precision", "f32", "--json"][..], &small].concat();
+    let v = json_of(&nrpt(&args));
+    assert!(
+        v["config"].get("precision").is_none(),
+        "f32 is the default, not written"
+    );
+    let help = nrpt(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("--precision <PRECISION>"), "{help}");
+    assert!(help.contains("the CPU engine keeps f32 states"), "{help}");
+}
+
 fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
