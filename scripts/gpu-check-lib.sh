@@ -86,6 +86,43 @@ bench_verdict() {
     fi
 }
 
+# json_field NAME: the value of the JSON field NAME in the one-line JSON on stdin (a
+# string without its quotes, a number, true/false/null; the last one when the line has
+# several), or nothing.
+json_field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" | head -n 1; }
+
+# precision_verdict RC BUDGET PRECISION LINE FIRST_ERROR: a run with half-precision
+# states, `nrpt --json run --precision PRECISION --backend cuda`, from its exit status,
+# its time budget, the JSON line it printed (empty when none) and the first line of its
+# stderr. ok when it ran on the GPU, its configuration says PRECISION and its round-trip
+# rate is a number; a warning when energies were not finite (f16's range is ±65504);
+# FAILED when it crashed, failed, timed out, printed nothing, ran on another engine or
+# stored its states otherwise.
+precision_verdict() {
+    local rc=$1 b=$2 p=$3 line=$4 first=$5 v backend stored rate speed nonfinite
+    v=$(bench_verdict "$rc" "$b" "$([ -n "$line" ] && echo 1 || echo 0)" "$first")
+    if [ "${v%%$'\t'*}" != ok ]; then
+        printf '%s\n' "$v"
+        return
+    fi
+    backend=$(json_field backend <<<"$line")
+    stored=$(json_field precision <<<"$line")
+    rate=$(json_field round_trips_per_1000 <<<"$line")
+    speed=$(json_field chain_steps_per_sec <<<"$line")
+    nonfinite=$(json_field nonfinite_energies <<<"$line")
+    if [ "$backend" != cuda ]; then
+        printf 'FAILED\t--backend cuda ran on %s\n' "${backend:-an unnamed engine}"
+    elif [ "$stored" != "$p" ]; then
+        printf 'FAILED\tthe run stored %s states, not %s\n' "${stored:-f32}" "$p"
+    elif ! [[ $rate =~ ^[0-9] ]]; then
+        printf 'FAILED\tno round-trip rate (%s)\n' "${rate:-missing}"
+    elif [ "${nonfinite:-0}" != 0 ]; then
+        printf 'warning\t%s energies were not finite (%s round trips per 1000 iterations)\n' "$nonfinite" "$rate"
+    else
+        printf 'ok\t%s states on the GPU: %s round trips per 1000 iterations, %s chain-steps/s\n' "$p" "$rate" "$speed"
+    fi
+}
+
 # test_verdict RC BUDGET PASSED FAILED SKIPPED SECONDS FIRST_PANIC FIRST_SKIP: one test
 # executable run under NRPT_REQUIRE_GPU=1. A skip on a machine where the GPU works is
 # a warning (every GPU test must run there).

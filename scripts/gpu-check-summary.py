@@ -125,7 +125,7 @@ def bench_figures(bench):
 
 
 def mlp_figures(mlp, limits):
-    """One figure per mode of `nrpt bench --model mlp`: its device-timed share of the
+    """One figure per mode of `nrpt bench --target classifier`: its device-timed share of the
     FP32 peak measured in the same run, against the mode's own target."""
     modes = (mlp or {}).get("modes") or []
     if mlp and mlp.get("backend") == "cuda" and modes:
@@ -145,7 +145,7 @@ def mlp_figures(mlp, limits):
                               "MLP [64,64,10] B=64, %s / FP32 peak" % m, value, target, note, m))
         return out
     if mlp:
-        note = "not on the GPU: nrpt bench --model mlp ran on backend %r" % mlp.get("backend")
+        note = "not on the GPU: nrpt bench --target classifier ran on backend %r" % mlp.get("backend")
     else:
         note = "not measured (see the mlp bench step)"
     return [figure("mlp_%s_share_of_fp32_peak" % m, "MLP [64,64,10] B=64, %s / FP32 peak" % m, None,
@@ -160,6 +160,27 @@ def nrpt_bench_rows(logs):
         j = load_json(path)
         if isinstance(j, dict):
             out.append(j)
+    return out
+
+
+def precision_runs(logs, steps):
+    """The runs with half-precision states (`nrpt run --precision bf16|f16`): each one's
+    verdict and, when it printed its JSON, its engine, speed, round trips and non-finite
+    energies."""
+    verdicts = {s["step"]: s for s in steps}
+    out = {}
+    for p in ("bf16", "f16"):
+        s = verdicts.get("precision %s" % p, {})
+        j = load_json(os.path.join(logs, "run-%s.json" % p))
+        j = j if isinstance(j, dict) else {}
+        out[p] = {
+            "verdict": s.get("verdict", "not run"),
+            "detail": s.get("detail", ""),
+            "backend": j.get("backend"),
+            "chain_steps_per_sec": j.get("chain_steps_per_sec"),
+            "round_trips_per_1000": j.get("round_trips_per_1000"),
+            "nonfinite_energies": j.get("nonfinite_energies"),
+        }
     return out
 
 
@@ -186,6 +207,7 @@ def build(tmp, status, elapsed, deadline, out_dir):
         "steps": steps,
         "tests": test_summary(logs, steps),
         "sanitizer": sanitizer_summary(steps),
+        "precision": precision_runs(logs, steps),
         "timing": (bench or {}).get("timing",
                                     "CUDA events around the iterations alone, median of 3 repetitions"),
         "figures": figures,
@@ -235,6 +257,11 @@ def table(summary):
     if san:
         lines.append("sanitizer: " + ", ".join(
             "%s %s" % (t, "run, " + v["verdict"] if v["run"] else "not run") for t, v in san.items()))
+    prec = summary["precision"]
+    lines.append("states: " + ", ".join(
+        "%s %s" % (p, v["verdict"] + (" (%s chain-steps/s)" % fmt(v["chain_steps_per_sec"])
+                                      if isinstance(v["chain_steps_per_sec"], (int, float)) else ""))
+        for p, v in prec.items()))
     lines.append("in %s: gpu-check.json (summary), gpu-check.log (full log), gpu-check-logs.tar.gz (step logs)" % summary["out"])
     return "\n".join(lines)
 

@@ -10,7 +10,8 @@
 # least 300 iterations, each math mode against its own target), compute-sanitizer
 # memcheck and racecheck on a tiny case (run, or "not run" where the machine has no
 # sanitizer or the sandbox refuses it), `nrpt bench --backend cuda` (the 2D toy and
-# the MLP), and last the CPU-side checks. It writes three files to
+# the MLP), a run with bf16 and one with f16 states (`--precision`), and last the
+# CPU-side checks. It writes three files to
 # $OUT (default ./gpu-out):
 #   gpu-check.json          the summary: status, every step's verdict, each test's
 #                           verdict, the figures with their targets and ratios
@@ -30,8 +31,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
 deadline=${NRPT_GPU_CHECK_DEADLINE:-300}
-# The verdicts (budget, sanitizer_verdict, bench_verdict, test_verdict, kernels_choice),
-# tested without a GPU by scripts/test-gpu-check.sh.
+# The verdicts (budget, sanitizer_verdict, bench_verdict, precision_verdict,
+# test_verdict, kernels_choice), tested without a GPU by scripts/test-gpu-check.sh.
 source scripts/gpu-check-lib.sh
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -479,12 +480,11 @@ if [ "$have_driver" = 1 ]; then
     done
 
     # ------------------------------------------------------------ nrpt bench
-    field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" | head -n 1; }
     # Each: both math modes, a warm-up and 3 device-timed runs of at least 300
     # iterations (host/src/commands/bench.rs).
     for spec in "256 2000" "4096 2000" "65536 1000"; do
         read -r e n <<<"$spec"
-        b=$(budget 25 45)
+        b=$(budget 25 60)
         say "==> nrpt bench --backend cuda -e $e -p 16 -n $n --json (budget $b s)"
         [ "$b" = 0 ] && { record "nrpt bench E=$e" FAILED "not run: out of time"; continue; }
         f=$logs/nrpt-bench-E$e.json
@@ -498,36 +498,54 @@ if [ "$have_driver" = 1 ]; then
         v=$(bench_verdict "$rc" "$b" "$wrote" "$(grep -v '^$' "$logs/nrpt-bench-E$e.err" | head -n 1 | cut -c1-160)")
         if [ "${v%%$'\t'*}" = ok ]; then
             printf '%s\n' "$line" >"$f"
-            v=$'ok\t'"$(field backend <<<"$line"): $(field chain_steps_per_sec <<<"$line") chain-steps/s on the device ($(field math <<<"$line")), $(field end_to_end_chain_steps_per_sec <<<"$line") end to end"
+            v=$'ok\t'"$(json_field backend <<<"$line"): $(json_field chain_steps_per_sec <<<"$line") chain-steps/s on the device ($(json_field math <<<"$line")), $(json_field end_to_end_chain_steps_per_sec <<<"$line") end to end"
         fi
         record "nrpt bench E=$e" "${v%%$'\t'*}" "${v#*$'\t'}"
     done
-    b=$(budget 45 35)
-    say "==> nrpt bench --model mlp --backend cuda (the share of the FP32 peak; budget $b s)"
+    b=$(budget 45 50)
+    say "==> nrpt bench --target classifier --backend cuda (the share of the FP32 peak; budget $b s)"
     rc=0
     if [ "$b" != 0 ]; then
         # 512 ensembles × 8 chains = 4096 chains, batch 64, hidden 64: the issue's MLP
         # figure; 300 iterations a run, device-timed (the drawing of initial states and
         # the 79 MB upload are outside), in both modes.
-        timeout -k 5 "$b" "$bin/nrpt" --json bench --model mlp --backend cuda -e 512 -p 8 --hidden 64 -n 300 --machine-size 256 \
+        timeout -k 5 "$b" "$bin/nrpt" --json bench --target classifier --backend cuda -e 512 -p 8 --hidden 64 -n 300 --machine-size 256 \
             >"$logs/mlp.out" 2>"$logs/mlp.err" || rc=$?
-        attach "nrpt bench --model mlp (stderr)" "$logs/mlp.err"
+        attach "nrpt bench --target classifier (stderr)" "$logs/mlp.err"
         line=$(grep -m1 '^{' "$logs/mlp.out" || true)
         wrote=0
         [ -n "$line" ] && wrote=1
         v=$(bench_verdict "$rc" "$b" "$wrote" "$(grep -v '^$' "$logs/mlp.err" | head -n 1 | cut -c1-160)")
         if [ "${v%%$'\t'*}" = ok ]; then
             printf '%s\n' "$line" >"$logs/mlp.json"
-            if [ "$(field backend <<<"$line")" = cuda ]; then
-                v=$'ok\t'"$(field gflops <<<"$line") GFLOP/s on the device ($(field math <<<"$line"); every mode in the figures)"
+            if [ "$(json_field backend <<<"$line")" = cuda ]; then
+                v=$'ok\t'"$(json_field gflops <<<"$line") GFLOP/s on the device ($(json_field math <<<"$line"); every mode in the figures)"
             else
-                v=$'FAILED\t'"--backend cuda ran on $(field backend <<<"$line")"
+                v=$'FAILED\t'"--backend cuda ran on $(json_field backend <<<"$line")"
             fi
         fi
         record "mlp bench" "${v%%$'\t'*}" "${v#*$'\t'}"
     else
         record "mlp bench" FAILED "not run: out of time"
     fi
+
+    # ------------------------------------------------------------ half-precision states
+    # `--precision bf16|f16`: the sum of modes at D = 256 (the storage is for D > 2),
+    # 256 ensembles × 8 chains, 2,000 iterations, no samples kept.
+    for p in bf16 f16; do
+        b=$(budget 15 25)
+        say "==> nrpt run --target sum-modes --dim 256 --precision $p --backend cuda (budget $b s)"
+        [ "$b" = 0 ] && { record "precision $p" FAILED "not run: out of time"; continue; }
+        rc=0
+        timeout -k 5 "$b" "$bin/nrpt" --json run --target sum-modes --dim 256 -e 256 -p 8 -n 2000 \
+            --thin 0 --precision "$p" --backend cuda -o "$tmp/run-$p" \
+            >"$logs/run-$p.out" 2>"$logs/run-$p.err" || rc=$?
+        attach "nrpt run --precision $p (stderr)" "$logs/run-$p.err"
+        line=$(grep -m1 '^{' "$logs/run-$p.out" || true)
+        [ -n "$line" ] && printf '%s\n' "$line" >"$logs/run-$p.json"
+        v=$(precision_verdict "$rc" "$b" "$p" "$line" "$(grep -v '^$' "$logs/run-$p.err" | head -n 1 | cut -c1-160)")
+        record "precision $p" "${v%%$'\t'*}" "${v#*$'\t'}"
+    done
 
     # ------------------------------------------------------------ CPU-side checks
     run_test host_parity 30 15
@@ -541,7 +559,7 @@ if [ "$have_driver" = 1 ]; then
         record "test nvrtc" "not run" "the kernels come from the carried PTX (no NVRTC used)"
     fi
 else
-    for s in bench "sanitizer memcheck" "sanitizer racecheck" "nrpt bench" "mlp bench" "test host_parity" "test nvrtc"; do
+    for s in bench "sanitizer memcheck" "sanitizer racecheck" "nrpt bench" "mlp bench" "precision bf16" "precision f16" "test host_parity" "test nvrtc"; do
         record "$s" "not run" "no CUDA driver"
     done
 fi

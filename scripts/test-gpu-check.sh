@@ -111,6 +111,33 @@ checks=$((checks + 1))
 [ "$(exit_words 139)" = "killed by signal 11 (exit 139)" ] ||
     { echo "FAIL exit_words 139: $(exit_words 139)" >&2; failures=$((failures + 1)); }
 
+# ---------------------------------------------------------------- half-precision runs
+# `nrpt --json run --target sum-modes --dim 256 -e 256 -p 8 -n 2000 --thin 0 --precision P
+# --backend cuda` lines: an f32 run's line as the command prints it (captured on the CPU),
+# with the engine and the precision a GPU run has.
+run_line() { # BACKEND PRECISION ROUND_TRIPS NONFINITE
+    local p=''
+    [ "$2" != f32 ] && p="\"precision\":\"$2\","
+    printf '{"config":{"target":"sum-modes","dim":256,"chains":8,"auto_chains":false,"ensembles":256,"iterations":2000,"window":"opt","rule":"buffered","swap_rate":0.4,"eta_min":0.003,"eta_max":0.6,"explorer":"sgd","explorer_steps":1,"leapfrog_steps":10,"momentum":0.9,"buffer":4.0,"noise":2.0,"adapt_ladder":true,"adapt_buffer":true,"gamma_a":50.0,"gamma_alpha":0.8,"gamma_b":500.0,"buffer_scale":1.0,"seed":0,"preset":"paper","hidden":[64],"batch":64,"prior_sigma":1.0,%s"thin":0,"warmup":100,"out":"/tmp/run"},"backend":"%s","math":"exact","window":5,"iterations_run":2000,"round_trips_per_1000":%s,"round_trips_per_1000_authors":2.5,"restarts_per_1000":0.0,"model_round_trips_per_1000":93.0232558139535,"nonfinite_energies":%s,"final_buffer_mean":0.0,"accuracy":null,"classifier":null,"warnings":[],"seconds":0.41,"chain_steps_per_sec":9.98e9,"memory_estimate_bytes":16931040,"peak_memory_bytes":19357696}\n' \
+        "$p" "$1" "$3" "$4"
+}
+expect "bf16 on the GPU" ok "$(precision_verdict 0 15 bf16 "$(run_line cuda bf16 12.25 0)" '')"
+expect "f16 on the GPU" ok "$(precision_verdict 0 15 f16 "$(run_line cuda f16 11.5 0)" '')"
+expect "f16 overflows" warning "$(precision_verdict 0 15 f16 "$(run_line cuda f16 3.0 512)" '')"
+expect "ran on the CPU" FAILED "$(precision_verdict 0 15 bf16 "$(run_line cpu bf16 12.25 0)" '')"
+expect "stored f32" FAILED "$(precision_verdict 0 15 bf16 "$(run_line cuda f32 12.25 0)" '')"
+expect "the other half" FAILED "$(precision_verdict 0 15 bf16 "$(run_line cuda f16 12.25 0)" '')"
+expect "no round-trip rate" FAILED "$(precision_verdict 0 15 f16 "$(run_line cuda f16 '"NaN"' 0)" '')"
+expect "refused" FAILED "$(precision_verdict 2 15 bf16 '' 'error: precision (--precision): bf16/f16 state storage is a GPU option; the CPU engine keeps f32 states')"
+expect "crashed" FAILED "$(precision_verdict 139 15 f16 '' 'Segmentation fault')"
+expect "timed out" FAILED "$(precision_verdict 124 15 f16 '' '')"
+expect "printed nothing" FAILED "$(precision_verdict 0 15 bf16 '' '')"
+checks=$((checks + 1))
+[ "$(json_field backend <<<"$(run_line cuda bf16 1 0)")" = cuda ] &&
+    [ "$(json_field precision <<<"$(run_line cuda bf16 1 0)")" = bf16 ] &&
+    [ -z "$(json_field precision <<<"$(run_line cuda f32 1 0)")" ] ||
+    { echo "FAIL json_field on a run line" >&2; failures=$((failures + 1)); }
+
 # ---------------------------------------------------------------- tests
 expect "tests pass" ok "$(test_verdict 0 60 12 0 0 9 '' '')"
 expect "a test skips on the GPU" warning "$(test_verdict 0 60 12 0 1 9 '' 'x: skipped: y')"
@@ -150,7 +177,9 @@ b 300 294 60 0 0
 # figure with its own target, the sanitizer as run / not run, and no "best of modes".
 tmp=$work/summary
 mkdir -p "$tmp/logs"
-printf 'driver\tok\tNVIDIA H200\nsanitizer memcheck\tnot run\tthe sanitizer cannot run here (exit 86): Device not supported\nsanitizer racecheck\tok\tno errors\ntest gpu\tok\t12 passed in 9 s\n' >"$tmp/steps.tsv"
+printf 'driver\tok\tNVIDIA H200\nsanitizer memcheck\tnot run\tthe sanitizer cannot run here (exit 86): Device not supported\nsanitizer racecheck\tok\tno errors\ntest gpu\tok\t12 passed in 9 s\nprecision bf16\tok\tbf16 states on the GPU\nprecision f16\twarning\t512 energies were not finite\n' >"$tmp/steps.tsv"
+run_line cuda bf16 12.25 0 >"$tmp/logs/run-bf16.json"
+run_line cuda f16 3.0 512 >"$tmp/logs/run-f16.json"
 printf 'machine.gpu\tNVIDIA H200\nkernels.origin\tprecompiled PTX\n' >"$tmp/facts.tsv"
 printf 'test philox ... ok\ntest timing ... ok\n' >"$tmp/logs/test-gpu.log"
 cat >"$tmp/logs/gpu_bench.json" <<'JSON'
@@ -183,12 +212,17 @@ assert s["sanitizer"]["memcheck"]["verdict"] == "not run", s["sanitizer"]
 assert s["sanitizer"]["racecheck"]["run"] is True, s["sanitizer"]
 assert s["tests"]["gpu"]["passed"] == 2 and s["tests"]["gpu"]["verdict"] == "ok", s["tests"]
 assert "memcheck not run" in table and "racecheck run, ok" in table, table
+prec = s["precision"]
+assert prec["bf16"]["verdict"] == "ok" and prec["bf16"]["backend"] == "cuda", prec
+assert prec["bf16"]["chain_steps_per_sec"] == 9.98e9 and prec["bf16"]["round_trips_per_1000"] == 12.25, prec
+assert prec["f16"]["verdict"] == "warning" and prec["f16"]["nonfinite_energies"] == 512, prec
+assert "states: bf16 ok (9.980e+09 chain-steps/s), f16 warning" in table, table
 PY
     echo "FAIL the summary of made-up logs (above)" >&2
     failures=$((failures + 1))
 fi
 # Nothing measured: a placeholder for every mode, unmeasured.
-rm -f "$tmp/logs/gpu_bench.json" "$tmp/logs/mlp.json"
+rm -f "$tmp/logs/gpu_bench.json" "$tmp/logs/mlp.json" "$tmp/logs/run-bf16.json" "$tmp/logs/run-f16.json"
 python3 scripts/gpu-check-summary.py "$tmp" "$tmp/empty.json" failed 3 300 "$tmp" >/dev/null
 checks=$((checks + 1))
 if ! python3 - "$tmp/empty.json" <<'PY'; then
@@ -199,6 +233,7 @@ for m in ("exact", "fast"):
     assert "persistent_2d_%s_chain_steps_per_s" % m in names, names
     assert "mlp_%s_share_of_fp32_peak" % m in names, names
 assert all(f["value"] is None for f in s["figures"]), s["figures"]
+assert s["precision"]["bf16"]["chain_steps_per_sec"] is None, s["precision"]
 PY
     echo "FAIL the summary without figures (above)" >&2
     failures=$((failures + 1))

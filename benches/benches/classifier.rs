@@ -1,5 +1,5 @@
 //! The classifier's oracle on the UCI digits (batch 64): one chain-step's gradient and
-//! energy (what `nrpt bench --model mlp` times, less the driver), with the register
+//! energy (what `nrpt bench --target classifier` times, less the driver), with the register
 //! tiles against the `gemm` crate in the same run, at hidden widths 32, 64 and 128.
 //! Throughput is in floating-point operations (`ClassifierTarget::flops_per_chain_step`),
 //! so criterion's elements per second read as FLOP/s.

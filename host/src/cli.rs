@@ -42,6 +42,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// A note for each spelling of the previous release met in the arguments (see
+    /// [`crate::spellings`]), for stderr.
+    #[arg(skip)]
+    pub notes: Vec<String>,
 }
 
 fn parse_max_memory(text: &str) -> Result<u64, String> {
@@ -74,15 +78,20 @@ pub fn command() -> clap::Command {
     })
 }
 
-/// Parses `args` (the program's name first) with [`command`].
+/// Parses `args` (the program's name first) with [`command`], old spellings first
+/// rewritten into today's ([`crate::spellings::modernize`]; their notes in
+/// [`Cli::notes`]).
 pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
     use clap::FromArgMatches;
+    let (args, notes) = crate::spellings::modernize(args.into_iter().map(Into::into).collect());
     let matches = command().try_get_matches_from(args)?;
-    Cli::from_arg_matches(&matches)
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.notes = notes;
+    Ok(cli)
 }
 
 /// The most worker threads accepted by --threads.
@@ -201,11 +210,11 @@ pub enum Command {
     /// Scaling study: expected round-trip time E[T] against the number of chains P and
     /// the window W, measured beside the model of Lemma 1, with log-log slopes.
     ///
-    /// With `--model bernoulli` only the index process is simulated (swap indicators
+    /// With `--target bernoulli` only the index process is simulated (swap indicators
     /// drawn with the given swap rates), fast enough for thousands of chains; with a
     /// target the full sampler runs. Each point runs until the standard error of its
-    /// E[T] is below --target-se or the iteration cap is hit (reported). `--shard i/n`
-    /// runs every n-th point (for job arrays); `nrpt scale merge` joins the shards.
+    /// E[T] is below --target-se or the iteration cap is hit (reported). `--part i/n`
+    /// runs every n-th point (for job arrays); `nrpt scale merge` joins the parts.
     Scale(ScaleArgs),
 }
 
@@ -261,12 +270,12 @@ pub struct ReproduceArgs {
     /// `merge`, or nothing to run the reproduction (or one shard of it).
     #[command(subcommand)]
     pub action: Option<ReproduceAction>,
-    /// A fast version (fewer iterations and seeds) that still shows the ordering.
+    /// A fast version (fewer iterations and ensembles) that still shows the ordering.
     #[arg(long)]
     pub quick: bool,
-    /// Independent ensembles (seeds) per method, pooled for the metrics (default 5,
-    /// 3 with --quick).
-    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    /// Independent ensembles per method (each from its own random stream), pooled for
+    /// the metrics (default 5, 3 with --quick).
+    #[arg(long, short = 'e', value_name = "E")]
     pub ensembles: Option<usize>,
     /// Iterations of each tempering run (default 20,000, 10,000 with --quick; the
     /// cyclical SGLD chain runs 16 times as many).
@@ -283,11 +292,12 @@ pub struct ReproduceArgs {
     /// Base random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
-    /// Run only shard i of n (0 <= i < n), written i/n: a contiguous block of the seeds
-    /// (shard i of E seeds gets seeds ⌊iE/n⌋… , the first E mod n shards one more), each
-    /// drawing the same numbers as in the whole run. The folder gets shard.json and
-    /// records.json beside results of its seeds; `nrpt reproduce merge` joins the shards'
-    /// folders into the whole run's outputs. CPU engine only.
+    /// Run only shard i of n (0 <= i < n), written i/n: a contiguous block of the
+    /// ensembles (shard i of E gets ensembles ⌊iE/n⌋… , the first E mod n shards one
+    /// more), each drawing the same numbers as in the whole run. The folder gets
+    /// shard.json and records.json beside results of its ensembles; `nrpt reproduce
+    /// merge` joins the shards' folders into the whole run's outputs. CPU engine only.
+    /// (`nrpt scale` cuts its sweep with `--part i/n` instead.)
     #[arg(long, value_name = "i/n")]
     pub shard: Option<nrpt_studies::shard::Shard>,
     /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
@@ -349,14 +359,15 @@ pub struct DeepArgs {
     /// `merge`, or nothing to run the comparison (or one shard of it).
     #[command(subcommand)]
     pub action: Option<DeepAction>,
-    /// A short version that runs in under a minute on the digits: 3 seeds, 1,300
+    /// A short version that runs in under a minute on the digits: 3 ensembles, 1,300
     /// sampling iterations per chain (60 epochs of the digits), at most 1,300 of
     /// pre-training, 30 samples per method.
     #[arg(long)]
     pub quick: bool,
-    /// Seeds: independent repetitions of every method, one ensemble each (default 10,
-    /// 3 with --quick).
-    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    /// Independent ensembles: repetitions of every method, each from its own random
+    /// stream (the tables' "mean ± sd over seeds" is over them; default 10, 3 with
+    /// --quick).
+    #[arg(long, short = 'e', value_name = "E")]
     pub ensembles: Option<usize>,
     /// Sampling epochs per chain (the single-chain methods run P times as many;
     /// default 200).
@@ -370,7 +381,7 @@ pub struct DeepArgs {
     /// Epochs without improvement of the validation NLL that end pre-training.
     #[arg(long, default_value_t = 20.0, value_name = "E")]
     pub patience: f64,
-    /// Samples in every method's model average, per seed, collected after the burn-in
+    /// Samples in every method's model average, per ensemble, collected after the burn-in
     /// (default 60, 30 with --quick).
     #[arg(long, value_name = "K")]
     pub samples: Option<usize>,
@@ -433,13 +444,14 @@ pub struct DeepArgs {
     /// Base random seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
-    /// Run only shard i of n (0 <= i < n), written i/n: a contiguous block of the seeds
-    /// (shard i of E seeds gets seeds ⌊iE/n⌋… , the first E mod n shards one more),
-    /// every method of each seed drawing the same numbers as in the whole run. The
-    /// folder gets shard.json and records.json beside the results of its seeds; `nrpt
-    /// deep merge` joins the shards' folders into the whole run's outputs. The
-    /// tempering runs start from the pre-trained networks, which only the CPU engine
-    /// takes, so shards run on the CPU as whole runs do.
+    /// Run only shard i of n (0 <= i < n), written i/n: a contiguous block of the
+    /// ensembles (shard i of E gets ensembles ⌊iE/n⌋… , the first E mod n shards one
+    /// more), every method of each ensemble drawing the same numbers as in the whole
+    /// run. The folder gets shard.json and records.json beside the results of its
+    /// ensembles; `nrpt deep merge` joins the shards' folders into the whole run's
+    /// outputs. The tempering runs start from the pre-trained networks, which only the
+    /// CPU engine takes, so shards run on the CPU as whole runs do. (`nrpt scale` cuts
+    /// its sweep with `--part i/n` instead.)
     #[arg(long, value_name = "i/n")]
     pub shard: Option<nrpt_studies::shard::Shard>,
     /// Floating-point math: `exact` (nrpt-core's bits on every engine, the default),
@@ -570,10 +582,10 @@ pub struct ReferenceArgs {
 }
 
 impl BenchArgs {
-    /// E, P and N as given, or the defaults of the model (the toy's 256 × 16 × 2000
-    /// would take minutes on the MLP).
+    /// E, P and N as given, or the defaults of the target (the toy's 256 × 16 × 2000
+    /// would take minutes on the classifier).
     pub fn sizes(&self) -> (usize, usize, u64) {
-        let mlp = self.model == BenchModel::Mlp;
+        let mlp = self.target == BenchTarget::Classifier;
         (
             self.ensembles.unwrap_or(if mlp { 8 } else { 256 }),
             self.chains.unwrap_or(if mlp { 8 } else { 16 }),
@@ -585,13 +597,13 @@ impl BenchArgs {
 /// `nrpt bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Ensembles E [256; mlp 8].
-    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    /// Ensembles E [256; classifier 8].
+    #[arg(long, short = 'e', value_name = "E")]
     pub ensembles: Option<usize>,
-    /// Chains per ensemble P [16; mlp 8].
+    /// Chains per ensemble P [16; classifier 8].
     #[arg(long, short = 'p', value_name = "P")]
     pub chains: Option<usize>,
-    /// Iterations [2000; mlp 200].
+    /// Iterations [2000; classifier 200].
     #[arg(long, short = 'n', value_name = "N", alias = "iters")]
     pub iterations: Option<u64>,
     /// Swap window (a number, `opt`, `paper` or `seo`).
@@ -600,24 +612,25 @@ pub struct BenchArgs {
     /// Use nrpt-core's scalar code only (no vectorized path), for comparison.
     #[arg(long)]
     pub scalar: bool,
-    /// `sampler` (the 2D toy), `sum-modes` (the D-dimensional sum of modes, `--dim`;
-    /// compare coordinate-steps with the toy's), `bernoulli` (the index process alone: reports
-    /// pair-updates per second, one adjacent pair of one ensemble in one iteration) or
-    /// `mlp` (the data target: momentum-SGD chains on an MLP over the UCI digits;
-    /// reports chain-steps, examples and GFLOP/s beside the machine's large-matrix
-    /// GFLOP/s).
-    #[arg(long, value_enum, default_value_t = BenchModel::Sampler)]
-    pub model: BenchModel,
+    /// What is timed: `modes2d` (the 2D toy), `sum-modes` (the D-dimensional sum of
+    /// modes, `--dim`; compare coordinate-steps with the toy's), the targets of `nrpt run`
+    /// of those names; `bernoulli` (the index process alone, as `nrpt scale --target
+    /// bernoulli`: reports pair-updates per second, one adjacent pair of one ensemble in
+    /// one iteration) or `classifier` (the data target: momentum-SGD chains on an MLP
+    /// over the UCI digits; reports chain-steps, examples and GFLOP/s beside the
+    /// machine's large-matrix GFLOP/s).
+    #[arg(long, value_enum, value_name = "NAME", default_value_t = BenchTarget::Modes2d)]
+    pub target: BenchTarget,
     /// `sum-modes`: the dimension D, 1 to 1048576.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     pub dim: u32,
-    /// `mlp`: hidden widths, comma-separated (`0` or empty: softmax regression).
+    /// `classifier`: hidden widths, comma-separated (`0` or empty: softmax regression).
     #[arg(long, default_value = "128", value_name = "H1,H2,…")]
     pub hidden: String,
-    /// `mlp`: examples per mini-batch.
+    /// `classifier`: examples per mini-batch.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-    /// `mlp`: the size n of the n × n × n product that measures the machine's
+    /// `classifier`: the size n of the n × n × n product that measures the machine's
     /// large-matrix GFLOP/s.
     #[arg(long, default_value_t = 2048, value_name = "N",
           value_parser = clap::value_parser!(u32).range(16..=16384))]
@@ -633,17 +646,18 @@ pub struct BenchArgs {
     pub engine: EngineArgs,
 }
 
-/// What `nrpt bench` measures.
+/// What `nrpt bench` measures (`--target`): a target of `nrpt run`, or the index process
+/// of `nrpt scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum BenchModel {
-    /// The full sampler on the 2D toy.
-    Sampler,
+pub enum BenchTarget {
+    /// The full sampler on the paper's 25-mode 2D toy.
+    Modes2d,
     /// The full sampler on the D-dimensional sum of modes (`--dim`).
     SumModes,
-    /// The Bernoulli index process of `nrpt scale`.
+    /// The Bernoulli index process of `nrpt scale --target bernoulli`.
     Bernoulli,
     /// A classifier (MLP) on the UCI digits: the data target.
-    Mlp,
+    Classifier,
 }
 
 /// `nrpt scale`.
@@ -661,14 +675,15 @@ pub struct ScaleArgs {
 /// Subcommands of `nrpt scale`.
 #[derive(Debug, Subcommand)]
 pub enum ScaleAction {
-    /// Join the outputs of the shards of one sweep (folders or results.json files).
+    /// Join the outputs of the parts of one sweep (`--part i/n`; folders or
+    /// results.json files).
     Merge(MergeArgs),
 }
 
 /// `nrpt scale merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard output folders (or their results.json).
+    /// The parts' output folders (or their results.json).
     #[arg(required = true, value_name = "DIR")]
     pub inputs: Vec<PathBuf>,
     /// Output folder of the merged sweep.
@@ -685,10 +700,12 @@ pub struct MergeArgs {
 /// A scaling sweep.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// `bernoulli` (index process alone), `modes2d` or `sum-modes` (full sampler), or
-    /// `gaussian-path` (exact tempering, beside Lemma 1 and the limit 1/(2 + 2Λ)).
-    #[arg(long, value_enum, default_value_t = nrpt_studies::scale::Model::Bernoulli)]
-    pub model: nrpt_studies::scale::Model,
+    /// What is simulated: `bernoulli` (the index process alone), `modes2d` or
+    /// `sum-modes` (the full sampler on those targets of `nrpt run`), or `gaussian-path`
+    /// (exact tempering, beside Lemma 1 and the limit 1/(2 + 2Λ)).
+    #[arg(long, value_enum, value_name = "NAME",
+          default_value_t = nrpt_studies::scale::SweepTarget::Bernoulli)]
+    pub target: nrpt_studies::scale::SweepTarget,
     /// Chain counts: a list (8,16,64) or a geometric range (8..4096, doubling; 8..4096x4).
     #[arg(long, short = 'p', default_value = "8,16,32,64")]
     pub chains: String,
@@ -700,14 +717,14 @@ pub struct SweepArgs {
     pub swap_rate: String,
     /// A file of relative swap rates of the pairs (numbers separated by spaces, commas
     /// or lines), stretched over the P − 1 pairs and multiplied by S (`bernoulli` only:
-    /// the sampler models adapt their own rates).
+    /// the samplers adapt their own rates).
     #[arg(long, value_name = "FILE")]
     pub rates_file: Option<PathBuf>,
     /// Independent ensembles per point (default: 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond).
-    #[arg(long, short = 'e', value_name = "E", alias = "seeds")]
+    #[arg(long, short = 'e', value_name = "E")]
     pub ensembles: Option<usize>,
     /// Stop a point once the standard error of its E[T] is below this share
-    /// (`bernoulli`; the sampler models run to --max-iterations).
+    /// (`bernoulli`; the samplers run to --max-iterations).
     #[arg(long, default_value_t = 0.01)]
     pub target_se: f64,
     /// Most iterations measured per point (the cap is reported when hit)
@@ -715,19 +732,23 @@ pub struct SweepArgs {
     /// exactly that many].
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u64>,
-    /// Iterations before measuring (default: twice Lemma 1's E[T] for the Bernoulli
-    /// model, a fifth of the cap for the full sampler).
+    /// Iterations before measuring (default: twice Lemma 1's E[T] for `bernoulli`, a
+    /// fifth of the cap for the full sampler).
     #[arg(long)]
     pub warmup: Option<u64>,
-    /// Base seed (each point derives its own, so shards agree with whole sweeps).
+    /// Base seed (each point derives its own, so parts agree with whole sweeps).
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
     /// Dimension of `sum-modes`.
     #[arg(long, default_value_t = 2)]
     pub dim: usize,
-    /// Run only the points with index % n == i (0 <= i < n), written i/n.
+    /// Run only part i of n of the sweep (0 <= i < n), written i/n: the points i, i + n,
+    /// i + 2n, … (interleaved, so that every part gets its share of the costly large-P
+    /// points), each as in the whole sweep; `nrpt scale merge` joins the parts'
+    /// results.json. (Not `--shard`, which in reproduce and deep runs a contiguous block
+    /// of ensembles.)
     #[arg(long, value_name = "i/n")]
-    pub shard: Option<nrpt_studies::shard::Shard>,
+    pub part: Option<nrpt_studies::shard::Shard>,
     /// Output folder.
     #[arg(long, short = 'o', value_name = "DIR", default_value = "nrpt-scale")]
     pub out: PathBuf,

@@ -7,7 +7,8 @@
 //! - [`commands`]: `window`, `run`, `reproduce`, `bench`, `scale`, `deep`,
 //!   `reference`, `devices`: each parses what it was given, runs the library and
 //!   prints or writes the results;
-//! - [`figures`]: the plots (PNG and SVG); [`progress`]: the progress bar of long runs.
+//! - [`figures`]: the plots (PNG and SVG); [`progress`]: the progress bar of long runs;
+//! - [`spellings`]: the spellings of the previous release still read, with a note.
 //!
 //! A program that samples its own target needs only [`nrpt_sampling`] (see its
 //! example); this crate is for what the command does.
@@ -19,6 +20,7 @@ pub mod cli;
 pub mod commands;
 pub mod figures;
 pub mod progress;
+pub mod spellings;
 
 /// The Rust snippets of the README and of the book, compiled and run as this crate's
 /// doc tests (`cargo test -p nrpt-host --doc`), so that an example that stops compiling

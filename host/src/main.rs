@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
 use nrpt::commands;
 use nrpt_sampling::config::ConfigError;
-use nrpt_sampling::config::MathKind;
+use nrpt_sampling::config::{MathKind, PrecisionKind};
 use nrpt_sampling::console::StdoutError;
 use nrpt_sampling::engine::EngineError;
 use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
@@ -52,14 +52,18 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             fast_math: false,
         }
     };
-    let backend = |e: &EngineArgs, math: Option<MathKind>, silent: bool| {
+    let backend_storing = |e: &EngineArgs, math: Option<MathKind>, silent, precision| {
         commands::select_backend(
             e.backend,
             e.device,
             cpu(e),
             silent,
             math.unwrap_or_default(),
+            precision,
         )
+    };
+    let backend = |e: &EngineArgs, math: Option<MathKind>, silent: bool| {
+        backend_storing(e, math, silent, PrecisionKind::F32)
     };
     match &cli.command {
         Command::Window(a) => commands::window::run(a, cli.json),
@@ -70,7 +74,8 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             // Read once (a configuration file may be a pipe).
             let loaded = commands::run::load_config(a);
             let math = loaded.as_ref().ok().map(|c| c.math);
-            let b = backend(&a.engine, math, quiet)?;
+            let precision = loaded.as_ref().map_or(PrecisionKind::F32, |c| c.precision);
+            let b = backend_storing(&a.engine, math, quiet, precision)?;
             commands::run::run(a, loaded, b.as_ref(), &cpu(&a.engine), cli.json, cli.quiet)
         }
         Command::Reproduce(a) => match &a.action {
@@ -101,11 +106,11 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 commands::scale::run(&a.sweep, b.as_ref(), cli.json, cli.quiet)
             }
         },
-        Command::Bench(a) if a.model == nrpt::cli::BenchModel::Bernoulli => {
+        Command::Bench(a) if a.target == nrpt::cli::BenchTarget::Bernoulli => {
             cpu(&a.engine);
             commands::bench::bernoulli(a, cli.json)
         }
-        Command::Bench(a) if a.model == nrpt::cli::BenchModel::Mlp => {
+        Command::Bench(a) if a.target == nrpt::cli::BenchTarget::Classifier => {
             commands::bench::mlp(a, &cpu(&a.engine), cli.json, cli.quiet)
         }
         Command::Bench(a) => {
@@ -142,6 +147,11 @@ fn main() -> ExitCode {
             };
         }
     };
+    if !cli.quiet {
+        for n in &cli.notes {
+            nrpt_sampling::note!("{n}");
+        }
+    }
     nrpt_sampling::interrupt::install();
     let defaults = Limits::default();
     nrpt_sampling::limits::set(Limits {

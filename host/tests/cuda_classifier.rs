@@ -1,5 +1,5 @@
 //! Classifiers (the data target) on the CUDA backend. Without a driver: `nrpt deep` and
-//! `nrpt bench --model mlp` with `--backend cuda` fail with the usual clear error and
+//! `nrpt bench --target classifier` with `--backend cuda` fail with the usual clear error and
 //! write nothing, and `--backend auto` runs them on the CPU. On a GPU: a classifier job
 //! run by the CUDA engine equals, bit for bit, the same run of the kernels' code on the
 //! CPU (nrpt-cuda's `HostMlp`, which the CPU tests compare with nrpt-core): samples,
@@ -29,7 +29,7 @@ fn without_a_driver_cuda_is_refused_and_auto_runs_on_the_cpu() {
         return;
     }
     let small = ["-e", "1", "-p", "2", "-n", "2", "--hidden", "8"];
-    let mut args = vec!["bench", "--model", "mlp", "--backend", "cuda"];
+    let mut args = vec!["bench", "--target", "classifier", "--backend", "cuda"];
     args.extend(small);
     let o = nrpt(&args);
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -57,7 +57,14 @@ fn without_a_driver_cuda_is_refused_and_auto_runs_on_the_cpu() {
     assert!(stderr.contains("no CUDA driver was found"), "{stderr}");
     assert!(!out.exists(), "a failed run wrote {}", out.display());
 
-    let mut args = vec!["bench", "--model", "mlp", "--backend", "auto", "--json"];
+    let mut args = vec![
+        "bench",
+        "--target",
+        "classifier",
+        "--backend",
+        "auto",
+        "--json",
+    ];
     args.extend(small);
     args.extend(["--machine-size", "32"]);
     let o = nrpt(&args);

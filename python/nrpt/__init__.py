@@ -84,6 +84,7 @@ __all__ = [
     "jsonable",
     "optimal_window",
     "paper_window",
+    "read_json",
     "reproduce",
     "round_trip_rate",
     "run",
@@ -326,7 +327,8 @@ class Decision:
 class Controller:
     """The swap controller of non-reversible parallel tempering for your own loop.
 
-    Keep P models (replicas) that never move; the controller permutes them over the
+    Keep P chains (your models, one per chain; chain r is "replica r" in the by-replica
+    views) that never move; the controller permutes them over the
     levels of a learning-rate ladder. Each iteration: step every model r with
     ``learning_rates[r]`` (:meth:`ask`), compute its stochastic energy (a mini-batch
     loss), and :meth:`tell` the P energies **by replica**. The controller then runs
@@ -373,7 +375,7 @@ class Controller:
     Parameters are the keys of ``nrpt run`` (``None``: the default of ``rules``):
 
     chains
-        P, the number of models (>= 2).
+        P, the number of chains (>= 2): the models you keep, one per chain.
     window
         The swap window W: a number of iterations, ``"opt"`` (the best integer
         window by Lemma 1 for P and S; default), ``"paper"`` (the paper's formula) or
@@ -679,7 +681,7 @@ class Controller:
 
     @property
     def chains(self) -> int:
-        """P, the number of models."""
+        """P, the number of chains."""
         return self._native.chains
 
     @property
@@ -1086,9 +1088,19 @@ def _emit(result: Dict[str, Any], strict: bool, what: str) -> Dict[str, Any]:
     return result
 
 
+_NAMED_NUMBERS = {"NaN": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+"""How nrpt's JSON writes the numbers JSON has no literal for (the book's outputs
+chapter), and the floats they stand for."""
+
+
+def _is_named(value: Any) -> bool:
+    return isinstance(value, str) and value in _NAMED_NUMBERS
+
+
 def _columns(rows: Sequence[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
     """Rows of dicts as a dict of arrays (one per key of the first row): booleans as a
-    bool array, numbers as numbers (NaN for a missing one), anything else as objects."""
+    bool array, numbers as numbers (``"NaN"``, ``"inf"`` and ``"-inf"`` as the floats
+    they name, NaN for a missing one), anything else as objects."""
     if not rows:
         return {}
     out: Dict[str, np.ndarray] = {}
@@ -1098,8 +1110,11 @@ def _columns(rows: Sequence[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
             out[key] = np.asarray(values, dtype=bool)
         elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             out[key] = np.asarray(values)
-        elif all(v is None or isinstance(v, (int, float)) for v in values):
-            out[key] = np.asarray([np.nan if v is None else v for v in values], dtype=float)
+        elif all(v is None or _is_named(v) or isinstance(v, (int, float)) for v in values):
+            out[key] = np.asarray(
+                [np.nan if v is None else _NAMED_NUMBERS[v] if _is_named(v) else v for v in values],
+                dtype=float,
+            )
         else:
             out[key] = np.asarray(values, dtype=object)
     return out
@@ -1257,7 +1272,8 @@ def jsonable(value: Any) -> Any:
     """A result (of :func:`run`, :func:`reproduce`, :func:`deep`, :func:`scale`, or any
     dict of them) as plain Python values, as the command's JSON writes them: arrays as
     (nested) lists, NumPy scalars as ``int``/``float``/``bool``, NaN and infinities as
-    ``None``. ``json.dumps(nrpt.jsonable(r), allow_nan=False)`` then works."""
+    the strings ``"NaN"``, ``"inf"`` and ``"-inf"``. ``json.dumps(nrpt.jsonable(r),
+    allow_nan=False)`` then works, and :func:`read_json` reads it back."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, np.ndarray):
@@ -1269,7 +1285,27 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return jsonable(value.item())
     if isinstance(value, float) and not np.isfinite(value):
-        return None
+        return "NaN" if value != value else "inf" if value > 0 else "-inf"
+    return value
+
+
+def read_json(path: Union[str, "os.PathLike[str]"]) -> Any:
+    """A JSON file nrpt wrote (``results.json``, ``summary.json``, ``reference.json``,
+    a ``--json`` line saved to a file, :func:`jsonable`'s output) as Python values,
+    with the strings ``"NaN"``, ``"inf"`` and ``"-inf"``, nrpt's names for the numbers
+    JSON has no literal for, read as those floats. (nrpt writes these three strings only
+    where a number stands.)"""
+    with open(path, encoding="utf-8") as f:
+        return _numbers(json.load(f))
+
+
+def _numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if _is_named(value):
+        return _NAMED_NUMBERS[value]
     return value
 
 
@@ -1366,7 +1402,9 @@ def run(*, progress: bool = False, strict: bool = False, **options: Any) -> Dict
     ``warmup``, ``config`` (a TOML file), ``threads``, ``backend``, ``device``,
     ``math`` (the CUDA kernels' floating-point mode: ``"exact"``, the default and the
     CPU's bits, ``"fma"`` or ``"fast"``, the GPU's hardware log/sin/cos with the same
-    statistics but not the same bits; the CPU computes exactly). The
+    statistics but not the same bits; the CPU computes exactly), ``precision`` (how
+    the GPU stores the states: ``"f32"``, the default, ``"bf16"`` or ``"f16"``; the
+    CPU keeps f32 states and refuses the others with a ``ValueError``). The
     defaults are the command's. ``progress=True`` shows its progress bar on stderr;
     warnings become ``RuntimeWarning`` (``strict=True``: a ``ValueError``).
 
@@ -1472,10 +1510,12 @@ def scale(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     1, ``results.json`` as a dict (``settings``, ``points``, ``fits``) plus
     ``columns``, the points as a dict of arrays (``chains``, ``window``,
     ``expected_round_trip``, ``model_expected_round_trip``, ``ratio``, ...).
-    Keywords: ``model``, ``chains`` (``"8,16,64"``, ``"8..4096"`` or a list),
+    Keywords: ``target``, ``chains`` (``"8,16,64"``, ``"8..4096"`` or a list),
     ``window`` (``"1,opt"`` or a list), ``swap_rate``, ``rates_file``,
     ``ensembles``, ``target_se``, ``max_iterations``, ``warmup``, ``seed``, ``dim``,
-    ``shard``, ``threads``, ``backend``, ``device``, ``math``, ``out``, ``force``."""
+    ``part`` (``"i/n"``: the points i, i + n, ...), ``threads``, ``backend``,
+    ``device``, ``math``, ``out``, ``force``. ``model`` and ``shard``, their names
+    before, still work with a ``DeprecationWarning``."""
     argv = _argv("scale", "scale", options)
     result = _nrpt.scale(argv, progress, _written(options))
     result["columns"] = _columns(result["points"])

@@ -27,6 +27,7 @@ __all__ = [
     "jsonable",
     "optimal_window",
     "paper_window",
+    "read_json",
     "reproduce",
     "round_trip_rate",
     "run",
@@ -72,6 +73,8 @@ def round_trip_rate(chains: int, window: float, swap_rate: float) -> float:
 
 def flat(table: Mapping[str, Any]) -> Dict[str, np.ndarray]: ...
 def jsonable(value: Any) -> Any: ...
+def read_json(path: _Path) -> Any:
+    """A JSON file of nrpt's, ``"NaN"``, ``"inf"`` and ``"-inf"`` read as floats."""
 def unflatten(theta: npt.ArrayLike, layers: Sequence[int]) -> Dict[str, npt.NDArray[Any]]: ...
 
 AUTO_BUFFER_ITERATIONS: int
@@ -256,17 +259,23 @@ def run(
     progress: bool = False,
     strict: bool = False,
     config: Optional[_Path] = None,
-    target: Optional[Literal["modes2d", "sum-modes", "classifier", "gaussian-path"]] = None,
+    # The configuration keys, generated from sampling/src/config/keys.rs by host/tests/it/cli.rs
+    # (NRPT_BLESS=1 cargo test -p nrpt-host --test it cli::reference):
+    target: Optional[Literal["modes2d", "sum-modes", "classifier", "gaussian-path", "mixture"]] = None,
     dim: Optional[int] = None,
     chains: Union[int, Literal["auto"], None] = None,
     ensembles: Optional[int] = None,
     iterations: Optional[int] = None,
     window: Optional[_Window] = None,
-    rule: Optional[_Rule] = None,
+    rule: Optional[Literal["buffered", "metropolis"]] = None,
     swap_rate: Optional[float] = None,
     eta_min: Optional[float] = None,
     eta_max: Optional[float] = None,
-    explorer: Optional[_Explorer] = None,
+    explorer: Optional[Literal["sgd", "sgld", "msgd", "mala", "hmc"]] = None,
+    explorer_steps: Optional[int] = None,
+    leapfrog_steps: Optional[int] = None,
+    exact: Optional[bool] = None,
+    quick: Optional[bool] = None,
     momentum: Optional[float] = None,
     buffer: Optional[float] = None,
     noise: Optional[float] = None,
@@ -277,14 +286,16 @@ def run(
     gamma_b: Optional[float] = None,
     buffer_scale: Optional[float] = None,
     seed: Optional[int] = None,
-    preset: Optional[_Preset] = None,
+    preset: Optional[Literal["paper", "authors-code"]] = None,
     pair_energies: Optional[Literal["per-level", "fresh-per-test"]] = None,
     sweep_order: Optional[Literal["simultaneous", "sequential"]] = None,
     ladder_update: Optional[Literal["jacobi", "in-place"]] = None,
     buffer_projection: Optional[Literal["non-negative", "unprojected"]] = None,
+    step_energy: Optional[Literal["after-step", "shared-batch"]] = None,
     momentum_on_swap: Optional[Literal["reset", "carry"]] = None,
     ladder_decimals: Optional[int] = None,
     inclusive_iterations: Optional[bool] = None,
+    dataset: Optional[str] = None,
     data: _Data = None,
     labels: _Data = None,
     test_data: _Data = None,
@@ -292,11 +303,14 @@ def run(
     hidden: Union[Sequence[int], str, None] = None,
     batch: Optional[int] = None,
     prior_sigma: Optional[float] = None,
+    target_arg: Optional[str] = None,
+    math: Optional[Literal["exact", "fma", "fast"]] = None,
+    precision: Optional[Literal["f32", "bf16", "f16"]] = None,
     thin: Optional[int] = None,
     warmup: Optional[int] = None,
+    # (end of the generated keys)
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
-    math: Optional[_Math] = None,
     device: Optional[int] = None,
 ) -> Dict[str, Any]:
     """``nrpt run``, its outputs as a dict of values and NumPy arrays."""
@@ -350,7 +364,7 @@ def deep(
 def scale(
     *,
     progress: bool = False,
-    model: Optional[Literal["bernoulli", "modes2d", "sum-modes", "gaussian-path"]] = None,
+    target: Optional[Literal["bernoulli", "modes2d", "sum-modes", "gaussian-path"]] = None,
     chains: Union[Sequence[int], str, None] = None,
     window: Union[Sequence[Union[int, str]], str, None] = None,
     swap_rate: Union[Sequence[float], float, str, None] = None,
@@ -361,7 +375,7 @@ def scale(
     warmup: Optional[int] = None,
     seed: Optional[int] = None,
     dim: Optional[int] = None,
-    shard: Optional[str] = None,
+    part: Optional[str] = None,
     threads: Optional[int] = None,
     backend: Optional[_Backend] = None,
     math: Optional[_Math] = None,

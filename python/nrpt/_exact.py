@@ -3,7 +3,7 @@
 The tempered densities are ``pi_beta(x) ∝ pi_0(x) · L(x)**beta``: ``pi_0`` is the
 reference (the prior, or anything normalized that your sampler can draw or explore
 exactly), ``L`` the likelihood and ``beta`` in [0, 1]; ``beta = 1`` is the posterior,
-``beta = 0`` the reference. You keep P replicas (states of your model, never moved by
+``beta = 0`` the reference. You keep P chains (states of your model, never moved by
 nrpt) and a sampler; each iteration
 
 1. :meth:`ExactController.ask` gives the ``beta`` of every replica;
@@ -142,7 +142,8 @@ def _floats(name: str, values: Any, length: int) -> np.ndarray:
 class ExactController:
     """Exact non-reversible parallel tempering around your own sampler (ask/tell).
 
-    Keep P replicas of your model's state. Each iteration, :meth:`ask` gives the
+    Keep P chains of your model's state (chain r is "replica r" in the by-replica
+    views). Each iteration, :meth:`ask` gives the
     inverse temperature ``beta`` of every replica (by replica); move each replica with
     your own exact sampler of ``pi_beta(x) ∝ pi_0(x) · L(x)**beta`` at its ``beta``
     (``beta = 0``: the reference ``pi_0``, which the sampler must draw or explore
@@ -154,8 +155,9 @@ class ExactController:
     Parameters
     ----------
     chains
-        P, the number of replicas (>= 2). ``recommended_chains`` says how many the
-        measured barrier asks for (about 2Λ + 1).
+        P, the number of chains (>= 2): the states you keep, one per chain.
+        ``recommended_chains`` says how many the measured barrier asks for (about
+        2Λ + 1).
     seed, ensemble
         Philox key of the swaps' random numbers (0 <= each < 2**32): the same seed and
         the same log-likelihoods give the same run, bit for bit.
@@ -276,7 +278,7 @@ class ExactController:
 
     @property
     def chains(self) -> int:
-        """P, the number of replicas."""
+        """P, the number of chains."""
         return self._native.chains
 
     @property

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -13,6 +14,13 @@ import numpy as np
 from . import _nrpt
 
 _FLAG_CACHE: Dict[str, Dict[str, bool]] = {}
+
+RENAMED: Dict[str, Dict[str, str]] = {
+    "scale": {"model": "target", "shard": "part"},
+}
+"""The keywords of the previous release still read, for one release, with a
+``DeprecationWarning``: by command, the old keyword and today's (the command line's
+``--model`` and ``--shard`` of ``nrpt scale``, now ``--target`` and ``--part``)."""
 
 
 def known_flags(command: str) -> Dict[str, bool]:
@@ -55,7 +63,19 @@ def argv(
     known = known_flags(command)
     names = [k for k in known if allowed is None or k in allowed]
     out: List[str] = []
+    renamed = RENAMED.get(command, {})
     for key, value in options.items():
+        if key in renamed:
+            new = renamed[key]
+            if new in options:
+                raise TypeError(f"{function}() got both {key!r} and {new!r} (the same keyword, renamed)")
+            warnings.warn(
+                f"{function}({key}=...) is now {function}({new}=...); the old keyword goes in "
+                "the next release",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            key = new
         if refused and key in refused:
             raise TypeError(f"{function}() does not take {key!r}: {refused[key]}")
         if key not in names:

@@ -286,8 +286,8 @@ class DistributedController:
         A :class:`Communicator` (:func:`mpi`, :func:`torch_dist`,
         :func:`communicator`, :func:`thread_group`).
     chains
-        P, the total number of models over all ranks. Leave it out when passing
-        ``controller``.
+        P, the number of chains over all ranks (one model each). Leave it out when
+        passing ``controller``.
     owned
         The replicas this rank owns, in the order of its energies: an int or a
         sequence of ints. Default: one model per rank (``[rank]``) when P equals the
@@ -541,7 +541,7 @@ class DistributedController:
 
     @property
     def chains(self) -> int:
-        """P, the number of models over all ranks."""
+        """P, the number of chains over all ranks."""
         return self._controller.chains
 
     @property

@@ -1,6 +1,7 @@
 //! Rust values to Python ones: JSON-like trees (every report of the host is
 //! `Serialize`) to dicts and lists, vectors to NumPy arrays.
 
+use nrpt_sampling::json;
 use numpy::ndarray::{Array, Array2};
 use numpy::{Element, IntoPyArray, PyArray1};
 use pyo3::prelude::*;
@@ -40,9 +41,10 @@ pub fn json_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>
     })
 }
 
-/// Any `Serialize` value as Python objects (through JSON values, floats exact).
+/// Any `Serialize` value as Python objects, as the command's JSON has it (through JSON
+/// values, floats exact, NaN and infinities as `"NaN"`, `"inf"` and `"-inf"`).
 pub fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
-    let v = serde_json::to_value(value)
+    let v = json::to_value(value)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     json_to_py(py, &v)
 }
@@ -128,13 +130,14 @@ pub fn add_outputs<'py>(
 }
 
 /// Top-level lists of numbers of `d` (a report's vectors) as NumPy arrays: 1-D, or 2-D
-/// for lists of equally long lists of numbers.
+/// for lists of equally long lists of numbers (NaN and infinities as floats again).
 pub fn lists_to_arrays(py: Python<'_>, d: &Bound<'_, PyDict>, value: &Value) -> PyResult<()> {
     let Value::Object(map) = value else {
         return Ok(());
     };
-    let numbers =
-        |items: &[Value]| -> Option<Vec<f64>> { items.iter().map(Value::as_f64).collect() };
+    // A number, or the name of a non-finite one (nrpt_sampling::json).
+    let number = |v: &Value| v.as_f64().or_else(|| v.as_str().and_then(json::named));
+    let numbers = |items: &[Value]| -> Option<Vec<f64>> { items.iter().map(number).collect() };
     for (k, v) in map {
         let Value::Array(items) = v else { continue };
         if items.is_empty() {

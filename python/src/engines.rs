@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 use nrpt::cli::{Command, EngineArgs};
 use nrpt::commands::{self, gaussian_path};
 use nrpt_core::exact::GaussianPath;
-use nrpt_sampling::config::{MathKind, RunConfig};
+use nrpt_sampling::config::{MathKind, PrecisionKind, RunConfig};
 use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
 use nrpt_sampling::engine::{Backend, Job, RunOutput};
 use nrpt_sampling::output::{OutDir, OutPolicy};
@@ -38,20 +38,26 @@ fn in_pool<T: Send>(
 }
 
 /// The backend of `--backend`, `--device` and `--threads`, its kernels under `math`
-/// (`--math`; exact when not given) (silent: the result says which backend ran).
-fn backend_of(e: &EngineArgs, math: Option<MathKind>) -> anyhow::Result<Box<dyn Backend>> {
+/// (`--math`; exact when not given) and its states stored as `precision` says
+/// (`--precision`) (silent: the result says which backend ran).
+fn backend_of(
+    e: &EngineArgs,
+    math: Option<MathKind>,
+    precision: PrecisionKind,
+) -> anyhow::Result<Box<dyn Backend>> {
     let cpu = CpuBackend {
         threads: e.threads(),
         simd: Simd::Auto,
         fast_math: false,
     };
-    Ok(commands::select_backend(
+    commands::select_backend(
         e.backend,
         e.device,
         cpu,
         true,
         math.unwrap_or_default(),
-    )?)
+        precision,
+    )
 }
 
 /// A finished `nrpt run`.
@@ -83,12 +89,14 @@ pub fn run<'py>(
     let ran = interruptible(py, || {
         in_pool(args.engine.threads(), || {
             let config = commands::run::load_config(&args)?;
+            // Chosen first, as the command chooses it: a storage the engine cannot
+            // keep is refused whatever the target.
+            let backend = backend_of(&args.engine, Some(config.math), config.precision)?;
             if gaussian_path::applies(&config) {
                 let c = gaussian_path::compute(&config, quiet)?;
                 return Ok(Ran::Exact(Box::new((config, c))));
             }
             let job = config.job(config.record())?;
-            let backend = backend_of(&args.engine, Some(config.math))?;
             let started = Instant::now();
             let out = commands::run_job(backend.as_ref(), &job, "run", quiet)?;
             let seconds = started.elapsed().as_secs_f64();
@@ -123,7 +131,7 @@ fn sgd_result<'py>(
     // The summary (its vectors as arrays), then what the files hold, from the one
     // description the command writes them from.
     let d = to_dict(py, summary)?;
-    let json = serde_json::to_value(summary).map_err(value_error)?;
+    let json = nrpt_sampling::json::to_value(summary).map_err(value_error)?;
     lists_to_arrays(py, &d, &json)?;
     let (p, e) = (job.chains, out.ensembles.len());
     d.set_item("seconds", seconds)?;
@@ -183,7 +191,7 @@ pub fn reproduce<'py>(
             } else {
                 None
             };
-            let backend = backend_of(&args.engine, args.math)?;
+            let backend = backend_of(&args.engine, args.math, PrecisionKind::F32)?;
             match out {
                 None => Ok((
                     commands::reproduce::compute(s, args.shard, backend.as_ref(), !progress)?,
@@ -256,7 +264,7 @@ pub fn deep<'py>(
             } else {
                 None
             };
-            let backend = backend_of(&args.engine, args.math)?;
+            let backend = backend_of(&args.engine, args.math, PrecisionKind::F32)?;
             let say = |what: &str| {
                 if progress {
                     eprintln!("deep: {what}");
@@ -299,7 +307,7 @@ pub fn scale<'py>(
     };
     if args.action.is_some() {
         return Err(value_error(
-            "`scale merge` joins result folders; from Python, run the sweep (or each shard) and join the dicts",
+            "`scale merge` joins result folders; from Python, run the sweep (or each part) and join the dicts",
         ));
     }
     let sweep = &args.sweep;
@@ -314,7 +322,7 @@ pub fn scale<'py>(
             } else {
                 None
             };
-            let backend = backend_of(&sweep.engine, sweep.math)?;
+            let backend = backend_of(&sweep.engine, sweep.math, PrecisionKind::F32)?;
             let results = commands::scale::compute(sweep, backend.as_ref(), !progress, &|_| {})?;
             let folder = match out {
                 None => None,

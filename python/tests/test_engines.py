@@ -42,6 +42,17 @@ def assert_same(py: Any, cli: Any, path: str = "") -> None:
         assert py == cli, f"{path}: {py!r} != {cli!r}"
 
 
+def test_the_precision_keyword_is_the_gpus_storage():
+    """``precision=`` is ``--precision``: on the CPU engine only ``"f32"`` runs; the others
+    are refused with the command's message, naming the flag."""
+    kw = dict(target="sum-modes", dim=4, chains=4, ensembles=2, iterations=50, warmup=0, backend="cpu")
+    for p in ("bf16", "f16"):
+        with pytest.raises(ValueError, match=r"precision: bf16/f16 state storage is a GPU option; the CPU engine keeps f32 states"):
+            nrpt.run(precision=p, **kw)
+    r = nrpt.run(precision="f32", **kw)
+    assert "precision" not in r["config"]
+
+
 def test_the_math_keyword(cli, tmp_path):
     """``math=`` is ``--math``: it reaches the configuration and ``summary.json`` (on the
     CPU ``fma`` computes exactly, ``fast`` is the lane groups' fast math)."""
@@ -196,10 +207,10 @@ def test_deep_equals_the_command(cli, tmp_path):
 
 
 def test_scale_equals_the_command(cli, tmp_path):
-    argv = ["--model", "bernoulli", "--chains", "8,16", "--window", "1,opt", "-e", "4",
+    argv = ["--target", "bernoulli", "--chains", "8,16", "--window", "1,opt", "-e", "4",
             "--max-iterations", "20000", "--warmup", "500"]
     report = cli.json("scale", *argv, "-o", str(tmp_path / "o"))
-    r = nrpt.scale(model="bernoulli", chains=[8, 16], window=["1", "opt"], ensembles=4,
+    r = nrpt.scale(target="bernoulli", chains=[8, 16], window=["1", "opt"], ensembles=4,
                    max_iterations=20000, warmup=500)
     assert_same(r, report)
     c = r["columns"]
@@ -207,6 +218,24 @@ def test_scale_equals_the_command(cli, tmp_path):
     assert np.all(np.abs(c["ratio"] - 1) < 0.3)
     # Booleans stay booleans, counts stay integers.
     assert c["capped"].dtype == bool and c["round_trips"].dtype.kind in "iu"
+
+
+def test_old_keywords_of_scale_warn_and_run_as_the_new_ones():
+    """``model`` and ``shard`` (now ``target`` and ``part``) still work, with a
+    DeprecationWarning naming today's keyword, and give the same sweep."""
+    kw = dict(chains=[4, 8], window=["1"], ensembles=2, max_iterations=2000, warmup=100)
+    new = nrpt.scale(target="bernoulli", part="1/2", **kw)
+    with pytest.warns(DeprecationWarning) as caught:
+        old = nrpt.scale(model="bernoulli", shard="1/2", **kw)
+    said = [str(w.message) for w in caught]
+    assert any(s.startswith("scale(model=...) is now scale(target=...)") for s in said), said
+    assert any(s.startswith("scale(shard=...) is now scale(part=...)") for s in said), said
+    assert old["part"] == new["part"] == {"index": 1, "count": 2}
+    assert_same(old, {k: v for k, v in new.items() if k not in ("columns", "points")})
+    for a, b in zip(old["points"], new["points"]):
+        assert_same(a, b)
+    with pytest.raises(TypeError, match="both 'model' and 'target'"):
+        nrpt.scale(model="bernoulli", target="bernoulli", **kw)
 
 
 def test_runs_release_the_gil():

@@ -54,7 +54,7 @@ def deep_result(tmp_path_factory) -> Dict[str, Any]:
 @pytest.fixture(scope="module")
 def scaled(tmp_path_factory) -> Dict[str, Any]:
     out = tmp_path_factory.mktemp("scale") / "folder"
-    return nrpt.scale(model="bernoulli", chains=[4, 8], window=["1", "opt"], ensembles=2,
+    return nrpt.scale(target="bernoulli", chains=[4, 8], window=["1", "opt"], ensembles=2,
                       max_iterations=4000, warmup=100, out=str(out))
 
 
@@ -203,6 +203,24 @@ def test_every_result_is_json_safe_through_jsonable(result):
     assert json.loads(text) == plain
 
 
+def test_non_finite_numbers_round_trip_through_nrpts_json(tmp_path):
+    """NaN and infinities are written as the command writes them ("NaN", "inf", "-inf"),
+    and read back as the same floats; the columns of rows hold them as floats."""
+    value = {"a": float("nan"), "b": [1.5, float("inf"), float("-inf")], "c": np.float32("nan"),
+             "d": {"e": None, "f": "label"}}
+    plain = nrpt.jsonable(value)
+    assert plain == {"a": "NaN", "b": [1.5, "inf", "-inf"], "c": "NaN", "d": {"e": None, "f": "label"}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(plain, allow_nan=False))
+    back = nrpt.read_json(path)
+    assert np.isnan(back["a"]) and np.isnan(back["c"])
+    assert back["b"] == [1.5, float("inf"), float("-inf")]
+    assert back["d"] == {"e": None, "f": "label"}
+    cols = nrpt._columns([{"x": 1.0, "y": "inf"}, {"x": "NaN", "y": 2}])
+    assert cols["x"].dtype == float and np.isnan(cols["x"][1])
+    np.testing.assert_array_equal(cols["y"], [np.inf, 2.0])
+
+
 @pytest.mark.parametrize("result", RESULTS, indirect=True, ids=RESULTS)
 def test_flags_are_booleans(result):
     # Known flags, wherever they are, hold booleans (never 0/1 or "true").
@@ -262,7 +280,7 @@ def test_figures_written_are_returned(name, reproduced, deep_result, scaled, tmp
 
 def test_without_out_nothing_is_written_and_figures_is_empty(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    r = nrpt.scale(model="bernoulli", chains=[4], window=["1"], ensembles=2, max_iterations=2000,
+    r = nrpt.scale(target="bernoulli", chains=[4], window=["1"], ensembles=2, max_iterations=2000,
                    warmup=100)
     assert r["figures"] == {} and r["out"] is None
     assert list(tmp_path.iterdir()) == []
@@ -273,7 +291,7 @@ def test_out_refuses_a_folder_nrpt_did_not_write(tmp_path):
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(ValueError, match="force"):
-        nrpt.scale(model="bernoulli", chains=[4], window=["1"], ensembles=2, max_iterations=2000,
+        nrpt.scale(target="bernoulli", chains=[4], window=["1"], ensembles=2, max_iterations=2000,
                    warmup=100, out=str(mine))
     assert (mine / "notes.txt").read_text() == "keep me"
 

@@ -19,7 +19,8 @@
 //!   users' files opened safely; [`npy`]: NumPy `.npy` arrays, read and written;
 //! - [`stats`]: bootstrap intervals and convergence diagnostics (R̂, ESS);
 //! - [`output`]: output folders written atomically, never over what nrpt did not
-//!   write; [`interrupt`]: Ctrl-C and SIGTERM as a stop request every long loop hears;
+//!   write; [`json`]: nrpt's JSON, NaN and infinities written as `"NaN"`, `"inf"` and
+//!   `"-inf"` and read back; [`interrupt`]: Ctrl-C and SIGTERM as a stop request every long loop hears;
 //!   [`limits`]: memory and size caps; [`machine`]: the machine a table was measured
 //!   on; [`console`]: printing without panics.
 //!
@@ -46,6 +47,7 @@ pub mod engine;
 pub mod error;
 pub mod input;
 pub mod interrupt;
+pub mod json;
 pub mod limits;
 pub mod machine;
 pub mod npy;

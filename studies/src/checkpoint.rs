@@ -242,8 +242,8 @@ pub fn changed_inputs(saved: &[InputDigest], now: &[InputDigest]) -> Vec<String>
 pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
     let texts = [
         version(),
-        serde_json::to_string(&c.config)?,
-        serde_json::to_string(&c.inputs)?,
+        nrpt_sampling::json::to_string(&c.config)?,
+        nrpt_sampling::json::to_string(&c.inputs)?,
     ];
     let state_len = postcard::serialize_with_flavor::<_, _, usize>(
         &c.state,
@@ -434,10 +434,10 @@ pub fn decode<C: DeserializeOwned>(
             ours: env!("CARGO_PKG_VERSION"),
         });
     }
-    let config: C =
-        serde_json::from_str(&text()?).map_err(|e| damaged(format!("configuration: {e}")))?;
+    let config: C = nrpt_sampling::json::from_str(&text()?)
+        .map_err(|e| damaged(format!("configuration: {e}")))?;
     let inputs: Vec<InputDigest> =
-        serde_json::from_str(&text()?).map_err(|e| damaged(format!("inputs: {e}")))?;
+        nrpt_sampling::json::from_str(&text()?).map_err(|e| damaged(format!("inputs: {e}")))?;
     let every = payload
         .get(at..at + 8)
         .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))

@@ -244,8 +244,8 @@ fn read_summary(folder: &Path, command: &str) -> Result<Summary, ShardError> {
         "the cap of a shard's shard.json",
     )
     .map_err(|e| not(format!("cannot read its {SUMMARY} ({e})")))?;
-    let s: Summary =
-        serde_json::from_str(&text).map_err(|e| not(format!("its {SUMMARY} is not one: {e}")))?;
+    let s: Summary = nrpt_sampling::json::from_str(&text)
+        .map_err(|e| not(format!("its {SUMMARY} is not one: {e}")))?;
     if s.format != FORMAT {
         return Err(not(format!("its {SUMMARY} has format `{}`", s.format)));
     }
@@ -347,7 +347,7 @@ pub fn read_records<T: serde::de::DeserializeOwned>(
         "the cap of a shard's records.json",
     )
     .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
+    nrpt_sampling::json::from_str(&text).map_err(|e| {
         ConfigError::new(
             "inputs",
             format!(

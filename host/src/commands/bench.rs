@@ -135,8 +135,8 @@ pub fn run(
         ensembles,
         iterations,
         window: args.window,
-        ..match args.model {
-            crate::cli::BenchModel::SumModes => RunConfig {
+        ..match args.target {
+            crate::cli::BenchTarget::SumModes => RunConfig {
                 dim: args.dim as usize,
                 ..RunConfig::defaults_for(TargetName::of(
                     &nrpt_sampling::targets::sum_modes::SUM_MODES,
@@ -186,7 +186,7 @@ pub fn run(
         modes: Vec::new(),
     };
     if json {
-        say!("{}", serde_json::to_string(&report)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&report)?)?;
     } else {
         say!(
             "{} on {} (D = {}): {} ensembles × {} chains × {} iterations in {:.3} s: {:.3e} \
@@ -335,7 +335,7 @@ fn run_cuda(
         modes,
     };
     if json {
-        say!("{}", serde_json::to_string(&report)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&report)?)?;
         return Ok(());
     }
     say!(
@@ -378,7 +378,7 @@ fn run_cuda(
     Ok(())
 }
 
-/// The answer of `nrpt bench --model bernoulli`.
+/// The answer of `nrpt bench --target bernoulli`.
 #[derive(Debug, Serialize)]
 pub struct BernoulliReport {
     /// E as run: the simulator runs whole groups of 32 ensembles, so E is rounded up.
@@ -455,7 +455,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         peak_memory_bytes: nrpt_sampling::limits::peak_memory(),
     };
     if json {
-        say!("{}", serde_json::to_string(&r)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&r)?)?;
     } else {
         say!(
             "bernoulli: {} ensembles × {} pairs × {} iterations in {:.3} s: {:.3e} pair-updates/s",
@@ -469,7 +469,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// The answer of `nrpt bench --model mlp`.
+/// The answer of `nrpt bench --target classifier`.
 #[derive(Clone, Debug, Serialize)]
 pub struct MlpReport {
     /// Backend measured.
@@ -736,7 +736,7 @@ pub fn mlp(
         }
     };
     if json {
-        say!("{}", serde_json::to_string(&report)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&report)?)?;
         return Ok(());
     }
     if report.modes.is_empty() {

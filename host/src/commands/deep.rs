@@ -278,9 +278,13 @@ fn shard_of(args: &DeepArgs) -> Result<(Range<usize>, Option<Summary>)> {
     match args.shard {
         None => Ok((0..s.seeds, None)),
         Some(sh) => {
-            let summary =
-                Summary::new("deep", sh, s.seeds, serde_json::to_value(Config::of(args))?)
-                    .map_err(|e| ConfigError::new("shard", e.to_string()))?;
+            let summary = Summary::new(
+                "deep",
+                sh,
+                s.seeds,
+                nrpt_sampling::json::to_value(&Config::of(args))?,
+            )
+            .map_err(|e| ConfigError::new("shard", e.to_string()))?;
             Ok((sh.block(s.seeds)?, Some(summary)))
         }
     }
@@ -289,7 +293,7 @@ fn shard_of(args: &DeepArgs) -> Result<(Range<usize>, Option<Summary>)> {
 /// Writes a shard's `records.json` (compact: it is large, and read by the merge) and
 /// `shard.json` into `dir`.
 pub fn write_shard(dir: &Path, files: &ShardFiles) -> Result<()> {
-    let mut text = serde_json::to_vec(&files.records)?;
+    let mut text = nrpt_sampling::json::to_vec(&files.records)?;
     text.push(b'\n');
     nrpt_sampling::output::write_atomic(&dir.join(RECORDS), &text)?;
     write_json(&dir.join(shard::SUMMARY), &files.summary)?;
@@ -331,7 +335,7 @@ pub fn run(args: &DeepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> R
 /// Prints the report of a comparison whose outputs are in `folder`.
 fn print(report: &Report, folder: &Path, json: bool) -> Result<()> {
     if json {
-        say!("{}", serde_json::to_string(report)?)?;
+        say!("{}", nrpt_sampling::json::to_string(report)?)?;
         return Ok(());
     }
     print_table(report)?;
@@ -360,7 +364,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
     let (first_folder, first) = (&set[0].0, &set[0].1);
     let in_first =
         |e: String| ConfigError::new("inputs", format!("{}: {e}", first_folder.display()));
-    let config: Config = serde_json::from_value(first.settings.clone())
+    let config: Config = nrpt_sampling::json::from_value(first.settings.clone())
         .map_err(|e| in_first(format!("its settings are not a deep comparison's: {e}")))?;
     let args = config.args(out_dir.to_path_buf());
     let total = settings(&args, 1.0).map_err(|e| in_first(e.to_string()))?;

@@ -56,7 +56,7 @@ pub fn run(json: bool) -> Result<()> {
         },
     };
     if json {
-        say!("{}", serde_json::to_string(&report)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&report)?)?;
         return Ok(());
     }
     if report.devices.is_empty() {

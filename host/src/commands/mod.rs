@@ -16,7 +16,7 @@ use std::path::Path;
 
 use crate::cli::BackendKind;
 use crate::progress::Progress;
-use nrpt_sampling::config::MathKind;
+use nrpt_sampling::config::{MathKind, PrecisionKind};
 use nrpt_sampling::engine::cpu::CpuBackend;
 use nrpt_sampling::engine::cuda::CudaBackend;
 use nrpt_sampling::engine::{Backend, EngineError, Job, OnProgress, RunOutput};
@@ -26,14 +26,26 @@ use nrpt_sampling::engine::{Backend, EngineError, Job, OnProgress, RunOutput};
 /// kernels do not implement; `cuda` is an error without a GPU. The GPU's kernels are
 /// compiled under `math` (`--math`); on the CPU `fast` switches the 2D toy's lane
 /// groups to fast mode's math ([`CpuBackend::fast_math`]) and the rest computes exactly
-/// (a note says so when `math` is not exact and the CPU runs).
+/// (a note says so when `math` is not exact and the CPU runs). The GPU stores its
+/// states as `precision` says (`--precision`); `bf16` and `f16` need the GPU, so where
+/// the CPU would run (`cpu`, `auto` without a GPU, or a job the GPU cannot run) they
+/// are refused with a [`ConfigError`](nrpt_sampling::config::ConfigError) naming
+/// `--precision`.
 pub fn select_backend(
     kind: BackendKind,
     device: usize,
     cpu: CpuBackend,
     silent: bool,
     math: MathKind,
-) -> Result<Box<dyn Backend>, EngineError> {
+    precision: PrecisionKind,
+) -> anyhow::Result<Box<dyn Backend>> {
+    let cpu_refuses = || -> anyhow::Result<()> {
+        if precision.is_f32() {
+            Ok(())
+        } else {
+            Err(nrpt_sampling::config::cpu_precision_error().into())
+        }
+    };
     // The CPU's fast mode: the 2D toy's lane groups only (`CpuBackend::fast_math`).
     let cpu = CpuBackend {
         fast_math: math == MathKind::Fast,
@@ -54,10 +66,15 @@ pub fn select_backend(
     };
     match kind {
         BackendKind::Cpu => {
+            cpu_refuses()?;
             cpu_note(silent);
             Ok(Box::new(cpu))
         }
-        BackendKind::Cuda => Ok(Box::new(CudaBackend::open(device)?.with_math(math.mode()))),
+        BackendKind::Cuda => Ok(Box::new(
+            CudaBackend::open(device)?
+                .with_math(math.mode())
+                .with_precision(precision.storage()),
+        )),
         BackendKind::Auto => match CudaBackend::open(device) {
             Ok(gpu) => {
                 if !silent {
@@ -67,10 +84,18 @@ pub fn select_backend(
                         math.name()
                     );
                 }
-                let gpu = gpu.with_math(math.mode());
-                Ok(Box::new(Auto { gpu, cpu, silent }))
+                let gpu = gpu
+                    .with_math(math.mode())
+                    .with_precision(precision.storage());
+                Ok(Box::new(Auto {
+                    gpu,
+                    cpu,
+                    silent,
+                    gpu_only: (!precision.is_f32()).then_some(precision),
+                }))
             }
             Err(e) => {
+                cpu_refuses().map_err(|c| c.context(format!("backend auto found no GPU ({e})")))?;
                 if !silent {
                     note!("backend: cpu (no GPU: {e})");
                 }
@@ -81,11 +106,13 @@ pub fn select_backend(
     }
 }
 
-/// `--backend auto` with a GPU: the GPU, or the CPU for the jobs it cannot run.
+/// `--backend auto` with a GPU: the GPU, or the CPU for the jobs it cannot run (none
+/// under a storage only the GPU has, `gpu_only`).
 struct Auto {
     gpu: CudaBackend,
     cpu: CpuBackend,
     silent: bool,
+    gpu_only: Option<PrecisionKind>,
 }
 
 impl Backend for Auto {
@@ -96,6 +123,13 @@ impl Backend for Auto {
     fn run(&self, job: &Job, progress: OnProgress<'_>) -> Result<RunOutput, EngineError> {
         match self.gpu.unsupported(job) {
             None => self.gpu.run(job, progress),
+            Some(why) if self.gpu_only.is_some() => Err(EngineError::Backend {
+                backend: "cuda",
+                message: format!(
+                    "{why}; --precision {} needs the GPU (the CPU engine keeps f32 states)",
+                    self.gpu_only.map_or("", PrecisionKind::name)
+                ),
+            }),
             Some(why) => {
                 if !self.silent {
                     note!("backend: cpu for this run ({why})");

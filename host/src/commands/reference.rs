@@ -84,7 +84,7 @@ pub fn run(args: &ReferenceArgs, json: bool, quiet: bool) -> Result<()> {
     let folder = out.commit()?;
     super::after_commit(&folder, || {
         if json {
-            say!("{}", serde_json::to_string(&r.meta)?)?;
+            say!("{}", nrpt_sampling::json::to_string(&r.meta)?)?;
             return Ok(());
         }
         print_summary(&result)?;

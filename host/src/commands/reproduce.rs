@@ -401,7 +401,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
     )?;
     let set = shard::read_set(&a.inputs, "reproduce")?;
     let first = &set[0].1;
-    let s: Settings = serde_json::from_value(first.settings.clone()).map_err(|e| {
+    let s: Settings = nrpt_sampling::json::from_value(first.settings.clone()).map_err(|e| {
         ConfigError::new(
             "inputs",
             format!(
@@ -431,7 +431,7 @@ pub fn merge(a: &ShardMergeArgs, json: bool) -> Result<()> {
 /// Prints the results of a reproduction whose outputs are in `folder`.
 fn print(s: &Settings, r: &Results, folder: &Path, json: bool) -> Result<()> {
     if json {
-        say!("{}", serde_json::to_string(&r)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&r)?)?;
         return Ok(());
     }
     say!(

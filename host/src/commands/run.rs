@@ -788,7 +788,7 @@ fn report(
             memory_estimate_bytes,
             peak_memory_bytes: nrpt_sampling::limits::peak_memory(),
         };
-        say!("{}", serde_json::to_string(&report)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&report)?)?;
     } else {
         say!(
             "{} backend: {} ensembles × {} chains × {} iterations in {:.2} s",

@@ -1,8 +1,9 @@
 //! `nrpt scale`: round-trip time against P and W, measured beside Lemma 1, in sweeps
-//! that split into shards, and `nrpt scale merge` to put the shards together.
+//! that split into parts (`--part i/n`: every n-th point), and `nrpt scale merge` to put
+//! the parts together.
 //!
 //! Kept whole past 600 lines: the command's flags and their checks, two figures, a table
-//! and the checks of the shards it merges, all of the sweep's results.json.
+//! and the checks of the parts it merges, all of the sweep's results.json.
 
 use std::path::{Path, PathBuf};
 
@@ -21,13 +22,15 @@ use nrpt_studies::scale::{self, Fit, Point, Settings};
 pub use nrpt_studies::shard::Shard;
 use nrpt_studies::shard::ShardError;
 
-/// `results.json` of a sweep or a shard.
+/// `results.json` of a sweep or a part of one.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Results {
     /// How the sweep ran.
     pub settings: Settings,
-    /// The shard this file holds (None: the whole sweep, or a merge).
-    pub shard: Option<Shard>,
+    /// The part this file holds, i/n: the points i, i + n, … (None: the whole sweep,
+    /// or a merge; `shard` in the files of earlier releases).
+    #[serde(alias = "shard")]
+    pub part: Option<Shard>,
     /// Points, in sweep order.
     pub points: Vec<Point>,
     /// Log-log slopes of `E[T]` against P per window rule and swap rate.
@@ -55,10 +58,10 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         }
         swap_rates.push(v);
     }
-    if a.rates_file.is_some() && a.model != nrpt_studies::scale::Model::Bernoulli {
+    if a.rates_file.is_some() && a.target != nrpt_studies::scale::SweepTarget::Bernoulli {
         return Err(ConfigError::new(
             "rates_file",
-            "applies to --model bernoulli only (the sampler models adapt their own rates)",
+            "applies to --target bernoulli only (the samplers adapt their own rates)",
         )
         .into());
     }
@@ -97,14 +100,14 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     if !(a.target_se > 0.0 && a.target_se < 1.0) {
         return Err(ConfigError::new("target_se", "must lie strictly between 0 and 1").into());
     }
-    let max_iterations = a.max_iterations.unwrap_or(match a.model {
-        nrpt_studies::scale::Model::Bernoulli => 100_000_000,
+    let max_iterations = a.max_iterations.unwrap_or(match a.target {
+        nrpt_studies::scale::SweepTarget::Bernoulli => 100_000_000,
         _ => 20_000,
     });
     if !(1..=1 << 40).contains(&max_iterations) {
         return Err(ConfigError::new("max_iterations", "must be between 1 and 2^40").into());
     }
-    if a.model == nrpt_studies::scale::Model::GaussianPath
+    if a.target == nrpt_studies::scale::SweepTarget::GaussianPath
         && max_iterations < nrpt_studies::exact::MIN_ITERATIONS
     {
         return Err(ConfigError::new(
@@ -121,7 +124,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
     {
         return Err(ConfigError::new("ensembles", format!("must be at most 2^24, got {e}")).into());
     }
-    let samples_states = a.model != nrpt_studies::scale::Model::Bernoulli;
+    let samples_states = a.target != nrpt_studies::scale::SweepTarget::Bernoulli;
     if samples_states && !(1..=nrpt_sampling::config::MAX_DIM).contains(&a.dim) {
         return Err(ConfigError::new(
             "dim",
@@ -150,7 +153,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         .into());
     }
     let s = Settings {
-        model: a.model,
+        target: a.target,
         chains,
         windows,
         swap_rates,
@@ -163,7 +166,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         dim: a.dim,
     };
     s.check()?;
-    if s.model == nrpt_studies::scale::Model::Bernoulli {
+    if s.target == nrpt_studies::scale::SweepTarget::Bernoulli {
         check_bernoulli_memory(&s)?;
     }
     Ok(s)
@@ -504,7 +507,7 @@ fn print_table(r: &Results) -> Result<(), StdoutError> {
     Ok(())
 }
 
-/// Runs a sweep (or one shard of it).
+/// Runs a sweep (or one part of it).
 pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Result<()> {
     // Inputs are read once (a rates file may be a pipe).
     let s = settings(a)?;
@@ -516,7 +519,7 @@ pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Res
             inputs: a.rates_file.iter().cloned().collect(),
         },
     )?;
-    let results = compute_settled(s, a.shard, backend, quiet, &|p| {
+    let results = compute_settled(s, a.part, backend, quiet, &|p| {
         if !quiet && !json {
             note!(
                 "P = {:>5}, W = {:>5} ({}), S = {}: E[T] = {:.1} (Lemma 1 {:.1}, ratio {:.4}) in {:.1} s",
@@ -534,7 +537,7 @@ pub fn run(a: &SweepArgs, backend: &dyn Backend, json: bool, quiet: bool) -> Res
     finish(out, &results, json, "results in")
 }
 
-/// The points and fits of a sweep (or of one shard of it), without writing anything:
+/// The points and fits of a sweep (or of one part of it), without writing anything:
 /// a progress bar unless `quiet`, and `done(point)` as each point is measured.
 pub fn compute(
     a: &SweepArgs,
@@ -542,20 +545,20 @@ pub fn compute(
     quiet: bool,
     done: &(dyn Fn(&Point) + Sync),
 ) -> Result<Results> {
-    compute_settled(settings(a)?, a.shard, backend, quiet, done)
+    compute_settled(settings(a)?, a.part, backend, quiet, done)
 }
 
 /// [`compute`] with the settings already read.
 fn compute_settled(
     s: Settings,
-    shard: Option<Shard>,
+    part: Option<Shard>,
     backend: &dyn Backend,
     quiet: bool,
     done: &(dyn Fn(&Point) + Sync),
 ) -> Result<Results> {
     let all = scale::enumerate(&s);
     let indices: Vec<usize> = (0..all.len())
-        .filter(|&i| shard.is_none_or(|sh| sh.holds(i)))
+        .filter(|&i| part.is_none_or(|sh| sh.holds(i)))
         .collect();
     scale::check_points(&s, &indices)?;
     let progress = Progress::new("scale", indices.len() as u64, quiet);
@@ -567,13 +570,13 @@ fn compute_settled(
     let fits = scale::fits(&points);
     Ok(Results {
         settings: s,
-        shard,
+        part,
         points,
         fits,
     })
 }
 
-/// Merges shard outputs into one sweep.
+/// Merges the outputs of the parts into one sweep.
 pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
     let out = OutDir::prepare(
         &a.out,
@@ -596,7 +599,7 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
             "the cap of a shard's results.json",
         )
         .map_err(|e| ConfigError::new("inputs", format!("cannot read {}: {e}", path.display())))?;
-        let r: Results = serde_json::from_str(&text).map_err(|e| {
+        let r: Results = nrpt_sampling::json::from_str(&text).map_err(|e| {
             ConfigError::new(
                 "inputs",
                 format!(
@@ -615,21 +618,21 @@ pub fn merge(a: &MergeArgs, json: bool) -> Result<()> {
     let fits = scale::fits(&points);
     let results = Results {
         settings,
-        shard: None,
+        part: None,
         points,
         fits,
     };
     finish(out, &results, json, "merged into")
 }
 
-/// The points of every shard of one sweep, each once, in sweep order: refused, by
-/// name, when the shards are not all of one sweep exactly once (another sweep, a shard
-/// twice, a shard missing) or a point is not what the sweep could have written.
+/// The points of every part of one sweep, each once, in sweep order: refused, by
+/// name, when the parts are not all of one sweep exactly once (another sweep, a part
+/// twice, a part missing) or a point is not what the sweep could have written.
 fn merged_points(parts: &[(PathBuf, Results)]) -> Result<Vec<Point>> {
     let Some((first_folder, first)) = parts.first() else {
         return Err(ShardError::NoInputs.into());
     };
-    let shard_of = |r: &Results| r.shard.unwrap_or(Shard::WHOLE);
+    let shard_of = |r: &Results| r.part.unwrap_or(Shard::WHOLE);
     let count = shard_of(first).count;
     let mut seen: Vec<(usize, &PathBuf)> = Vec::new();
     for (folder, r) in parts {
@@ -638,8 +641,8 @@ fn merged_points(parts: &[(PathBuf, Results)]) -> Result<Vec<Point>> {
             return Err(ShardError::OtherRun {
                 folder: folder.clone(),
                 first: first_folder.clone(),
-                found: format!("other settings or {} shards", shard.count),
-                expected: format!("{count} shards"),
+                found: format!("other settings or {} parts", shard.count),
+                expected: format!("{count} parts"),
             }
             .into());
         }
@@ -673,7 +676,7 @@ fn merged_points(parts: &[(PathBuf, Results)]) -> Result<Vec<Point>> {
             ConfigError::new(
                 "inputs",
                 format!(
-                    "{}: its results do not fit shard {shard} of its sweep: {why}",
+                    "{}: its results do not fit part {shard} of its sweep: {why}",
                     folder.display()
                 ),
             )
@@ -682,7 +685,7 @@ fn merged_points(parts: &[(PathBuf, Results)]) -> Result<Vec<Point>> {
             let entry = all
                 .get(p.index)
                 .filter(|_| shard.holds(p.index))
-                .ok_or_else(|| bad(format!("point {} is not one of the shard's", p.index)))?;
+                .ok_or_else(|| bad(format!("point {} is not one of the part's", p.index)))?;
             p.check(&first.settings, entry)
                 .map_err(|why| bad(format!("point {}: {why}", p.index)))?;
             let slot = &mut points[p.index];
@@ -704,7 +707,7 @@ fn finish(out: OutDir, results: &Results, json: bool, verb: &str) -> Result<()> 
     let out = out.commit()?;
     super::after_commit(&out, || {
         if json {
-            say!("{}", serde_json::to_string(results)?)?;
+            say!("{}", nrpt_sampling::json::to_string(results)?)?;
         } else {
             print_table(results)?;
             if figures.is_empty() {

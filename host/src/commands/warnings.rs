@@ -91,7 +91,10 @@ pub fn report_summary<S: Serialize>(
             summary: &'a S,
             seconds: f64,
         }
-        say!("{}", serde_json::to_string(&Report { summary, seconds })?)?;
+        say!(
+            "{}",
+            nrpt_sampling::json::to_string(&Report { summary, seconds })?
+        )?;
     } else {
         text()?;
     }

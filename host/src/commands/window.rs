@@ -74,7 +74,7 @@ pub fn report(chains: usize, swap_rate: f64) -> Result<WindowReport> {
 pub fn run(args: &WindowArgs, json: bool) -> Result<()> {
     let r = report(args.chains, args.swap_rate)?;
     if json {
-        say!("{}", serde_json::to_string(&r)?)?;
+        say!("{}", nrpt_sampling::json::to_string(&r)?)?;
         return Ok(());
     }
     say!("P = {} chains, swap rate S = {}", r.chains, r.swap_rate)?;

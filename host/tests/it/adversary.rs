@@ -679,7 +679,7 @@ fn inputs_are_read_once_and_refusals_name_their_flag() {
                 "--max-memory",
                 "64M",
                 "scale",
-                "--model",
+                "--target",
                 "modes2d",
                 "-p",
                 "1024",

@@ -90,7 +90,7 @@ fn bad_flags_name_the_flag_and_exit_with_2() {
         &["window", "--chains", "1", "--swap-rate", "0.4"],
         "--chains",
     );
-    assert_usage_error(&["reproduce", "--seeds", "0", "-o", o], "--ensembles");
+    assert_usage_error(&["reproduce", "--ensembles", "0", "-o", o], "--ensembles");
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "chians = 3\n").unwrap();
     assert_usage_error(
@@ -98,6 +98,65 @@ fn bad_flags_name_the_flag_and_exit_with_2() {
         "chians",
     );
     assert!(!out.exists(), "nothing is written on bad input");
+}
+
+/// `--precision bf16|f16` is how the GPU stores its states: the CPU engine keeps f32
+/// states, so with `--backend cpu` they are refused (status 2, the flag named, nothing
+/// written) and `f32` runs; `nrpt run --help` says so.
+#[test]
+fn half_precision_states_are_refused_where_the_cpu_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let o = out.to_str().unwrap();
+    let small = [
+        "-p",
+        "4",
+        "-e",
+        "2",
+        "-n",
+        "50",
+        "--backend",
+        "cpu",
+        "-o",
+        o,
+    ];
+    for p in ["bf16", "f16"] {
+        let args = [
+            &[
+                "run",
+                "--target",
+                "sum-modes",
+                "--dim",
+                "8",
+                "--precision",
+                p,
+            ][..],
+            &small,
+        ]
+        .concat();
+        let r = nrpt(&args);
+        let err = common::stderr(&r);
+        assert_eq!(r.status.code(), Some(2), "{p}: {err}");
+        assert!(
+            err.contains(
+                "precision (--precision): bf16/f16 state storage is a GPU option; the CPU \
+                 engine keeps f32 states"
+            ),
+            "{p}: {err}"
+        );
+        assert!(!out.exists(), "{p}: nothing is written");
+    }
+    let args = [&["run", "--precision", "f32", "--json"][..], &small].concat();
+    let v = json_of(&nrpt(&args));
+    assert!(
+        v["config"].get("precision").is_none(),
+        "f32 is the default, not written"
+    );
+    let help = nrpt(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("--precision <PRECISION>"), "{help}");
+    assert!(help.contains("the CPU engine keeps f32 states"), "{help}");
 }
 
 fn read_json(path: &Path) -> Value {
@@ -216,7 +275,7 @@ fn reproduce_writes_results_and_figures() {
         "--quick",
         "--iterations",
         "1500",
-        "--seeds",
+        "--ensembles",
         "2",
         "-o",
         out.to_str().unwrap(),
@@ -314,7 +373,7 @@ fn backends_are_chosen_and_reported() {
 }
 
 #[test]
-fn scale_sweeps_shard_and_merge() {
+fn scale_sweeps_split_into_parts_and_merge() {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole");
     let args = |out: &Path, shard: Option<&str>| {
@@ -330,7 +389,7 @@ fn scale_sweeps_shard_and_merge() {
             "40000",
             "--target-se",
             "0.05",
-            "--seeds",
+            "--ensembles",
             "8",
             "--quiet",
             "--json",
@@ -341,7 +400,7 @@ fn scale_sweeps_shard_and_merge() {
         .collect();
         a.push(out.to_str().unwrap().to_string());
         if let Some(s) = shard {
-            a.push("--shard".into());
+            a.push("--part".into());
             a.push(s.into());
         }
         a
@@ -383,7 +442,7 @@ fn scale_sweeps_shard_and_merge() {
     ] {
         assert!(whole.join(f).exists(), "{f} missing");
     }
-    // Two shards, merged, give the very same points.
+    // Two parts, merged, give the very same points.
     let (s0, s1, merged) = (
         dir.path().join("s0"),
         dir.path().join("s1"),
@@ -418,7 +477,7 @@ fn scale_sweeps_shard_and_merge() {
     };
     assert_eq!(strip(&m), strip(&v));
     assert_eq!(m["fits"], v["fits"]);
-    // Every shard exactly once, every value what the sweep could have written: else a
+    // Every part exactly once, every value what the sweep could have written: else a
     // refusal (status 2) naming the problem, and no output.
     let refused = |inputs: &[&Path], needle: &str| {
         let out = dir.path().join("refused");
@@ -453,17 +512,83 @@ fn scale_sweeps_shard_and_merge() {
         std::fs::write(tampered.join("results.json"), r.to_string()).unwrap();
         refused(&[&tampered, &s1], needle);
     }
-    assert_usage_error(&["scale", "--shard", "2/2"], "--shard");
+    assert_usage_error(&["scale", "--part", "2/2"], "--part");
     assert_usage_error(&["scale", "--chains", "1,8"], "--chains");
     assert_usage_error(&["scale", "--window", "seo"], "--window");
     assert_usage_error(&["scale", "--swap-rate", "1.2"], "--swap-rate");
+}
+
+/// A point without a round trip has an infinite E[T]: `"inf"` in results.json and on
+/// stdout (nrpt's one convention for non-finite numbers), read back to the same value by
+/// `scale merge`, as is the `null` that earlier releases wrote.
+#[test]
+fn non_finite_numbers_are_named_in_json_and_read_back_by_the_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let part = dir.path().join("part");
+    let sweep = nrpt(&[
+        "scale",
+        "--target",
+        "bernoulli",
+        "--chains",
+        "256",
+        "--window",
+        "1",
+        "--max-iterations",
+        "600",
+        "--warmup",
+        "0",
+        "--ensembles",
+        "8",
+        "--part",
+        "0/1",
+        "--quiet",
+        "--json",
+        "-o",
+        part.to_str().unwrap(),
+    ]);
+    let line = String::from_utf8(sweep.stdout.clone()).unwrap();
+    assert!(line.contains(r#""expected_round_trip":"inf""#), "{line}");
+    let written = std::fs::read_to_string(part.join("results.json")).unwrap();
+    assert!(
+        written.contains(r#""expected_round_trip": "inf""#),
+        "{written}"
+    );
+    assert!(written.contains(r#""ratio": "inf""#), "{written}");
+    let point = |v: &Value| {
+        let mut p = v["points"][0].clone();
+        p.as_object_mut().unwrap().remove("seconds");
+        p
+    };
+    let whole = point(&json_of(&sweep));
+    assert_eq!(whole["expected_round_trip"], "inf");
+    let merged = |inputs: &Path, out: &str| {
+        let out = dir.path().join(out);
+        let o = nrpt(&[
+            "scale",
+            "merge",
+            inputs.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--json",
+        ]);
+        point(&json_of(&o))
+    };
+    assert_eq!(merged(&part, "m"), whole);
+    // The files of earlier releases: `null` for an infinite E[T], `shard` for `part`.
+    let old = dir.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    let text = written
+        .replace(r#""inf""#, "null")
+        .replace(r#""part""#, r#""shard""#);
+    std::fs::write(old.join("results.json"), text).unwrap();
+    assert_eq!(merged(&old, "m-old"), whole);
 }
 
 #[test]
 fn bench_bernoulli_reports_pair_updates() {
     let v = json_of(&nrpt(&[
         "bench",
-        "--model",
+        "--target",
         "bernoulli",
         "-e",
         "32",
@@ -476,12 +601,102 @@ fn bench_bernoulli_reports_pair_updates() {
     assert!(finite(&v, "pair_updates_per_sec") > 0.0);
 }
 
+/// The spellings of the previous release (`--model`, `sampler`, `mlp`, `--seeds`, scale's
+/// `--shard`) run exactly as today's do, each with a one-line note on stderr (none with
+/// --quiet, none for today's spellings).
+#[test]
+fn old_spellings_run_as_the_new_ones_with_a_note() {
+    let ran = |args: &[&str]| {
+        let o = nrpt(args);
+        assert!(o.status.success(), "{args:?}: {}", common::stderr(&o));
+        (json_of(&o), common::stderr(&o))
+    };
+    let sizes = [
+        "--backend",
+        "cpu",
+        "-e",
+        "4",
+        "-p",
+        "4",
+        "-n",
+        "300",
+        "--json",
+    ];
+    let with = |head: &[&'static str]| [head, &sizes[..]].concat();
+    let (new, new_err) = ran(&with(&["bench", "--target", "modes2d"]));
+    let (old, old_err) = ran(&with(&["bench", "--model", "sampler"]));
+    // The same run: its round trips; the speed is the machine's.
+    for key in [
+        "target",
+        "dim",
+        "ensembles",
+        "chains",
+        "iterations",
+        "window",
+    ] {
+        assert_eq!(old[key], new[key], "{key}");
+    }
+    assert_eq!(old["round_trips_per_1000"], new["round_trips_per_1000"]);
+    assert!(
+        old_err.contains(
+            "note: `--model sampler` is now `--target modes2d`; the old spelling goes in the \
+             next release"
+        ),
+        "{old_err}"
+    );
+    assert!(!new_err.contains("is now"), "{new_err}");
+    let (_, quiet) = ran(&with(&["--quiet", "bench", "--model", "sampler"]));
+    assert!(!quiet.contains("is now"), "{quiet}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |out: &str, head: &[&str]| {
+        let o = dir.path().join(out);
+        let mut a = vec![
+            "scale",
+            "--chains",
+            "4,8",
+            "--window",
+            "1",
+            "--max-iterations",
+        ];
+        a.extend(["4000", "--json", "-o", o.to_str().unwrap()]);
+        a.extend(head);
+        let (v, err) = ran(&a);
+        let points: Vec<Value> = v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p.as_object_mut().unwrap().remove("seconds");
+                p
+            })
+            .collect();
+        (points, v["part"].clone(), err)
+    };
+    let today = ["--target", "bernoulli", "--ensembles", "2", "--part", "1/2"];
+    let (new, new_part, new_err) = sweep("new", &today);
+    let before = ["--model", "bernoulli", "--seeds", "2", "--shard", "1/2"];
+    let (old, old_part, old_err) = sweep("old", &before);
+    assert_eq!(new.len(), 1);
+    assert_eq!((old, old_part), (new, new_part.clone()));
+    assert_eq!(new_part, json!({"index": 1, "count": 2}));
+    for note in [
+        "`--model` is now `--target`",
+        "`--seeds` is now `--ensembles`",
+        "`--shard` is now `--part`",
+    ] {
+        assert!(old_err.contains(note), "{note} missing in {old_err}");
+    }
+    assert!(!new_err.contains("is now"), "{new_err}");
+}
+
 #[test]
 fn scale_runs_the_full_sampler_too() {
     let dir = tempfile::tempdir().unwrap();
     let v = json_of(&nrpt(&[
         "scale",
-        "--model",
+        "--target",
         "modes2d",
         "--chains",
         "4,8",
@@ -489,7 +704,7 @@ fn scale_runs_the_full_sampler_too() {
         "1",
         "--max-iterations",
         "3000",
-        "--seeds",
+        "--ensembles",
         "2",
         "--quiet",
         "--json",
@@ -615,6 +830,105 @@ fn reference_of_the_configuration_keys_is_their_declaration() {
         page.push_str(&format!("| `{}` | `{}` | {help} |\n", key.name, key.flag()));
     }
     check_generated("configuration-keys.md", &page);
+}
+
+/// The keywords of `nrpt.run` in the Python stubs that stand for configuration keys:
+/// one per key that `nrpt run` has as a visible flag, but `out` (a Python run writes no
+/// folder), in the order of the keys' declaration, annotated from the flag's values
+/// (Python's own wider types for the data files, the hidden widths, the window and the
+/// number of chains).
+fn python_run_keywords() -> String {
+    use std::any::TypeId;
+    let mut cmd = nrpt::cli::command();
+    cmd.build();
+    let run = cmd.find_subcommand("run").expect("nrpt run");
+    let mut out = String::new();
+    for key in nrpt_sampling::config::KEYS {
+        let arg = run
+            .get_arguments()
+            .find(|a| a.get_id() == key.name)
+            .unwrap_or_else(|| panic!("key {} has no flag", key.name));
+        if arg.is_hide_set() || key.name == "out" {
+            continue;
+        }
+        let keyword = arg.get_long().expect("a long flag").replace('-', "_");
+        let ty = arg.get_value_parser().type_id();
+        let ints = [
+            TypeId::of::<u8>(),
+            TypeId::of::<u32>(),
+            TypeId::of::<u64>(),
+            TypeId::of::<usize>(),
+        ];
+        let values: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| format!("{:?}", v.get_name()))
+            .collect();
+        let annotation = match key.name {
+            "data" | "labels" | "test_data" | "test_labels" => "_Data".to_string(),
+            "hidden" => "Union[Sequence[int], str, None]".to_string(),
+            "window" => "Optional[_Window]".to_string(),
+            "chains" => "Union[int, Literal[\"auto\"], None]".to_string(),
+            _ if ty == TypeId::of::<bool>() => "Optional[bool]".to_string(),
+            _ if ints.iter().any(|&t| ty == t) => "Optional[int]".to_string(),
+            _ if ty == TypeId::of::<f64>() => "Optional[float]".to_string(),
+            _ if ty == TypeId::of::<std::path::PathBuf>() => "Optional[_Path]".to_string(),
+            _ if !values.is_empty() => format!("Optional[Literal[{}]]", values.join(", ")),
+            _ => "Optional[str]".to_string(),
+        };
+        out.push_str(&format!("    {keyword}: {annotation} = None,\n"));
+    }
+    out
+}
+
+#[test]
+fn reference_python_stub_of_run_takes_every_configuration_key() {
+    const BEGIN: &str = "--test it cli::reference):\n";
+    const END: &str = "    # (end of the generated keys)";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/nrpt/__init__.pyi");
+    let text = std::fs::read_to_string(&path).expect("the stubs read");
+    let start = text.find(BEGIN).expect("the stubs mark the generated keys") + BEGIN.len();
+    let stop = start + text[start..].find(END).expect("the generated keys end");
+    let generated = format!(
+        "{}{}{}",
+        &text[..start],
+        python_run_keywords(),
+        &text[stop..]
+    );
+    if std::env::var_os("NRPT_BLESS").is_some_and(|v| !v.is_empty() && v != "0") {
+        std::fs::write(&path, generated).expect("the stubs are written");
+        return;
+    }
+    assert!(
+        generated == text,
+        "python/nrpt/__init__.pyi: the keywords of run differ from the configuration keys \
+         (sampling/src/config/keys.rs); run `NRPT_BLESS=1 cargo test -p nrpt-host --test it \
+         cli::reference` and commit the stubs"
+    );
+}
+
+/// Every spelling of the previous release that the command still reads is in the
+/// vocabulary's table, with its new spelling.
+#[test]
+fn reference_vocabulary_lists_every_old_spelling() {
+    let page = std::fs::read_to_string(book_page("vocabulary.md")).expect("the page reads");
+    let all = nrpt::spellings::OLD_SPELLINGS;
+    for s in all {
+        let (before, now) = match s.value {
+            // A value renamed, shown under the flag's old name (`--model sampler`).
+            Some((old, new)) => {
+                let flag = all
+                    .iter()
+                    .find(|r| r.value.is_none() && r.now == s.flag && r.flag != r.now)
+                    .map_or(s.flag, |r| r.flag);
+                (format!("{flag} {old}"), format!("{} {new}", s.now))
+            }
+            None => (s.flag.to_string(), s.now.to_string()),
+        };
+        let row = format!("| `{before}` | `{now}` |");
+        assert!(page.contains(&row), "vocabulary.md lacks the row {row}");
+    }
 }
 
 #[test]

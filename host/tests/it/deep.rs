@@ -1,5 +1,5 @@
 //! Data targets end to end: `nrpt deep`, `nrpt run --target classifier`,
-//! `nrpt bench --model mlp`, and users' data files with their errors.
+//! `nrpt bench --target classifier`, and users' data files with their errors.
 
 use crate::common;
 use common::{json_of, nrpt, number};
@@ -16,7 +16,7 @@ fn deep_reports_every_method() {
         "deep",
         "--backend",
         "cpu",
-        "--seeds",
+        "--ensembles",
         "2",
         "--epochs",
         "2",
@@ -116,7 +116,7 @@ fn deep_without_a_matching_reference() {
             "deep",
             "--backend",
             "cpu",
-            "--seeds",
+            "--ensembles",
             "1",
             "--epochs",
             "1",
@@ -168,7 +168,7 @@ fn deep_runs_the_authors_rules() {
         "deep",
         "--backend",
         "cpu",
-        "--seeds",
+        "--ensembles",
         "1",
         "--epochs",
         "2",
@@ -307,8 +307,8 @@ fn users_data_and_its_errors() {
 fn bench_mlp_reports_rates_and_the_machine() {
     let v = json_of(&nrpt(&[
         "bench",
-        "--model",
-        "mlp",
+        "--target",
+        "classifier",
         "-e",
         "2",
         "-p",

@@ -1,6 +1,6 @@
 //! Exact tempering from the command line: `nrpt run --target gaussian-path` reports the
 //! barrier Λ, log Z and round trips beside their closed forms, `--chains auto` picks the
-//! number of chains its rule gives for the closed-form Λ, and `nrpt scale --model
+//! number of chains its rule gives for the closed-form Λ, and `nrpt scale --target
 //! gaussian-path` measures E[T] beside Lemma 1 and the limit P (2 + 2Λ).
 
 use crate::common;
@@ -240,7 +240,7 @@ fn scale_measures_the_exact_sampler_beside_lemma_1_and_the_limit() {
     let out = dir.path().join("s");
     let v = json_of(&nrpt(&[
         "scale",
-        "--model",
+        "--target",
         "gaussian-path",
         "-p",
         "4,8,16",

@@ -6,7 +6,7 @@
 //! sized so that the buffers the estimate counts dominate the process itself (about
 //! 10 MiB), and each stresses one part: the replica lanes' scratch of every thread,
 //! kept samples and their outputs, traces, checkpoints written and read back, the
-//! machine-size product of `bench --model mlp`, the index processes of `bench --model
+//! machine-size product of `bench --target classifier`, the index processes of `bench --model
 //! bernoulli`. The estimate may not be grossly pessimistic either: at most twice the
 //! peak. A special file read under `--allow-special-files` must stay within its cap.
 //!
@@ -166,7 +166,7 @@ fn every_threads_scratch_is_counted() {
         "bench sum-modes at D = 2^18",
         &[
             "bench",
-            "--model",
+            "--target",
             "sum-modes",
             "--dim",
             "262144",
@@ -285,8 +285,8 @@ fn checkpoints_are_counted() {
     );
 }
 
-/// `bench --model mlp` measures the machine with an n × n × n product before the run:
-/// three 9 MiB matrices at n = 1536. `bench --model bernoulli` holds its index
+/// `bench --target classifier` measures the machine with an n × n × n product before the run:
+/// three 9 MiB matrices at n = 1536. `bench --target bernoulli` holds its index
 /// processes: 50 MiB for 10⁵ ensembles of 64 chains.
 #[test]
 fn every_bench_model_is_counted() {
@@ -296,8 +296,8 @@ fn every_bench_model_is_counted() {
         "bench mlp, machine size 1536",
         &[
             "bench",
-            "--model",
-            "mlp",
+            "--target",
+            "classifier",
             "-e",
             "1",
             "-p",
@@ -317,7 +317,7 @@ fn every_bench_model_is_counted() {
         "bench bernoulli",
         &[
             "bench",
-            "--model",
+            "--target",
             "bernoulli",
             "-e",
             "100000",
@@ -407,8 +407,8 @@ fn other_estimates_refuse_what_does_not_fit() {
                 "--max-memory",
                 "64M",
                 "bench",
-                "--model",
-                "mlp",
+                "--target",
+                "classifier",
                 "--machine-size",
                 "4096",
                 "--backend",

@@ -19,7 +19,7 @@ fn deep_runs_on_mnist1d() {
         "--quick",
         "--backend",
         "cpu",
-        "--seeds",
+        "--ensembles",
         "1",
         "--epochs",
         "2",

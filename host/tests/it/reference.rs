@@ -53,7 +53,7 @@ fn a_reference_is_written_and_scores_a_comparison() {
         "deep",
         "--backend",
         "cpu",
-        "--seeds",
+        "--ensembles",
         "1",
         "--epochs",
         "1",

@@ -484,7 +484,7 @@ fn plausible(flag: &str) -> Option<&'static [&'static str]> {
         "--ladder-decimals" => &["0", "3"],
         "--threads" => &["1", "2"],
         "--backend" => &["cpu", "auto"],
-        "--shard" => &["0/2", "1/2"],
+        "--shard" | "--part" => &["0/2", "1/2"],
         _ => return None,
     })
 }
@@ -578,14 +578,14 @@ fn random_command_lines_get_a_clear_answer() {
         "cuda",
     ];
     let scale_flags: &[&str] = &[
-        "--model",
+        "--target",
         "-w",
         "-s",
         "--target-se",
         "--warmup",
         "--seed",
         "--dim",
-        "--shard",
+        "--part",
         "--threads",
         "--rates-file",
     ];
@@ -637,7 +637,7 @@ fn random_command_lines_get_a_clear_answer() {
                     ]
                     .map(String::from),
                 );
-                &["--model", "-p", "-w", "--scalar", "--threads", "--backend"][..]
+                &["--target", "-p", "-w", "--scalar", "--threads", "--backend"][..]
             }
             // Long commands: an --out that is a file stops them before any computation,
             // after their flags have been read.
@@ -666,8 +666,8 @@ fn random_command_lines_get_a_clear_answer() {
             ) {
                 continue;
             }
-            let value = if flag == "--model" {
-                // `mlp` is a long benchmark in a debug build.
+            let value = if flag == "--target" {
+                // `classifier` is a long benchmark in a debug build.
                 d.pick(&[
                     "sampler",
                     "bernoulli",

@@ -33,7 +33,7 @@ fn reproduce(out: &Path, shard: Option<&str>) -> Value {
         "reproduce",
         "--iterations",
         "240",
-        "--seeds",
+        "--ensembles",
         "3",
         "--seed",
         "7",
@@ -219,7 +219,7 @@ fn reproduce_merge_refuses_what_is_not_every_shard_of_one_run() {
         "reproduce",
         "--iterations",
         "240",
-        "--seeds",
+        "--ensembles",
         "3",
         "--seed",
         "8",
@@ -282,7 +282,7 @@ fn bad_shards_are_usage_errors_naming_the_flag() {
     }
     // More shards than seeds.
     for command in ["reproduce", "deep"] {
-        let o = nrpt(&[command, "--seeds", "2", "--shard", "2/3", "-o", s(&out)]);
+        let o = nrpt(&[command, "--ensembles", "2", "--shard", "2/3", "-o", s(&out)]);
         assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
         assert!(stderr(&o).contains("at most 2 shards"), "{}", stderr(&o));
         assert!(!out.exists());
@@ -307,7 +307,7 @@ const DEEP_ROWS: [&str; 3] = ["methods", "eta_sweep", "swap_sweep"];
 fn deep(out: &Path, seed: &str, shard: Option<&str>) -> Value {
     let mut a = vec![
         "deep",
-        "--seeds",
+        "--ensembles",
         "3",
         "--epochs",
         "2",

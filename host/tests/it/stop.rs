@@ -8,7 +8,7 @@
 //!
 //! [`LIMIT`] is the one timed assertion here, as the task that added these tests asked
 //! for: every loop polls the request every few milliseconds of work (the largest
-//! pieces here, one tile of `bench --model mlp`'s machine product at `--threads 1` or
+//! pieces here, one tile of `bench --target classifier`'s machine product at `--threads 1` or
 //! one exact-tempering step of 100,000 coordinates, take about 0.1 s alone), so 2 s
 //! leaves a loaded 2-core machine more than ten times the usual latency.
 
@@ -254,7 +254,7 @@ fn bench_stops_in_the_index_simulator() {
         None,
         &[
             "bench",
-            "--model",
+            "--target",
             "bernoulli",
             "-p",
             "4096",
@@ -277,8 +277,8 @@ fn bench_stops_in_the_machine_product() {
         None,
         &[
             "bench",
-            "--model",
-            "mlp",
+            "--target",
+            "classifier",
             "--machine-size",
             "2048",
             "--threads",
@@ -474,7 +474,7 @@ fn deep_stops_in_pre_training_and_in_tempering() {
             "deep",
             "--backend",
             "cpu",
-            "--seeds",
+            "--ensembles",
             "1",
             "--epochs",
             epochs,
@@ -548,7 +548,7 @@ fn merges_stop_while_reading_their_shards() {
                 "deep",
                 "--backend",
                 "cpu",
-                "--seeds",
+                "--ensembles",
                 "2",
                 "--epochs",
                 "1",

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExplorerKind, MathKind, RuleKind, WindowSpec, parse_hidden};
+use super::{ExplorerKind, MathKind, PrecisionKind, RuleKind, WindowSpec, parse_hidden};
 use crate::data::Bundled;
 use crate::error::ConfigError;
 use crate::preset::{
@@ -99,9 +99,18 @@ pub struct Key {
 }
 
 impl Key {
-    /// The flag, with its dashes (`--swap-rate`).
+    /// The flag, with its dashes (`--swap-rate`), as [`RunFlags`] declares it (the key
+    /// `target_args` is `--target-arg`).
     pub fn flag(&self) -> String {
-        format!("--{}", self.name.replace('_', "-"))
+        let flags = <RunFlags as clap::Args>::augment_args(clap::Command::new("run"));
+        let long = flags
+            .get_arguments()
+            .find(|a| a.get_id() == self.name)
+            .and_then(|a| a.get_long());
+        match long {
+            Some(long) => format!("--{long}"),
+            None => format!("--{}", self.name.replace('_', "-")),
+        }
     }
 }
 
@@ -234,7 +243,7 @@ keys! {
         used |_, _| true;
     /// Independent ensembles E, run in parallel and pooled [5; classifier 3].
     ensembles: usize = 5, [],
-        flag usize [long, short = 'e', value_name = "E", alias = "seeds"] => set!(ensembles),
+        flag usize [long, short = 'e', value_name = "E"] => set!(ensembles),
         used |_, _| true;
     /// Iterations [20000; classifier 4000].
     iterations: u64 = 20_000, [],
@@ -431,6 +440,14 @@ keys! {
     /// 2D toy's lane groups): no bit parity, the same statistics [exact].
     math: MathKind = MathKind::Exact, [skip_serializing_if = "MathKind::is_exact"],
         flag MathKind [long, value_enum] => set!(math),
+        used |_, _| true;
+    /// How the CUDA engine stores states and momenta: `f32` (bit for bit the CPU's),
+    /// `bf16` or `f16` (half the bytes of a memory-bound step at large D; the arithmetic
+    /// stays f32, the rounded states part from the CPU's run: the same statistics, no
+    /// bit parity). For sum-modes with D > 2 on a GPU; the CPU engine keeps f32 states
+    /// and refuses the others [f32].
+    precision: PrecisionKind = PrecisionKind::F32, [skip_serializing_if = "PrecisionKind::is_f32"],
+        flag PrecisionKind [long, value_enum] => set!(precision),
         used |_, _| true;
     /// Keep a target-level sample every `thin` iterations (0: none) [10; classifier 20].
     thin: u64 = 10, [],

@@ -176,6 +176,57 @@ impl MathKind {
     }
 }
 
+/// How the CUDA engine stores states and momenta in device memory (`--precision`); the
+/// arithmetic is f32 whatever the storage.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PrecisionKind {
+    /// f32: bit for bit the CPU engine's states.
+    #[default]
+    F32,
+    /// bfloat16 (8-bit mantissa, f32's range): half the bytes of a memory-bound step.
+    Bf16,
+    /// IEEE half (11-bit mantissa, range ±65504): half the bytes.
+    F16,
+}
+
+impl PrecisionKind {
+    /// The storage of the CUDA engine's states.
+    pub fn storage(self) -> nrpt_cuda::Precision {
+        match self {
+            PrecisionKind::F32 => nrpt_cuda::Precision::F32,
+            PrecisionKind::Bf16 => nrpt_cuda::Precision::Bf16,
+            PrecisionKind::F16 => nrpt_cuda::Precision::F16,
+        }
+    }
+
+    /// `f32`, `bf16` or `f16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PrecisionKind::F32 => "f32",
+            PrecisionKind::Bf16 => "bf16",
+            PrecisionKind::F16 => "f16",
+        }
+    }
+
+    /// Whether this is [`PrecisionKind::F32`] (the default, left out of written
+    /// configurations).
+    pub fn is_f32(&self) -> bool {
+        *self == PrecisionKind::F32
+    }
+}
+
+/// The refusal of half-precision storage where the CPU engine would run: it keeps f32
+/// states (`--precision`).
+pub fn cpu_precision_error() -> ConfigError {
+    ConfigError::new(
+        "precision",
+        "bf16/f16 state storage is a GPU option; the CPU engine keeps f32 states",
+    )
+}
+
 /// The swap rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]

@@ -44,9 +44,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     result
 }
 
-/// Writes pretty JSON.
+/// Writes pretty JSON, non-finite numbers named as [`crate::json`] says.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)
+    let mut text = crate::json::to_string_pretty(value)
         .map_err(|e| OutputError::malformed(path, e.to_string()))?;
     text.push('\n');
     write_atomic(path, text.as_bytes())

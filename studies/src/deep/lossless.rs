@@ -1,8 +1,9 @@
 //! Numbers written so that they read back to the same bits: finite values as JSON
 //! numbers (shortest round-trip form; the reader parses them exactly), the rest, which
-//! JSON has no number for, as the strings `"NaN"`, `"inf"` and `"-inf"`. For the
-//! records a shard of `nrpt deep` keeps, from which the merge rebuilds the whole run's
-//! report to the byte (a diverged network scores NaN).
+//! JSON has no number for, by the names of [`nrpt_sampling::json`] (`"NaN"`, `"inf"`,
+//! `"-inf"`), also when these records are written or read by another serializer than
+//! nrpt's. For the records a shard of `nrpt deep` keeps, from which the merge rebuilds
+//! the whole run's report to the byte (a diverged network scores NaN).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -15,26 +16,17 @@ enum Number {
 }
 
 fn write(x: f64) -> Number {
-    if x.is_finite() {
-        Number::Finite(x)
-    } else if x.is_nan() {
-        Number::Named("NaN".into())
-    } else if x > 0.0 {
-        Number::Named("inf".into())
-    } else {
-        Number::Named("-inf".into())
+    match nrpt_sampling::json::name(x) {
+        None => Number::Finite(x),
+        Some(n) => Number::Named(n.into()),
     }
 }
 
 fn read<E: serde::de::Error>(n: Number) -> Result<f64, E> {
     match n {
         Number::Finite(x) => Ok(x),
-        Number::Named(s) => match s.as_str() {
-            "NaN" => Ok(f64::NAN),
-            "inf" => Ok(f64::INFINITY),
-            "-inf" => Ok(f64::NEG_INFINITY),
-            _ => Err(E::custom(format!("`{s}` is not a number"))),
-        },
+        Number::Named(s) => nrpt_sampling::json::named(&s)
+            .ok_or_else(|| E::custom(format!("`{s}` is not a number"))),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Exact tempering runs: the Gaussian annealing path of nrpt-core's [`exact`] module
 //! driven from the command line, with several ensembles in parallel, an automatic
 //! number of chains, the windows of Lemma 1, and the pooled estimates (Λ, λ(β), log Z,
-//! round trips) that `nrpt run --target gaussian-path` and `nrpt scale --model
+//! round trips) that `nrpt run --target gaussian-path` and `nrpt scale --target
 //! gaussian-path` report. [`run_path`] runs the same on any annealing path (a
 //! classifier's posterior: `nrpt run --target classifier --exact`), optionally keeping
 //! target-level samples.

@@ -309,7 +309,7 @@ pub fn shard_of(s: &Settings, shard: Option<Shard>) -> Result<(Range<usize>, Opt
     match shard {
         None => Ok((0..s.seeds, None)),
         Some(sh) => {
-            let summary = Summary::new("reproduce", sh, s.seeds, serde_json::to_value(s)?)
+            let summary = Summary::new("reproduce", sh, s.seeds, nrpt_sampling::json::to_value(s)?)
                 .map_err(|e| ConfigError::new("shard", e.to_string()))?;
             Ok((sh.block(s.seeds)?, Some(summary)))
         }

@@ -10,7 +10,7 @@ use super::{Point, null_as_nan};
 pub struct Fit {
     /// Window rule.
     pub window_rule: String,
-    /// Swap rate (NaN, `null`, for the gaussian path, whose rates follow from P).
+    /// Swap rate (NaN, `"NaN"`, for the gaussian path, whose rates follow from P).
     #[serde(deserialize_with = "null_as_nan")]
     pub swap_rate: f64,
     /// Slope of ln `E[T]` against ln P.

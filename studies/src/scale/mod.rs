@@ -18,10 +18,10 @@ pub use fit::{Fit, fits, group_rate};
 pub use points::check_points;
 use points::{run_bernoulli_point, run_gaussian_point, run_sampler_point};
 
-/// What is simulated at each point.
+/// What is simulated at each point (`nrpt scale --target`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub enum Model {
+pub enum SweepTarget {
     /// The index process alone, swap indicators Bernoulli with the given rates.
     Bernoulli,
     /// The full sampler on the 25-mode 2D target.
@@ -51,16 +51,16 @@ pub struct Point {
     /// Measured round trips per 1000 iterations of one ensemble.
     pub round_trips_per_1000: f64,
     /// Measured expected round-trip time `E[T]` = P / (round trips per iteration);
-    /// infinite (`null` in JSON) when no round trip was measured.
+    /// infinite (`"inf"` in JSON) when no round trip was measured.
     #[serde(deserialize_with = "null_as_infinity")]
     pub expected_round_trip: f64,
-    /// Its standard error (batch means over ensembles and time); infinite (`null`)
+    /// Its standard error (batch means over ensembles and time); infinite (`"inf"`)
     /// when it cannot be estimated.
     #[serde(deserialize_with = "null_as_infinity")]
     pub expected_round_trip_se: f64,
     /// Lemma 1: 2WP (1 + Σ_l r_l^W / (1 − r_l^W)), r_l = 1 − s_l.
     pub model_expected_round_trip: f64,
-    /// Measured / model (infinite, `null`, with no round trip).
+    /// Measured / model (infinite, `"inf"`, with no round trip).
     #[serde(deserialize_with = "null_as_infinity")]
     pub ratio: f64,
     /// Ensembles.
@@ -99,7 +99,7 @@ impl Point {
         }
         let bad = |what: &str, v: f64| Err(format!("{what} = {v} cannot be"));
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
-        if s.model == Model::GaussianPath {
+        if s.target == SweepTarget::GaussianPath {
             if !(0.0..=1.0).contains(&self.swap_rate) {
                 return bad("swap_rate", self.swap_rate);
             }
@@ -163,7 +163,7 @@ impl Point {
         if !(self.seconds.is_finite() && self.seconds >= 0.0) {
             return bad("seconds", self.seconds);
         }
-        let exact = s.model == Model::GaussianPath;
+        let exact = s.target == SweepTarget::GaussianPath;
         match (exact, self.lambda, self.limit_expected_round_trip) {
             (true, Some(l), Some(t)) if l.is_finite() && l >= 0.0 && t.is_finite() && t > 0.0 => {
                 Ok(())
@@ -179,13 +179,14 @@ impl Point {
     }
 }
 
-/// JSON has no infinity: serde_json writes a non-finite number as `null`, read back
-/// here as +∞ (so that `scale merge` gives the JSON of the unsharded sweep).
+/// A number as [`nrpt_sampling::json`] writes it, or `null`, read as +∞: what the
+/// releases before the naming of non-finite numbers wrote for an infinite `E[T]`.
 fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
-/// As [`null_as_infinity`], for values that are undefined rather than infinite.
+/// As [`null_as_infinity`], for values that are undefined rather than infinite (`null`
+/// read as NaN).
 fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
@@ -193,8 +194,9 @@ fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> 
 /// How a sweep runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
-    /// Model.
-    pub model: Model,
+    /// What is simulated (`model` in the files of earlier releases).
+    #[serde(alias = "model")]
+    pub target: SweepTarget,
     /// Chains of the sweep.
     pub chains: Vec<usize>,
     /// Window rules of the sweep.
@@ -315,7 +317,7 @@ impl Settings {
                 ),
             ));
         }
-        let rates = if self.model == Model::GaussianPath {
+        let rates = if self.target == SweepTarget::GaussianPath {
             1
         } else {
             self.swap_rates.len()
@@ -340,7 +342,7 @@ impl Settings {
 pub fn enumerate(s: &Settings) -> Vec<(usize, usize, String, f64)> {
     let mut out = Vec::new();
     // The exact path's swap rates follow from P and Λ: one point per (P, W).
-    let rates = if s.model == Model::GaussianPath {
+    let rates = if s.target == SweepTarget::GaussianPath {
         vec![f64::NAN]
     } else {
         s.swap_rates.clone()
@@ -428,8 +430,8 @@ pub fn run(
     let mut points = Vec::new();
     for &i in indices {
         let (index, chains, ref rule, rate) = all[i];
-        let p = match s.model {
-            Model::Bernoulli => run_bernoulli_point(
+        let p = match s.target {
+            SweepTarget::Bernoulli => run_bernoulli_point(
                 s,
                 index,
                 chains,
@@ -437,7 +439,7 @@ pub fn run(
                 rate,
                 &nrpt_sampling::interrupt::requested,
             )?,
-            Model::GaussianPath => run_gaussian_point(s, index, chains, rule, rate)?,
+            SweepTarget::GaussianPath => run_gaussian_point(s, index, chains, rule, rate)?,
             _ => run_sampler_point(s, index, chains, rule, rate, backend)?,
         };
         progress(&p);

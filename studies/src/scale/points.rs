@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::simulator::Group;
 use super::{
-    Model, Point, Settings, ensembles_for, enumerate, model_expected_round_trip, pair_rates,
+    Point, Settings, SweepTarget, ensembles_for, enumerate, model_expected_round_trip, pair_rates,
     window_of,
 };
 use nrpt_sampling::config::{ConfigError, RunConfig, TargetName, WindowSpec};
@@ -195,7 +195,7 @@ fn sampler_job(
     let warmup = s.warmup.unwrap_or(s.max_iterations / 5);
     let ensembles = if s.ensembles > 0 { s.ensembles } else { 16 };
     let config = RunConfig {
-        target: if s.model == Model::SumModes {
+        target: if s.target == SweepTarget::SumModes {
             TargetName::of(&nrpt_sampling::targets::sum_modes::SUM_MODES)
         } else {
             TargetName::default()
@@ -223,7 +223,7 @@ fn sampler_job(
 /// sampler models, each point's job as `nrpt run` checks it (its memory against
 /// `--max-memory` included).
 pub fn check_points(s: &Settings, indices: &[usize]) -> Result<(), ConfigError> {
-    if !matches!(s.model, Model::Modes2d | Model::SumModes) {
+    if !matches!(s.target, SweepTarget::Modes2d | SweepTarget::SumModes) {
         return Ok(());
     }
     let all = enumerate(s);

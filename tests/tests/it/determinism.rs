@@ -1,7 +1,7 @@
 //! Results depend on the seed only: the same job gives the same bits on 1, 2 and 4
 //! threads; a run cut into segments (`CpuBackend::run_from`, what checkpoints rely on),
 //! each segment on another code path and thread count, gives the bits of one run; and
-//! the shards of an `nrpt scale` sweep, put together, are the whole sweep.
+//! the parts of an `nrpt scale` sweep, put together, are the whole sweep.
 
 use std::sync::Arc;
 
@@ -114,7 +114,7 @@ fn a_run_cut_into_segments_is_one_run() {
     }
 }
 
-/// `nrpt scale --shard i/3`, the shards put together as `nrpt scale merge` puts them
+/// `nrpt scale --part i/3`, the parts put together as `nrpt scale merge` puts them
 /// (points in sweep order, fits over all of them), equal the whole sweep: the index
 /// process alone and the full sampler on the 2D toy.
 #[test]
@@ -123,7 +123,7 @@ fn scale_shards_merged_are_the_whole_sweep() {
     let sweeps: [(&[&str], usize); 2] = [
         (
             &[
-                "--model",
+                "--target",
                 "bernoulli",
                 "--chains",
                 "4,8",
@@ -140,7 +140,7 @@ fn scale_shards_merged_are_the_whole_sweep() {
         ),
         (
             &[
-                "--model",
+                "--target",
                 "modes2d",
                 "--chains",
                 "4,8",
@@ -163,7 +163,7 @@ fn scale_shards_merged_are_the_whole_sweep() {
             args.extend_from_slice(sweep);
             let shard_arg = shard.unwrap_or_default();
             if !shard_arg.is_empty() {
-                args.extend(["--shard", shard_arg.as_str()]);
+                args.extend(["--part", shard_arg.as_str()]);
             }
             let cli = Cli::try_parse_from(&args).expect("a valid command line");
             let Command::Scale(a) = cli.command else {

@@ -223,7 +223,8 @@ impl Reference {
             path: format!("{source}/{META_FILE}"),
             reason,
         };
-        let meta: Meta = serde_json::from_slice(meta).map_err(|e| meta_err(e.to_string()))?;
+        let meta: Meta =
+            nrpt_sampling::json::from_slice(meta).map_err(|e| meta_err(e.to_string()))?;
         if meta.format != FORMAT {
             return Err(meta_err(format!(
                 "format {} (this nrpt reads format {FORMAT})",
