@@ -69,7 +69,7 @@ def write(path: Path, kind: str, state: Mapping[str, Any]) -> None:
     file at ``path`` as it was."""
     doc = {"format": FORMAT, "kind": kind, "sha256": digest(state), "state": state}
     text = json.dumps(doc, allow_nan=False).encode("ascii")
-    target = os.fspath(_name(path) if isinstance(path, bytes) else path)
+    target = _name(path)
     folder, base = os.path.split(os.path.abspath(target))
     tmp = os.path.join(folder, f".{base}.{secrets.token_hex(8)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
