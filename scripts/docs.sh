@@ -16,9 +16,8 @@ started=$SECONDS
 
 MDBOOK_VERSION=0.5.4
 
-echo "API docs: cargo doc --workspace --no-deps, and the Python crate's, warnings are errors"
+echo "API docs: cargo doc --workspace --no-deps (the Python crate among the members), warnings are errors"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-RUSTDOCFLAGS="-D warnings" cargo doc --manifest-path python/Cargo.toml --no-deps --quiet
 
 echo "the book: mdbook build docs"
 mdbook="$target/docs-tools/bin/mdbook"

@@ -1,35 +1,52 @@
 #!/usr/bin/env bash
-# The Python package `nrpt` as a package index takes it, built and installed:
+# The Python package `nrpt` built, checked and installed, in one of two ways:
+#
+# As a package index takes it (the default):
 #  1. an sdist (`maturin sdist`): python/ with the crates it needs (nrpt-core, nrpt-cuda,
-#     nrpt-sampling, nrpt-studies, nrpt-host) and the files they embed (the CUDA kernels, the bundled data sets), checked;
+#     nrpt-sampling, nrpt-studies, nrpt-host), the workspace's Cargo.toml (maturin keeps
+#     the members the package needs) and Cargo.lock, and the files the crates embed (the
+#     CUDA kernels, the bundled data sets), checked;
 #  2. an abi3 manylinux2014 x86_64 wheel built from that sdist, unpacked in a temporary
 #     folder outside the repository (so the sdist is shown to build alone), with
 #     `maturin build --zig --compatibility manylinux2014` (zig from the `ziglang` package:
-#     it links against glibc 2.17, whatever glibc this machine has);
-#  3. the wheel checked: its tags, and every symbol it takes from the system's libraries
-#     (auditwheel show, and readelf for the newest GLIBC_ version: 2.17 at most);
-#  4. the wheel installed into a Python environment, with the test requirements
-#     (python/requirements-ci.txt) when that file exists.
+#     it links against glibc 2.17, whatever glibc this machine has); the build may only
+#     drop entries of the sdist's Cargo.lock (the crates of the workspace's other members),
+#     never add or change one;
+#  3. the wheel checked: its tags, every symbol it takes from the system's libraries
+#     (auditwheel show, and readelf for the newest GLIBC_ version: 2.17 at most), and that
+#     it imports and answers (with python3, where python3 has NumPy);
+#  4. the wheel installed into a Python environment with the test requirements
+#     (scripts/python-env.sh).
 #
-# Usage: scripts/python-package.sh [--profile PROFILE] [--venv DIR] [--out DIR] [--no-install]
-#   --profile PROFILE  cargo profile of the wheel (default: release; scripts/test.sh passes
-#                      ci, the profile of its other optimized builds)
-#   --venv DIR         where the wheel is installed (default: TARGET/python-venv): a venv,
-#                      created when DIR does not exist or is empty, reused when DIR is one.
-#                      Where python3 cannot make a venv (Debian without python3-venv), DIR
-#                      becomes a plain folder for `pip install --target` instead: put it on
-#                      PYTHONPATH. DIR is never emptied or removed.
+# Native (--native), what the tests use: the wheel built from the checkout by
+# `maturin build --profile PROFILE` with this machine's linker (tag linux_x86_64: for this
+# machine only) into the workspace's target folder, where it reuses every crate that
+# `cargo test --workspace --profile PROFILE` compiled (one Cargo.lock, the same profile
+# and features, no --target): after the tests' build only the extension and the crates
+# only it uses (PyO3, numpy) compile. Then installed as in 4.
+#
+# Usage: scripts/python-package.sh [--native] [--profile PROFILE] [--features LIST] [--venv DIR] [--out DIR] [--no-install]
+#   --native           the native wheel (above), no sdist, no zig
+#   --features LIST    cargo features of the native wheel's build, as the tests' build
+#                      names them (scripts/test.sh: nrpt-cuda/host-shims), so that it
+#                      reuses that build; only with --native
+#   --profile PROFILE  cargo profile of the wheel (default: release; scripts/test.sh builds
+#                      the manylinux wheel with wheel-check, the cheapest, since it only
+#                      checks it, and the native one with ci, the profile of its tests)
+#   --venv DIR         where the wheel is installed (default: TARGET/python-venv): see
+#                      scripts/python-env.sh (a venv, or a folder for PYTHONPATH where
+#                      python3 has no venv module); never emptied or removed
 #   --out DIR          where the sdist and the wheel are left (default: TARGET/python-dist;
 #                      files of the same names there are replaced)
 #   --no-install       stop after the checks of the wheel
 # TARGET is the cargo target folder ($CARGO_TARGET_DIR, or the workspace's target/): the
-# wheel's Rust build goes there too, so that a second run compiles only the package's own
-# crates. It shares no compiled crate with the workspace's builds (zig is the linker, which
-# cargo hashes into every crate's fingerprint, and maturin passes --target): the
-# dependencies compile once more, into TARGET/x86_64-unknown-linux-gnu/PROFILE, and leave
-# the workspace's build valid. The build tools (maturin, ziglang, auditwheel, at the
-# versions pinned below) are installed from PyPI into TARGET/python-build-tools. Works
-# from any current directory.
+# wheel's Rust build goes there too, so that a second run compiles only what changed. The
+# manylinux wheel shares no compiled crate with the workspace's builds (zig is the linker,
+# which cargo hashes into every crate's fingerprint, and maturin passes --target): its
+# crates compile into TARGET/x86_64-unknown-linux-gnu/PROFILE and leave the workspace's
+# build valid. The build tools (maturin, and for the manylinux wheel ziglang and
+# auditwheel, at the versions pinned below) are installed from PyPI into
+# TARGET/python-build-tools. Works from any current directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -45,10 +62,12 @@ MAX_GLIBC=2.17
 die() { echo "python-package: $*" >&2; exit 1; }
 step() { printf -- '--> [%d s] %s\n' "$SECONDS" "$*"; }
 
-profile=release venv="" out="" install=1
+profile=release venv="" out="" install=1 native=0 features=""
 while (($#)); do
     case $1 in
+        --native) native=1; shift ;;
         --profile) profile=${2:?--profile needs a value}; shift 2 ;;
+        --features) features=${2:?--features needs a value}; shift 2 ;;
         --venv) venv=${2:?--venv needs a value}; shift 2 ;;
         --out) out=${2:?--out needs a value}; shift 2 ;;
         --no-install) install=0; shift ;;
@@ -56,6 +75,7 @@ while (($#)); do
         *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
+[[ -z $features || $native == 1 ]] || die "--features goes with --native only (the manylinux wheel is built as users get it)"
 [[ $(uname -sm) == "Linux x86_64" ]] || die "builds manylinux x86_64 wheels only: this is $(uname -sm)"
 command -v python3 >/dev/null || die "python3 is needed"
 
@@ -64,8 +84,8 @@ target=$(target_dir "$repo")
 venv=${venv:-$target/python-venv}
 out=${out:-$target/python-dist}
 marker="$venv/.nrpt-pip-target"   # left by an earlier run that found no venv module
-# Checked before the build: the script installs into a venv, an empty or new folder, or a
-# folder an earlier run filled with pip install --target, and never clears one.
+# Checked before the build, as scripts/python-env.sh checks it: a venv, an empty or new
+# folder, or a folder an earlier run filled with pip install --target.
 if ((install)) && [[ -e $venv && ! -f $venv/pyvenv.cfg && ! -f $marker ]] &&
     { [[ ! -d $venv ]] || [[ -n "$(ls -A "$venv")" ]]; }; then
     die "$venv exists and is neither a venv nor an empty folder: give a new or empty one with --venv"
@@ -77,24 +97,59 @@ out=$(cd "$out" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nrpt-python-package.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-step "build tools: maturin $MATURIN_VERSION, ziglang $ZIGLANG_VERSION, auditwheel $AUDITWHEEL_VERSION (PyPI)"
+if ((native)); then
+    tools_wanted=("maturin==$MATURIN_VERSION")
+else
+    tools_wanted=("maturin==$MATURIN_VERSION" "ziglang==$ZIGLANG_VERSION" "auditwheel==$AUDITWHEEL_VERSION")
+fi
+step "build tools: ${tools_wanted[*]} (PyPI)"
 tools="$target/python-build-tools"
 with_tools() { PYTHONPATH="$tools${PYTHONPATH:+:$PYTHONPATH}" PATH="$tools/bin:$PATH" "$@"; }
+# The installed versions of the wanted tools, as name==version, or nothing.
 tool_versions() {
-    with_tools python3 - <<'EOF' 2>/dev/null
+    with_tools python3 - "${tools_wanted[@]%%==*}" <<'EOF' 2>/dev/null
+import sys
 from importlib.metadata import version
-print(*(version(p) for p in ("maturin", "ziglang", "auditwheel")))
+print(*(f"{p}=={version(p)}" for p in sys.argv[1:]))
 EOF
 }
-if [[ "$(tool_versions)" != "$MATURIN_VERSION $ZIGLANG_VERSION $AUDITWHEEL_VERSION" ]]; then
+if [[ "$(tool_versions)" != "${tools_wanted[*]}" ]]; then
     PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
-        --upgrade --target "$tools" "maturin==$MATURIN_VERSION" "ziglang==$ZIGLANG_VERSION" \
-        "auditwheel==$AUDITWHEEL_VERSION" ||
-        die "could not install maturin==$MATURIN_VERSION, ziglang==$ZIGLANG_VERSION and auditwheel==$AUDITWHEEL_VERSION from PyPI into $tools (pip's error above); install them there by hand (pip install --target) or make PyPI reachable"
+        --upgrade --target "$tools" "${tools_wanted[@]}" ||
+        die "could not install ${tools_wanted[*]} from PyPI into $tools (pip's error above); install them there by hand (pip install --target) or make PyPI reachable"
 fi
 maturin="$tools/bin/maturin"
 [[ "$("$maturin" --version 2>/dev/null)" == "maturin $MATURIN_VERSION" ]] ||
     die "$maturin does not run (maturin $MATURIN_VERSION expected)"
+
+# install WHEEL: into $venv with the test requirements (scripts/python-env.sh).
+install() {
+    step "install into $venv"
+    scripts/python-env.sh "$venv" --wheel "$1"
+}
+
+if ((native)); then
+    step "wheel from the checkout, native: maturin build --profile $profile (this machine's linker), in $target"
+    build_started=$SECONDS
+    # No --target, no --zig: the wheel's crates are the ones `cargo build` or `cargo test
+    # --workspace --profile $profile` compiled in $target/$profile. --compatibility linux:
+    # the plain tag, for this machine only (no manylinux claim, so no audit).
+    (cd python && CARGO_TARGET_DIR="$target" with_tools "$maturin" build --locked \
+        --profile "$profile" ${features:+--features "$features"} --compatibility linux \
+        --auditwheel skip --out "$tmp/wheel") 2>&1 |
+        tee "$tmp/build.log"
+    wheels=("$tmp"/wheel/*.whl)
+    [[ ${#wheels[@]} -eq 1 && -f ${wheels[0]} ]] || die "maturin build left no single wheel in $tmp/wheel"
+    compiled=$(sed -n 's/^ *Compiling \([^ ]*\) .*/\1/p' "$tmp/build.log" | paste -sd' ' -)
+    echo "built in $((SECONDS - build_started)) s; crates compiled: $(wc -w <<<"$compiled")${compiled:+ ($compiled)}"
+    cp "${wheels[0]}" "$out/"
+    wheel="$out/$(basename "${wheels[0]}")"
+    echo "left in $out: $(basename "$wheel")"
+    ((install)) || exit 0
+    install "$wheel"
+    exit 0
+fi
+
 zig_version=$(with_tools python3 -m ziglang version 2>/dev/null) ||
     die "zig from the ziglang package does not run (python3 -m ziglang version, PYTHONPATH=$tools)"
 echo "maturin $MATURIN_VERSION, zig $zig_version, auditwheel $AUDITWHEEL_VERSION"
@@ -107,10 +162,11 @@ sdists=("$tmp"/sdist/*.tar.gz)
 sdist=${sdists[0]}
 name=$(basename "$sdist" .tar.gz)
 tar -tzf "$sdist" | sed -n "s|^$name/||p" | sort >"$tmp/sdist.list"
-# The manifests, the lock file, and every file of kernels/ and data/: the crates embed them
-# (include_str!, include_bytes!, cuda/build.rs) through their links cuda/kernels,
-# sampling/data and studies/data, so they travel in the sdist under those names.
-expected=(pyproject.toml PKG-INFO python/Cargo.toml python/Cargo.lock core/Cargo.toml
+# The manifests (the workspace's at the top), the lock file, and every file of kernels/ and
+# data/: the crates embed them (include_str!, include_bytes!, cuda/build.rs) through their
+# links cuda/kernels, sampling/data and studies/data, so they travel in the sdist under
+# those names.
+expected=(pyproject.toml PKG-INFO Cargo.toml Cargo.lock python/Cargo.toml core/Cargo.toml
     cuda/Cargo.toml cuda/build.rs sampling/Cargo.toml studies/Cargo.toml host/Cargo.toml)
 files_of() { git -C "$repo" ls-files "$1" 2>/dev/null | grep . || (cd "$repo" && find "$1" -type f); }
 while IFS= read -r f; do expected+=("cuda/$f"); done < <(files_of kernels)
@@ -126,9 +182,13 @@ step "wheel from the sdist, outside the repository: maturin build --zig --compat
 mkdir "$tmp/src"
 tar -xzf "$sdist" -C "$tmp/src"
 build_started=$SECONDS
-# The unpacked sdist is its own cargo workspace; CARGO_TARGET_DIR keeps the build in the
-# repository's target folder. --auditwheel check: fail rather than bundle a library.
-(cd "$tmp/src/$name" && CARGO_TARGET_DIR="$target" with_tools "$maturin" build --locked \
+cp "$tmp/src/$name/Cargo.lock" "$tmp/Cargo.lock.sdist"
+# The unpacked sdist is its own cargo workspace (the members the package needs);
+# CARGO_TARGET_DIR keeps the build in the repository's target folder. --auditwheel check:
+# fail rather than bundle a library. Not --locked: the sdist's Cargo.lock is the
+# workspace's, whose other members' crates (criterion, ...) cargo drops; it is checked
+# below to have lost entries only.
+(cd "$tmp/src/$name" && CARGO_TARGET_DIR="$target" with_tools "$maturin" build \
     --profile "$profile" --zig --compatibility manylinux2014 --auditwheel check \
     --out "$tmp/wheel") 2>&1 | tee "$tmp/build.log"
 build_seconds=$((SECONDS - build_started))
@@ -136,6 +196,19 @@ wheels=("$tmp"/wheel/*.whl)
 [[ ${#wheels[@]} -eq 1 && -f ${wheels[0]} ]] || die "maturin build left no single wheel in $tmp/wheel"
 wheel=${wheels[0]}
 echo "built in $build_seconds s; crates compiled: $(grep -c '^ *Compiling ' "$tmp/build.log" || true)"
+# Every crate the wheel was built from is pinned by the sdist's Cargo.lock, at the
+# workspace's versions: the lock the build left has no entry the shipped one lacks.
+python3 - "$tmp/Cargo.lock.sdist" "$tmp/src/$name/Cargo.lock" <<'EOF' || die "the sdist's Cargo.lock does not pin every crate of the build (above)"
+import re, sys
+ENTRY = re.compile(r'^\[\[package\]\]\nname = "([^"]+)"\nversion = "([^"]+)"', re.M)
+shipped, used = (set(ENTRY.findall(open(f).read())) for f in sys.argv[1:])
+added = sorted(used - shipped)
+for name, version in added:
+    print(f"  {name} {version}: not in the sdist's Cargo.lock", file=sys.stderr)
+if added or not used:
+    sys.exit(1)
+print(f"Cargo.lock: the build used {len(used)} of its {len(shipped)} entries, and no other crate")
+EOF
 
 step "wheel checks: tags, and the symbols it takes from the system (glibc $MAX_GLIBC at most)"
 # The tags of the WHEEL file, then those of the file name (name-version-py-abi-platform.whl,
@@ -171,46 +244,24 @@ glibc=$(readelf --version-info --wide "$so" | grep -o 'GLIBC_[0-9][0-9.]*' | sed
     die "the extension needs GLIBC_$glibc, newer than $MAX_GLIBC"
 echo "tags: $tags; newest glibc symbol version: $glibc; $(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB"
 
+step "the wheel imports and answers (python3, the unpacked wheel on PYTHONPATH)"
+# The package needs NumPy: checked where python3 has it (a machine without it installs the
+# wheel in step 4, whose import is the check).
+if (cd "$tmp" && python3 -c 'import numpy' 2>/dev/null); then
+    answer=$(cd "$tmp" && PYTHONPATH="$tmp/unzipped" python3 -c '
+import nrpt
+assert nrpt.__file__.startswith(__import__("sys").path[0]), nrpt.__file__
+print(nrpt.optimal_window(16, 0.4), round(nrpt.w_star(16, 0.4), 6))') ||
+        die "the wheel's package does not import, or fails (above)"
+    [[ $answer == "7 7.413386" ]] || die "nrpt.optimal_window(16, 0.4), nrpt.w_star(16, 0.4) gave '$answer', not '7 7.413386'"
+    echo "import nrpt: optimal_window(16, 0.4), w_star(16, 0.4) = $answer"
+else
+    echo "skipped: python3 has no NumPy"
+fi
+
 cp "$sdist" "$wheel" "$out/"
 sdist="$out/$(basename "$sdist")" wheel="$out/$(basename "$wheel")"
 echo "left in $out: $(basename "$sdist"), $(basename "$wheel")"
 
 ((install)) || exit 0
-step "install into $venv"
-if [[ -f $venv/pyvenv.cfg ]]; then
-    echo "reusing the venv $venv"
-elif [[ -f $marker ]]; then
-    echo "reusing the folder $venv (pip install --target)"
-elif python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    python3 -m venv "$venv" || die "python3 -m venv $venv failed"
-else
-    # No working venv module (Debian without python3-venv): a plain folder that pip
-    # installs into, for PYTHONPATH.
-    echo "python3 -m venv is not available: installing into $venv with pip install --target (put it on PYTHONPATH)"
-    mkdir -p "$venv"
-    touch "$marker"
-fi
-if [[ -f $venv/pyvenv.cfg ]]; then
-    "$venv/bin/python" -m pip --version >/dev/null 2>&1 || die "the venv $venv has no working pip"
-    py=("$venv/bin/python")
-    pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-else
-    py=(env "PYTHONPATH=$venv${PYTHONPATH:+:$PYTHONPATH}" python3)
-    pip=(env PIP_ROOT_USER_ACTION=ignore PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install
-        --quiet --disable-pip-version-check --upgrade --target "$venv")
-fi
-requirements=()
-[[ ! -f python/requirements-ci.txt ]] || requirements=(-r python/requirements-ci.txt)
-if [[ -f $venv/pyvenv.cfg ]]; then
-    ((${#requirements[@]} == 0)) || "${pip[@]}" "${requirements[@]}"
-    # The wheel replaces any nrpt already there (same version, another build); then its
-    # dependencies (numpy) are satisfied.
-    "${pip[@]}" --force-reinstall --no-deps "$wheel"
-    "${pip[@]}" "$wheel"
-else
-    # pip install --target sees nothing installed: one call, which replaces what is there.
-    "${pip[@]}" "${requirements[@]}" "$wheel"
-fi
-installed=$(cd "$tmp" && "${py[@]}" -c 'import nrpt, os; print(os.path.dirname(nrpt.__file__))') ||
-    die "the installed package does not import"
-echo "installed: $installed ($(du -sh "$installed" | cut -f1))"
+install "$wheel"
