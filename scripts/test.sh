@@ -25,7 +25,7 @@ target=$CARGO_TARGET_DIR
 step "format"
 cargo fmt --all --check
 
-step "started in the background at the lowest priority: the Python test environment, and the package as an index gets it (sdist, manylinux2014 abi3 wheel built from it by maturin --zig, checked)"
+step "started in the background at the lowest priority: the Python test environment, and, when its inputs changed, the package as an index gets it (sdist, manylinux2014 abi3 wheel built from it by maturin --zig, checked)"
 # Two jobs that share nothing with the steps below and wait on no cargo lock:
 #  - env: a fresh virtual environment with python/requirements-ci.txt (scripts/python-env.sh;
 #    a folder for PYTHONPATH where python3 has no venv module), removed at the end; the
@@ -47,14 +47,21 @@ python_target="$target/python-package"
 mkdir -p "$python_target"
 venv=$(mktemp -d "$target/python-venv.XXXXXX")
 declare -A job_pid job_log
-background() { # NAME COMMAND...: started in the background, its output in a log
+# background [--normal] NAME COMMAND...: started in the background, its output in a log,
+# at the lowest priority (or, with --normal, the suite's own).
+background() {
+    local low=1
+    if [[ $1 == --normal ]]; then low=0; shift; fi
     local name=$1
     shift
     job_log[$name]="$python_target/$name.log"
     setsid bash -c '
-        echo 19 >/proc/self/autogroup 2>/dev/null || true
-        if command -v ionice >/dev/null 2>&1; then exec nice -n 19 ionice -c 3 "$@"; fi
-        exec nice -n 19 "$@"' low-priority "$@" >"${job_log[$name]}" 2>&1 &
+        if (($1)); then
+            echo 19 >/proc/self/autogroup 2>/dev/null || true
+            if command -v ionice >/dev/null 2>&1; then shift; exec nice -n 19 ionice -c 3 "$@"; fi
+            shift; exec nice -n 19 "$@"
+        fi
+        shift; exec "$@"' job "$low" "$@" >"${job_log[$name]}" 2>&1 &
     job_pid[$name]=$!
     echo "$name: started (process ${job_pid[$name]}, log ${job_log[$name]})"
 }
@@ -80,8 +87,26 @@ trap stop_background EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 background python-env scripts/python-env.sh "$venv"
-background python-package env CARGO_TARGET_DIR="$python_target" \
-    scripts/python-package.sh --profile wheel-check --no-install
+# The manylinux wheel is built and checked when what decides it changed
+# (scripts/wheel-inputs.sh: the Python crate, the manifests, Cargo.lock, the packaging
+# script) since the check recorded in python/manylinux-checked.sha256, which a passing
+# check rewrites (commit it); NRPT_WHEEL_CHECK=always builds it whatever the record says,
+# as a release does, and never skips it (a local run; CI keeps the default, auto). It is the suite's largest build that shares nothing (about a third
+# of the suite's CPU time on two cores).
+wheel_record=python/manylinux-checked.sha256
+wheel_inputs=$(scripts/wheel-inputs.sh)
+case ${NRPT_WHEEL_CHECK:-auto} in
+    always) wheel_check=1 ;;
+    auto) [[ $(cut -d' ' -f1 "$wheel_record" 2>/dev/null) == "$wheel_inputs" ]] && wheel_check=0 || wheel_check=1 ;;
+    never) wheel_check=0 ;;
+    *) echo "error: NRPT_WHEEL_CHECK is '$NRPT_WHEEL_CHECK': auto (the default), always or never" >&2; exit 2 ;;
+esac
+if ((wheel_check)); then
+    background python-package env CARGO_TARGET_DIR="$python_target" \
+        scripts/python-package.sh --profile wheel-check --no-install
+else
+    echo "python-package: not started: the manylinux wheel's inputs are those it was checked with ($wheel_record: $wheel_inputs); NRPT_WHEEL_CHECK=always checks it again"
+fi
 
 step "lints (the workspace, the Python crate among its members)"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -151,8 +176,11 @@ wheel=$(sed -n 's|^left in \(.*\): \(.*\.whl\)$|\1/\2|p' "$native_log")
 step "documentation: API docs with -D warnings, the book (mdBook), its links and numbers"
 scripts/docs.sh
 
-step "embedded and WASM: firmware under QEMU, Node test of the .wasm, size limits"
-embedded/ci.sh
+step "embedded and WASM (firmware under QEMU, Node test of the .wasm, size limits), started beside the NumPy and Python steps"
+# Its cargo builds (the last of the suite) share no lock with the steps below, which run
+# no cargo, and much of each side waits on one core (QEMU, Node, pytest): side by side
+# they take about the time of the longer. Its log is printed when it is waited for.
+background --normal embedded embedded/ci.sh
 
 step "NumPy speed references: their own checks"
 python3 benches/numpy/test_nrpt_numpy.py
@@ -174,6 +202,18 @@ MYPY_CACHE_DIR="$target/mypy-cache" "$py" -m mypy.stubtest nrpt
 NRPT_REQUIRE_CLI=1 NRPT_REQUIRE_MPI=1 "$py" -m pytest -q python/tests
 echo "python package: $((SECONDS - python_started)) s"
 
-step "the Python package as an index gets it: the background job's sdist and manylinux wheel, checked"
-finish python-package
+step "embedded and WASM: the job started after the documentation"
+finish embedded
+
+if ((wheel_check)); then
+    step "the Python package as an index gets it: the background job's sdist and manylinux wheel, checked"
+    finish python-package
+    if [[ $(scripts/wheel-inputs.sh) == "$wheel_inputs" ]]; then
+        printf '%s  the inputs (scripts/wheel-inputs.sh) of the manylinux wheel scripts/test.sh last built and checked\n' \
+            "$wheel_inputs" >"$wheel_record"
+        echo "recorded in $wheel_record (commit it: the suite then skips this build until the inputs change)"
+    else
+        echo "not recorded: the inputs changed while the suite ran"
+    fi
+fi
 echo "test suite: $SECONDS s"
