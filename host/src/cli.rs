@@ -60,7 +60,7 @@ fn parse_max_memory(text: &str) -> Result<u64, String> {
 }
 
 /// The smallest --max-memory accepted.
-pub const MIN_MAX_MEMORY: u64 = 64 << 20;
+pub(crate) const MIN_MAX_MEMORY: u64 = 64 << 20;
 
 /// Replace an existing output folder that nrpt did not write (see `--out`).
 /// The command line's parser: [`Cli`] with `run --target`'s values listed from the
@@ -345,7 +345,7 @@ pub struct ShardMergeArgs {
 
 impl ShardMergeArgs {
     /// `--out`, or `default`.
-    pub fn out_or<'a>(&'a self, default: &'a str) -> &'a std::path::Path {
+    pub(crate) fn out_or<'a>(&'a self, default: &'a str) -> &'a std::path::Path {
         self.out
             .as_deref()
             .unwrap_or_else(|| std::path::Path::new(default))

@@ -18,6 +18,7 @@ extern crate nrpt_sampling;
 
 pub mod cli;
 pub mod commands;
+pub mod errors;
 pub mod figures;
 pub mod progress;
 pub mod spellings;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
 use nrpt::commands;
+use nrpt::errors::{all, find, has};
 use nrpt_sampling::config::ConfigError;
 use nrpt_sampling::config::{MathKind, PrecisionKind};
 use nrpt_sampling::console::StdoutError;
@@ -129,10 +130,6 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
 }
 
 /// Whether `e` or anything it wraps is an `E`.
-fn has<E: std::error::Error + Send + Sync + 'static>(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.is::<E>())
-}
-
 fn main() -> ExitCode {
     nrpt_sampling::engine::memory::return_freed_memory();
     let cli = match nrpt::cli::try_parse_from(std::env::args_os()) {
@@ -183,18 +180,12 @@ fn main() -> ExitCode {
         nrpt_sampling::note!("{w}");
         return ExitCode::from(130);
     }
-    if let Some(w) = e
-        .chain()
-        .filter_map(|c| c.downcast_ref::<OutputError>())
-        .find(|o| o.is_interrupted())
-    {
+    if let Some(w) = all::<OutputError>(&e).find(|o| o.is_interrupted()) {
         nrpt_sampling::note!("{w}");
         return ExitCode::from(130);
     }
-    if matches!(
-        e.downcast_ref::<EngineError>(),
-        Some(EngineError::Interrupted)
-    ) || nrpt_sampling::interrupt::requested()
+    if matches!(find::<EngineError>(&e), Some(EngineError::Interrupted))
+        || nrpt_sampling::interrupt::requested()
     {
         nrpt_sampling::note!(
             "interrupted (Ctrl-C or SIGTERM) before the outputs were complete: \

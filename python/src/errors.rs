@@ -5,6 +5,7 @@
 use pyo3::PyErr;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 
+use nrpt::errors::{all, find, has};
 use nrpt_sampling::config::ConfigError;
 use nrpt_sampling::data::DataError;
 use nrpt_sampling::engine::EngineError;
@@ -62,22 +63,15 @@ pub fn pythonic(message: &str) -> String {
 /// backend that cannot run) as `RuntimeError`.
 pub fn command_error(e: anyhow::Error) -> PyErr {
     let message = pythonic(&format!("{e:#}"));
-    let bad_input = e.downcast_ref::<ConfigError>().is_some()
-        || e.downcast_ref::<DataError>().is_some()
-        || e.downcast_ref::<nrpt_core::Error>().is_some()
-        || matches!(
-            e.downcast_ref::<EngineError>(),
-            Some(EngineError::Invalid(_))
-        );
+    let bad_input = has::<ConfigError>(&e)
+        || has::<DataError>(&e)
+        || has::<nrpt_core::Error>(&e)
+        || matches!(find::<EngineError>(&e), Some(EngineError::Invalid(_)));
     if bad_input {
         PyValueError::new_err(message)
-    } else if matches!(
-        e.downcast_ref::<EngineError>(),
-        Some(EngineError::Interrupted)
-    ) || e
-        .chain()
-        .filter_map(|c| c.downcast_ref::<nrpt_sampling::output::OutputError>())
-        .any(nrpt_sampling::output::OutputError::is_interrupted)
+    } else if matches!(find::<EngineError>(&e), Some(EngineError::Interrupted))
+        || all::<nrpt_sampling::output::OutputError>(&e)
+            .any(nrpt_sampling::output::OutputError::is_interrupted)
     {
         PyKeyboardInterrupt::new_err(message)
     } else {

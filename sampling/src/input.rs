@@ -189,7 +189,7 @@ impl Read for Input {
 }
 
 /// A gzip stream over an [`Input`], capped after decompression.
-pub struct GzInput {
+pub(crate) struct GzInput {
     inner: flate2::read::MultiGzDecoder<BufReader<Box<dyn Read>>>,
     compressed: Rc<Cell<u64>>,
     out: u64,

@@ -53,7 +53,7 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String>
 }
 
 /// `value` as indented nrpt JSON (the files).
-pub fn to_string_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+pub(crate) fn to_string_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     serde_json::to_string_pretty(&Numbers(value))
 }
 

@@ -62,7 +62,7 @@ pub fn get() -> Limits {
 pub const UNKNOWN_MACHINE_MEMORY: u64 = 8 << 30;
 
 /// The default `--max-memory`: three quarters of [`machine_memory`].
-pub fn default_max_memory() -> u64 {
+pub(crate) fn default_max_memory() -> u64 {
     machine_memory() / 4 * 3
 }
 

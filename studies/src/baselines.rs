@@ -17,7 +17,7 @@ use nrpt_sampling::targets::Toy;
 
 /// Settings shared by the baselines.
 #[derive(Clone, Copy, Debug)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     /// Base seed.
     pub seed: u32,
     /// Independent repetitions (one Philox ensemble index each).
@@ -85,7 +85,7 @@ fn tick(k: u64, iterations: u64, progress: OnProgress<'_>) -> Result<(), EngineE
 
 /// SGLD×P: `chains` independent SGLD chains at learning rate `eta` and temperature 1
 /// for `iterations`, all chains' samples pooled (`[x, y]` pairs).
-pub fn parallel_sgld(
+pub(crate) fn parallel_sgld(
     b: Baseline,
     chains: usize,
     iterations: u64,
@@ -119,7 +119,7 @@ pub fn parallel_sgld(
 /// `η_k = η₀/2 · (cos(π · (k mod L)/L) + 1)`, L = iterations / cycles; SGD in the
 /// first 95% of each cycle (exploration), SGLD at temperature 1 in the last 5%
 /// (sampling), where samples are kept every `thin` iterations.
-pub fn cyclical_sgld(
+pub(crate) fn cyclical_sgld(
     b: Baseline,
     iterations: u64,
     cycles: u64,

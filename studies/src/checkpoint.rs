@@ -239,7 +239,7 @@ pub fn changed_inputs(saved: &[InputDigest], now: &[InputDigest]) -> Vec<String>
 
 /// The bytes of a checkpoint (built in place: the state is encoded once, not copied,
 /// into a buffer of the exact size, measured by a first pass that keeps no bytes).
-pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
+pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> crate::error::Result<Vec<u8>> {
     let texts = [
         version(),
         nrpt_sampling::json::to_string(&c.config)?,
@@ -248,24 +248,31 @@ pub fn encode<C: Serialize>(c: &Checkpoint<C>) -> anyhow::Result<Vec<u8>> {
     let state_len = postcard::serialize_with_flavor::<_, _, usize>(
         &c.state,
         postcard::ser_flavors::Size::default(),
-    )?;
+    )
+    .map_err(cannot_encode)?;
     let len = texts.iter().map(|t| 4 + t.len()).sum::<usize>() + 8 + state_len;
     let mut bytes = Vec::with_capacity(HEAD + len + SUM);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&FORMAT.to_le_bytes());
     bytes.extend_from_slice(&0u64.to_le_bytes());
     for text in texts {
-        let len = u32::try_from(text.len())?;
+        let len = u32::try_from(text.len()).map_err(cannot_encode)?;
         bytes.extend_from_slice(&len.to_le_bytes());
         bytes.extend_from_slice(text.as_bytes());
     }
     bytes.extend_from_slice(&c.every.to_le_bytes());
-    let mut bytes = postcard::to_extend(&c.state, bytes)?;
+    let mut bytes = postcard::to_extend(&c.state, bytes).map_err(cannot_encode)?;
     let payload = (bytes.len() - HEAD) as u64;
     bytes[12..HEAD].copy_from_slice(&payload.to_le_bytes());
     let sum = Sha256::digest(&bytes);
     bytes.extend_from_slice(&sum);
     Ok(bytes)
+}
+
+/// A state the checkpoint format cannot hold (a text over 4 GiB, a value postcard
+/// refuses), as an error of the run.
+fn cannot_encode(e: impl std::fmt::Display) -> crate::error::StudyError {
+    crate::error::StudyError::failed(format!("cannot encode the checkpoint: {e}"))
 }
 
 /// The SHA-256 a checkpoint file ends with: what tells the file one process wrote from
@@ -274,7 +281,7 @@ pub type Seal = [u8; SUM];
 
 /// Writes a checkpoint atomically (a temporary file renamed into place) and returns its
 /// seal.
-pub fn write<C: Serialize>(path: &Path, c: &Checkpoint<C>) -> anyhow::Result<Seal> {
+pub fn write<C: Serialize>(path: &Path, c: &Checkpoint<C>) -> crate::error::Result<Seal> {
     let bytes = encode(c)?;
     write_atomic(path, &bytes)?;
     Ok(seal_of_bytes(&bytes))
@@ -509,8 +516,14 @@ pub fn run<C: Serialize>(
     saved: Option<RunState>,
     plan: &Plan<'_, C>,
     progress: OnProgress<'_>,
-) -> anyhow::Result<Finished> {
-    anyhow::ensure!(plan.every >= 1, "a checkpoint cadence of 0 iterations");
+) -> crate::error::Result<Finished> {
+    if plan.every < 1 {
+        return Err(nrpt_sampling::config::ConfigError::new(
+            "checkpoint_every",
+            "must be at least 1 iteration, got 0",
+        )
+        .into());
+    }
     let mut state = saved;
     let mut seal = None;
     // The iteration of the checkpoint on disk, if any.

@@ -23,6 +23,7 @@
 pub mod baselines;
 pub mod checkpoint;
 pub mod deep;
+pub mod error;
 pub mod exact;
 pub mod metrics;
 pub mod reproduce;

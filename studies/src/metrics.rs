@@ -56,7 +56,7 @@ impl Grid {
 
     /// The true mass of every cell under π ∝ exp(−U) of the 25-mode target, normalized
     /// over the grid: exp(−U) averaged over `sub × sub` points inside each cell.
-    pub fn true_masses(&self, sub: usize) -> Vec<f64> {
+    pub(crate) fn true_masses(&self, sub: usize) -> Vec<f64> {
         let width = (self.hi - self.lo) / self.n as f64;
         let mut m = vec![0.0; self.n * self.n];
         for j in 0..self.n {
@@ -85,7 +85,7 @@ pub fn total_variation(p: &[f64], q: &[f64]) -> f64 {
 
 /// Masses of the 5 × 5 mode cells (unit squares centred on the integer points of
 /// [−2, 2]²) from masses on the 50 × 50 paper grid, whose cells are 0.1 wide.
-pub fn mode_cells(fine: &[f64]) -> Vec<f64> {
+pub(crate) fn mode_cells(fine: &[f64]) -> Vec<f64> {
     let n = Grid::PAPER.n;
     let mut m = vec![0.0; 25];
     for j in 0..n {

@@ -16,7 +16,7 @@ use nrpt_sampling::engine::{Backend, EngineError, Record};
 
 /// The answer of `nrpt bench`.
 #[derive(Debug, Serialize)]
-pub struct BenchReport {
+pub(crate) struct BenchReport {
     /// Backend measured.
     pub backend: String,
     /// E.
@@ -63,7 +63,7 @@ pub struct BenchReport {
 /// The device's limits measured by a CUDA bench in the same run (nrpt_cuda::limits):
 /// the yardsticks of its ratios.
 #[derive(Clone, Debug, Serialize)]
-pub struct DeviceLimits {
+pub(crate) struct DeviceLimits {
     /// Device-to-device `cudaMemcpy` bandwidth, GB/s of bytes read plus written.
     pub copy_memcpy_d2d_gbs: f64,
     /// The FP32 peak measured by an FMA-bound micro-kernel, GFLOP/s (MLP benches).
@@ -78,7 +78,7 @@ pub struct DeviceLimits {
 /// alone, the median of `repetitions` runs after a warm-up, and the same runs end to
 /// end (set-up, uploads, downloads and the final snapshot included) apart.
 #[derive(Clone, Debug, Serialize)]
-pub struct DeviceFigures {
+pub(crate) struct DeviceFigures {
     /// The kernels' floating-point contract (nrpt_cuda::MathMode::name).
     pub math: String,
     /// Timed runs after the warm-up.
@@ -111,7 +111,7 @@ pub struct DeviceFigures {
 
 /// One math mode of a CUDA bench.
 #[derive(Clone, Debug, Serialize)]
-pub struct ModeReport {
+pub(crate) struct ModeReport {
     /// E · P · iterations / device_seconds.
     pub chain_steps_per_sec: f64,
     /// Round trips per 1000 iterations (of the last repetition).
@@ -380,7 +380,7 @@ fn run_cuda(
 
 /// The answer of `nrpt bench --target bernoulli`.
 #[derive(Debug, Serialize)]
-pub struct BernoulliReport {
+pub(crate) struct BernoulliReport {
     /// E as run: the simulator runs whole groups of 32 ensembles, so E is rounded up.
     pub ensembles: usize,
     /// P.
@@ -471,7 +471,7 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
 
 /// The answer of `nrpt bench --target classifier`.
 #[derive(Clone, Debug, Serialize)]
-pub struct MlpReport {
+pub(crate) struct MlpReport {
     /// Backend measured.
     pub backend: String,
     /// E.
@@ -542,7 +542,7 @@ pub use nrpt_sampling::config::parse_hidden;
 /// library's packing of them, at most a panel of 1024 rows of the right operand (its
 /// blocking is sized from the caches: 512 rows or fewer on the machines measured) and a
 /// slab of at most 4 MiB (its L2 cache) per thread.
-pub fn machine_gflops_bytes(n: usize) -> u64 {
+pub(crate) fn machine_gflops_bytes(n: usize) -> u64 {
     let n = n.max(16) as u64;
     let threads = rayon::current_num_threads() as u64;
     (3 * 4 * n)

@@ -110,7 +110,7 @@ pub fn resolve(c: &RunConfig) -> RunConfig {
 /// `null`, `log_z` the log evidence log p(y | X) of the model with its normalized prior),
 /// the data's size and the posterior predictive.
 #[derive(Debug, Serialize)]
-pub struct ClassifierExactSummary {
+pub(crate) struct ClassifierExactSummary {
     /// Training examples N (ℓ sums over all of them).
     pub train_examples: usize,
     /// Ensembles that ran (after `--quick`'s cap).

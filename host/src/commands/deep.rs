@@ -29,10 +29,10 @@ use nrpt_studies::deep::reference::{self, Reference};
 use nrpt_studies::shard::{self, RECORDS, Summary};
 
 /// The most swap rates of `--swap-sweep`, and factors of `--eta-sweep`.
-pub const MAX_SWAP_SWEEP: usize = 32;
+pub(crate) const MAX_SWAP_SWEEP: usize = 32;
 
 /// Sampling iterations per chain, and the most of pre-training, with `--quick`.
-pub const QUICK_ITERATIONS: f64 = 1300.0;
+pub(crate) const QUICK_ITERATIONS: f64 = 1300.0;
 
 /// A comma-separated list of numbers, each checked by `ok`.
 fn list(
@@ -156,7 +156,7 @@ pub fn settings(args: &DeepArgs, per_epoch: f64) -> Result<Settings, ConfigError
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(missing_docs)]
-pub struct Config {
+pub(crate) struct Config {
     pub quick: bool,
     pub ensembles: Option<usize>,
     pub epochs: Option<f64>,
@@ -426,7 +426,10 @@ pub fn model(args: &DeepArgs) -> Result<Classifier> {
 
 /// The reference posterior of `model`: the folder `given`, or the bundled one of this
 /// model, or none.
-pub fn reference_for(model: &ClassifierTarget, given: Option<&Path>) -> Result<Option<Reference>> {
+pub(crate) fn reference_for(
+    model: &ClassifierTarget,
+    given: Option<&Path>,
+) -> Result<Option<Reference>> {
     match given {
         Some(dir) => {
             let r = Reference::load(dir)?;

@@ -155,7 +155,7 @@ pub fn run_job(
 
 /// Runs `report` (the printing of results, `--strict`) after the outputs were put in
 /// place in `folder`: any error it gives then says that the outputs are complete.
-pub fn after_commit(
+pub(crate) fn after_commit(
     folder: &Path,
     report: impl FnOnce() -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {

@@ -62,7 +62,7 @@ pub fn compute(args: &ReferenceArgs, quiet: bool) -> Result<ReferenceRun> {
         progress.inc(1)
     });
     progress.finish();
-    out
+    Ok(out?)
 }
 
 /// Runs the command.

@@ -28,7 +28,7 @@ fn run_all(s: &Settings, seeds: Range<usize>, backend: &dyn Backend, quiet: bool
     let progress = Progress::new("reproduce", plan.work(), quiet);
     let runs = plan.run(backend, &|n| progress.inc(n));
     progress.finish();
-    runs
+    Ok(runs?)
 }
 
 fn density(samples: &[f32]) -> Vec<f64> {

@@ -18,6 +18,7 @@ use nrpt_sampling::output::{OutDir, OutPolicy, OutputSet, write_json};
 use nrpt_sampling::targets::Modes2dTarget;
 use nrpt_sampling::targets::classifier::Classifier;
 use nrpt_studies::checkpoint;
+use nrpt_studies::error::StudyError;
 use nrpt_studies::metrics::{Accuracy, Truth};
 
 /// `summary.json`.
@@ -118,7 +119,7 @@ pub use super::warnings::{NONFINITE_WARNING_SHARE, StrictError, warnings};
 /// What `--json` prints: the summary (which is the same for the same seed, whatever
 /// the machine) plus the timing (which is not, and so stays out of summary.json).
 #[derive(Debug, Serialize)]
-pub struct RunReport<'a> {
+pub(crate) struct RunReport<'a> {
     /// The summary.
     #[serde(flatten)]
     pub summary: &'a Summary,
@@ -529,7 +530,7 @@ fn check_checkpoint_place(path: &Path, force: bool) -> Result<(), ConfigError> {
 
 /// What `--out` may replace for `nrpt run`: the inputs are the data files and the
 /// configuration file.
-pub fn out_policy(args: &RunArgs, config: &RunConfig) -> OutPolicy {
+pub(crate) fn out_policy(args: &RunArgs, config: &RunConfig) -> OutPolicy {
     let mut inputs: Vec<PathBuf> = config
         .input_paths()
         .into_iter()
@@ -695,15 +696,15 @@ pub fn run(
             };
             let done =
                 checkpoint::run(cpu, &job, saved, &plan, &|n| progress.inc(n)).map_err(|e| {
-                    match e.downcast::<checkpoint::Stopped>() {
+                    match e {
                         // Stopped by a signal with a checkpoint kept: say how to continue.
-                        Ok(stopped) => checkpoint::InterruptedWithCheckpoint {
+                        StudyError::Stopped(stopped) => checkpoint::InterruptedWithCheckpoint {
                             checkpoint: stopped.path.display().to_string(),
                             iteration: stopped.iteration,
                             out: config.out.display().to_string(),
                         }
                         .into(),
-                        Err(e) => e,
+                        e => anyhow::Error::from(e),
                     }
                 })?;
             progress.finish();

@@ -61,7 +61,7 @@ pub struct StrictError {
 
 /// `--strict`'s verdict once the outputs are written: a [`StrictError`] when there are
 /// warnings, else nothing.
-pub fn strict_verdict(strict: bool, warnings: &[String]) -> anyhow::Result<()> {
+pub(crate) fn strict_verdict(strict: bool, warnings: &[String]) -> anyhow::Result<()> {
     if strict && !warnings.is_empty() {
         return Err(StrictError {
             warnings: warnings.len(),
@@ -74,7 +74,7 @@ pub fn strict_verdict(strict: bool, warnings: &[String]) -> anyhow::Result<()> {
 /// Reports a finished run whose outputs are written: its warnings on standard error
 /// (kept by `--quiet`), then the summary as one JSON object with `seconds` (`json`) or
 /// as `text`, then `--strict`'s verdict ([`strict_verdict`]).
-pub fn report_summary<S: Serialize>(
+pub(crate) fn report_summary<S: Serialize>(
     summary: &S,
     warnings: &[String],
     seconds: f64,

@@ -21,19 +21,23 @@ use super::{Dataset, Split};
 /// them.
 pub(crate) const GZ: &[u8] = include_bytes!("../../data/digits.csv.gz");
 
-/// SHA-256 of the bundled file (`data/digits.csv.gz`), as `data/README.md` states it.
-pub const SHA256: &str = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22";
+/// SHA-256 of the bundled file (`data/digits.csv.gz`), as `data/README.md` states it
+/// (checked by the tests).
+#[cfg(test)]
+const SHA256: &str = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22";
 
 /// Examples in the file.
-pub const EXAMPLES: usize = 1_797;
-/// Examples in the training split (`i % 4 != 3`).
-pub const TRAIN: usize = 1_348;
-/// Examples in the test split (`i % 4 == 3`).
-pub const TEST: usize = 449;
+pub(crate) const EXAMPLES: usize = 1_797;
+/// Examples in the training split (`i % 4 != 3`; checked by the tests).
+#[cfg(test)]
+const TRAIN: usize = 1_348;
+/// Examples in the test split (`i % 4 == 3`; checked by the tests).
+#[cfg(test)]
+const TEST: usize = 449;
 /// Pixels per image.
-pub const FEATURES: usize = 64;
+pub(crate) const FEATURES: usize = 64;
 /// Digits.
-pub const CLASSES: usize = 10;
+pub(crate) const CLASSES: usize = 10;
 
 /// The name messages give the bundled file.
 const FILE: &str = "digits.csv.gz (bundled)";

@@ -35,7 +35,7 @@ pub(crate) const BUNDLED: [&[u8]; 4] = [
     include_bytes!("../../data/mnist1d-test-y.npy.gz"),
 ];
 
-/// The names of the bundled files, in the order of [`SHA256`].
+/// The names of the bundled files, in the order of their digests (`SHA256`).
 pub const FILES: [&str; 4] = [
     "mnist1d-train-x.npy.gz",
     "mnist1d-train-y.npy.gz",
@@ -43,8 +43,10 @@ pub const FILES: [&str; 4] = [
     "mnist1d-test-y.npy.gz",
 ];
 
-/// SHA-256 of each bundled file, as `data/README.md` and the generator script state them.
-pub const SHA256: [&str; 4] = [
+/// SHA-256 of each bundled file, as `data/README.md` and the generator script state them
+/// (checked by the tests).
+#[cfg(test)]
+const SHA256: [&str; 4] = [
     "e9d9b4473942805b0b22faf37ca81775accdbf63c7c8741ef9e780afbbf9266d",
     "e02951aa520c432678c0f3c33d5f7b69eb454e654343495395c5d6b77537c6c5",
     "3421c78da3de446c8bb542711ca94b421f84d6b60f9688a1b099c2dbd352198e",
@@ -52,13 +54,13 @@ pub const SHA256: [&str; 4] = [
 ];
 
 /// Examples in the training split.
-pub const TRAIN: usize = 12_800;
+pub(crate) const TRAIN: usize = 12_800;
 /// Examples in the test split.
-pub const TEST: usize = 3_200;
+pub(crate) const TEST: usize = 3_200;
 /// Values per signal (the generator's `final_seq_length`).
-pub const FEATURES: usize = 40;
+pub(crate) const FEATURES: usize = 40;
 /// Digits.
-pub const CLASSES: usize = 10;
+pub(crate) const CLASSES: usize = 10;
 
 /// The most bytes a decompressed file may take: the features of the training split
 /// with room for the header (a corrupt stream must not fill the memory).

@@ -121,7 +121,7 @@ impl Dataset {
     /// A warning when the labels imply far more classes than there are training
     /// examples (the largest label sets the number of classes, and so the size of the
     /// model's last layer): a wrong label column, or labels that are identifiers.
-    pub fn class_warning(&self) -> Option<String> {
+    pub(crate) fn class_warning(&self) -> Option<String> {
         let examples = self.train.len();
         if self.classes <= examples.max(2) {
             return None;

@@ -60,7 +60,7 @@ impl Table {
     }
 
     /// Where value `j` of example `i` came from, as the messages show it.
-    pub fn locate(&self, i: usize, j: usize) -> String {
+    pub(crate) fn locate(&self, i: usize, j: usize) -> String {
         let at = self.origin.get(i).copied().unwrap_or(i);
         if self.origin_is_line {
             format!("line {at}, field {}", j + 1)
@@ -70,7 +70,7 @@ impl Table {
     }
 
     /// Splits by [`is_test_example`]: (training, test).
-    pub fn split_default(&self) -> (Table, Table) {
+    pub(crate) fn split_default(&self) -> (Table, Table) {
         let empty = || Table::new(&self.file, self.features, self.origin_is_line);
         let (mut train, mut test) = (empty(), empty());
         for i in 0..self.len() {

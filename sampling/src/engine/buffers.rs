@@ -47,7 +47,7 @@ impl<F: Float> EnsembleBuffers<F> {
     }
 
     /// Checks every length against P and D (a saved state of another run is refused).
-    pub fn check_shape(&self, chains: usize, dim: usize) -> Result<(), String> {
+    pub(crate) fn check_shape(&self, chains: usize, dim: usize) -> Result<(), String> {
         let pairs = chains.saturating_sub(1);
         let want = [
             ("states", self.states.len(), chains * dim),

@@ -196,7 +196,7 @@ impl CudaBackend {
     }
 
     /// The engine on an already opened device, with the defaults of [`open`](Self::open).
-    pub fn from_gpu(gpu: Arc<Gpu>) -> Self {
+    pub(crate) fn from_gpu(gpu: Arc<Gpu>) -> Self {
         CudaBackend {
             gpu,
             math: MathMode::Exact,

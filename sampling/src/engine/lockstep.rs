@@ -69,7 +69,7 @@ pub fn applies(job: &Job) -> bool {
 /// states, their sines, energies, ladder, replicas and travel states of every lane and
 /// the level's temperature; per pair the gates, flags and counters of every lane), which
 /// a worker thread holds while it runs the group.
-pub fn group_bytes(chains: usize) -> u64 {
+pub(crate) fn group_bytes(chains: usize) -> u64 {
     use std::mem::size_of;
     let p = chains as u64;
     let per_level = 5 * size_of::<F32s>()
@@ -571,7 +571,7 @@ fn step_dispatch(
 /// `count` compute ensembles that are thrown away; `fast` selects fast mode's lane math
 /// (`CpuBackend::fast_math`). Returns the states.
 #[allow(clippy::too_many_arguments)]
-pub fn run_group(
+pub(crate) fn run_group(
     job: &Job,
     first: usize,
     count: usize,

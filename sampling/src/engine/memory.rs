@@ -42,7 +42,7 @@ pub enum Phase {
 
 impl Phase {
     /// The phases that follow one another (all but [`Phase::Throughout`]).
-    pub const STEPS: [Phase; 4] = [
+    pub(crate) const STEPS: [Phase; 4] = [
         Phase::Running,
         Phase::Checkpointing,
         Phase::Merging,
@@ -89,7 +89,7 @@ impl Footprint {
     }
 
     /// The phase that holds the most (besides what is held throughout).
-    pub fn peak_phase(&self) -> Phase {
+    pub(crate) fn peak_phase(&self) -> Phase {
         Phase::STEPS
             .into_iter()
             .max_by_key(|&p| (self.during(p), std::cmp::Reverse(p as u8)))
@@ -171,7 +171,7 @@ fn mul(values: &[u64]) -> u64 {
 }
 
 /// How many samples a job keeps per ensemble.
-pub fn kept_samples(job: &Job) -> u64 {
+pub(crate) fn kept_samples(job: &Job) -> u64 {
     let r = job.record;
     if r.thin == 0 || job.iterations <= r.warmup {
         0
@@ -181,7 +181,7 @@ pub fn kept_samples(job: &Job) -> u64 {
 }
 
 /// How many trace entries a job records.
-pub fn trace_entries(job: &Job) -> u64 {
+pub(crate) fn trace_entries(job: &Job) -> u64 {
     job.iterations
         .checked_div(job.record.trace_every)
         .unwrap_or(0)
@@ -266,7 +266,7 @@ pub fn of_job(job: &Job) -> Footprint {
 /// The worker threads that run `job` at once: those of the current rayon pool (the
 /// command's `--threads`, else `RAYON_NUM_THREADS`, else one per core; see `main`),
 /// at most one per ensemble, since the CPU engine gives each thread whole ensembles.
-pub fn threads_in_use(job: &Job) -> u64 {
+pub(crate) fn threads_in_use(job: &Job) -> u64 {
     (rayon::current_num_threads() as u64)
         .min(job.ensembles as u64)
         .max(1)
@@ -300,7 +300,7 @@ pub fn return_freed_memory() {
 /// `malloc_trim`): smaller blocks freed by one phase (the records of many ensembles,
 /// merged away) would otherwise stay with the process, amid blocks still held. The
 /// engine calls it between phases; with another allocator it does nothing.
-pub fn release_freed_memory() {
+pub(crate) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages, under the allocator's locks.
     unsafe {

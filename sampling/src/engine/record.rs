@@ -16,13 +16,13 @@ impl Record {
 
     /// A trace entry is written after iteration `k` (when k + 1 iterations are done).
     #[inline]
-    pub fn traces_at(&self, k: u64) -> bool {
+    pub(crate) fn traces_at(&self, k: u64) -> bool {
         self.trace_every > 0 && (k + 1).is_multiple_of(self.trace_every)
     }
 
     /// The index path of ensemble 0 is recorded after iteration `k`.
     #[inline]
-    pub fn paths_at(&self, k: u64) -> bool {
+    pub(crate) fn paths_at(&self, k: u64) -> bool {
         k < self.path_iterations
     }
 }
@@ -173,7 +173,7 @@ impl Recorder {
     }
 
     /// `true` for ensemble 0 (whose index paths are recorded).
-    pub fn is_first(&self) -> bool {
+    pub(crate) fn is_first(&self) -> bool {
         self.ensemble == 0
     }
 

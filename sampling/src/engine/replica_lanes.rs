@@ -128,7 +128,7 @@ pub fn scratch_bytes(job: &super::Job) -> u64 {
 
 /// Frees this thread's scratch (a worker of a long-lived pool would otherwise keep
 /// [`scratch_bytes`] until the process ends, while the run writes its outputs).
-pub fn release_scratch() {
+pub(crate) fn release_scratch() {
     SCRATCH.with_borrow_mut(|s| *s = Scratch::default());
 }
 

@@ -62,7 +62,7 @@ pub fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
 /// are of degrees 9 and 10), and ln's series in s = (m − 1)/(m + 1) to s⁵ instead of s⁹
 /// (2⁻²⁴·⁸). The coefficients are least-maximum-error fits (`fit_fast_math.py` in
 /// benches/), checked against f64 by the tests below.
-pub trait LaneMath {
+pub(crate) trait LaneMath {
     /// `a · b + c`.
     fn mul_add(a: f32, b: f32, c: f32) -> f32;
     /// Box–Muller of two words.

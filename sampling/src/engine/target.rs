@@ -161,7 +161,7 @@ pub struct CudaTarget {
 impl CudaTarget {
     /// The kernels' potential `kernels` behind noise of scale `noise` on every gradient
     /// coordinate and energy (what [`Toy`](crate::targets::Toy) targets see).
-    pub fn with_noise(kernels: GpuTarget, noise: f64) -> Self {
+    pub(crate) fn with_noise(kernels: GpuTarget, noise: f64) -> Self {
         CudaTarget {
             kernels,
             noise: Noise {

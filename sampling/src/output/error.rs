@@ -63,7 +63,7 @@ impl OutputError {
     }
 
     /// An [`OutputError::Malformed`] about `file`.
-    pub fn malformed(file: &Path, message: impl Into<String>) -> Self {
+    pub(crate) fn malformed(file: &Path, message: impl Into<String>) -> Self {
         OutputError::Malformed {
             file: file.display().to_string(),
             message: message.into(),

@@ -21,7 +21,7 @@ pub const MAX_ENTRIES: usize = 100_000;
 
 /// What [`MARKER`] holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Marker {
+pub(crate) struct Marker {
     /// Always "nrpt".
     pub written_by: String,
     /// The nrpt version.
@@ -48,7 +48,7 @@ impl Marker {
 
 /// What an existing folder is, to nrpt.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Nothing in it.
     Empty,
     /// Written by nrpt, nothing added since.
@@ -85,7 +85,7 @@ pub fn entries(dir: &Path) -> io::Result<BTreeSet<String>> {
 
 /// What an existing folder holds, and what it is to nrpt.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Survey {
+pub(crate) struct Survey {
     /// Every entry (see [`entries`]), the marker included.
     pub entries: BTreeSet<String>,
     /// Empty, ours, or foreign.
@@ -94,7 +94,7 @@ pub struct Survey {
 
 /// Lists the existing folder `dir` and judges it: a folder of more than
 /// [`MAX_ENTRIES`] entries is foreign.
-pub fn survey(dir: &Path) -> io::Result<Survey> {
+pub(crate) fn survey(dir: &Path) -> io::Result<Survey> {
     let found = match entries(dir) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::Other => {
@@ -145,7 +145,7 @@ fn read_marker(dir: &Path) -> Option<Marker> {
 /// Why nrpt must never replace the folder `real` (a canonical path), whatever
 /// `--force` says: it is the root, the home folder, or holds the current directory or
 /// one of `inputs`.
-pub fn protected(real: &Path, inputs: &[PathBuf]) -> Option<String> {
+pub(crate) fn protected(real: &Path, inputs: &[PathBuf]) -> Option<String> {
     if real.parent().is_none() {
         return Some("is the root folder".into());
     }
@@ -180,7 +180,7 @@ pub fn protected(real: &Path, inputs: &[PathBuf]) -> Option<String> {
 }
 
 /// A short list of names for a message: the first few, and how many more.
-pub fn some_names(names: &[String]) -> String {
+pub(crate) fn some_names(names: &[String]) -> String {
     const SHOWN: usize = 4;
     let mut s = names
         .iter()

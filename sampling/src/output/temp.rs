@@ -22,14 +22,14 @@ use std::time::{Duration, SystemTime};
 
 /// Temporary names without a lock (left by versions before locks, or by a writer killed
 /// between two steps) are removed once older than this.
-pub const LOCKLESS_STALE_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const LOCKLESS_STALE_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Characters of a token.
-pub const TOKEN_LEN: usize = 16;
+pub(crate) const TOKEN_LEN: usize = 16;
 
 /// A fresh random token of [`TOKEN_LEN`] hex digits (the system's random keys of
 /// `RandomState`, the process, the time and a counter, hashed).
-pub fn token() -> String {
+pub(crate) fn token() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let now = SystemTime::now()
@@ -40,13 +40,13 @@ pub fn token() -> String {
 }
 
 /// Whether `s` looks like a [`token`].
-pub fn is_token(s: &str) -> bool {
+pub(crate) fn is_token(s: &str) -> bool {
     s.len() == TOKEN_LEN && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// A file created with a unique name, locked, and checked to be still at that name.
 #[derive(Debug)]
-pub struct Locked {
+pub(crate) struct Locked {
     /// The open file (its lock lasts as long as it is open).
     pub file: File,
     /// Where it is.
@@ -57,7 +57,7 @@ pub struct Locked {
 
 /// Creates `dir/name(token)` with a fresh token, locks it, and makes sure the name still
 /// leads to it (else tries again with another token).
-pub fn create_locked(dir: &Path, name: impl Fn(&str) -> String) -> io::Result<Locked> {
+pub(crate) fn create_locked(dir: &Path, name: impl Fn(&str) -> String) -> io::Result<Locked> {
     let mut last = None;
     for _ in 0..64 {
         let token = token();
@@ -91,14 +91,14 @@ pub fn create_locked(dir: &Path, name: impl Fn(&str) -> String) -> io::Result<Lo
 /// Whether the lock of the file at `path` is free, i.e. whoever created it has ended.
 /// Returns the open, now locked file so that the caller removes what it guards while
 /// no new writer can take it; `None` when the lock is held (or the file is gone).
-pub fn take_abandoned(path: &Path) -> Option<File> {
+pub(crate) fn take_abandoned(path: &Path) -> Option<File> {
     let f = File::open(path).ok()?;
     rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).ok()?;
     Some(f)
 }
 
 /// Whether `path` was last modified more than [`LOCKLESS_STALE_AFTER`] ago.
-pub fn older_than_a_day(path: &Path) -> bool {
+pub(crate) fn older_than_a_day(path: &Path) -> bool {
     fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()
@@ -109,7 +109,7 @@ pub fn older_than_a_day(path: &Path) -> bool {
 /// Removes a folder tree that nrpt wrote, even where its modes forbid writing (an old
 /// output folder that was read-only): every folder in it is made writable by its owner
 /// first.
-pub fn remove_tree(path: &Path) -> io::Result<()> {
+pub(crate) fn remove_tree(path: &Path) -> io::Result<()> {
     fn open_up(p: &Path) {
         use std::os::unix::fs::PermissionsExt;
         let Ok(meta) = fs::symlink_metadata(p) else {

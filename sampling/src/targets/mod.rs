@@ -71,7 +71,7 @@ impl Builtin {
     }
 
     /// Checks that every `--target-arg` of `config` is one of this target's.
-    pub fn check_args(&self, config: &RunConfig) -> Result<(), ConfigError> {
+    pub(crate) fn check_args(&self, config: &RunConfig) -> Result<(), ConfigError> {
         for name in config.target_args.keys() {
             if !self.args.iter().any(|a| a.name == name) {
                 let known: Vec<&str> = self.args.iter().map(|a| a.name).collect();
@@ -126,7 +126,7 @@ pub use toy::{Modes2dTarget, SumModesTarget, Toy};
 
 /// The registration of the target a configuration names, or an error that names the
 /// built-in targets.
-pub fn lookup(name: &TargetName) -> Result<&'static Builtin, ConfigError> {
+pub(crate) fn lookup(name: &TargetName) -> Result<&'static Builtin, ConfigError> {
     name.builtin().ok_or_else(|| {
         let names: Vec<&str> = BUILTIN.iter().map(|b| b.name).collect();
         ConfigError::new(
@@ -152,7 +152,7 @@ impl TargetName {
     }
 
     /// Its registration, when it names a built-in target.
-    pub fn builtin(&self) -> Option<&'static Builtin> {
+    pub(crate) fn builtin(&self) -> Option<&'static Builtin> {
         BUILTIN.iter().find(|b| b.name == self.as_str())
     }
 

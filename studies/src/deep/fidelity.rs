@@ -42,10 +42,10 @@ use nrpt_sampling::stats::{Bootstrap, Interval, StatsError, mean_sd};
 pub const ECE_BINS: usize = 15;
 
 /// Confidence level of the intervals.
-pub const LEVEL: f64 = 0.95;
+pub(crate) const LEVEL: f64 = 0.95;
 
 /// The top class of a distribution: the first index of the largest value.
-pub fn top_class(p: &[f64]) -> usize {
+pub(crate) fn top_class(p: &[f64]) -> usize {
     let mut best = 0;
     for (k, &v) in p.iter().enumerate() {
         if v > p[best] {
@@ -57,7 +57,7 @@ pub fn top_class(p: &[f64]) -> usize {
 
 /// Per-example scores of one predictive.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ExampleScores {
+pub(crate) struct ExampleScores {
     /// 1 where the top class is the label, else 0.
     pub correct: Vec<f64>,
     /// −log p_i(y_i), floored at 10⁻¹² inside the logarithm.
@@ -70,7 +70,7 @@ pub struct ExampleScores {
 
 /// The per-example scores of `probs` (n × C) against `labels` and, when given, the
 /// reference predictive `reference` (n × C).
-pub fn example_scores(
+pub(crate) fn example_scores(
     probs: &[f64],
     labels: &[u32],
     classes: usize,
@@ -375,7 +375,7 @@ impl SampleCurve {
     /// The curve of a method from the scores of every seed at its points
     /// (`per_seed[s][j]` at `points[j]`; a seed with fewer points counts 0 beyond its
     /// last), `with_reference` when agreement and total variation were scored.
-    pub fn from_points(
+    pub(crate) fn from_points(
         name: &str,
         points: &[usize],
         per_seed: &[Vec<PointScores>],

@@ -52,7 +52,7 @@ impl Method {
 }
 
 /// A learning rate and Langevin noise scale for iteration k.
-pub type Schedule<'a> = &'a (dyn Fn(u64) -> (f64, f64) + Sync);
+pub(crate) type Schedule<'a> = &'a (dyn Fn(u64) -> (f64, f64) + Sync);
 
 /// One chain: `iterations` momentum-SGD steps of θ (with velocity `v`) from iteration
 /// `start`, the rate and noise of each from `schedule` (in the energy's units: η/N and
@@ -61,7 +61,7 @@ pub type Schedule<'a> = &'a (dyn Fn(u64) -> (f64, f64) + Sync);
 /// the stop request at every gradient: Ctrl-C or SIGTERM ends the chain with
 /// [`EngineError::Interrupted`].
 #[allow(clippy::too_many_arguments)]
-pub fn run_chain(
+pub(crate) fn run_chain(
     target: &Arc<ClassifierTarget>,
     theta: &mut [f32],
     v: &mut [f32],
@@ -320,7 +320,7 @@ pub fn ensemble(
 /// The iterations at which cyclical SGHMC keeps samples: `per_cycle` of them spaced
 /// evenly over the sampling stage (the last `sampling` share) of each of the `cycles`
 /// cycles of `length` iterations, the last at the cycle's end.
-pub fn cycle_samples(cycles: u64, length: u64, sampling: f64, per_cycle: usize) -> Vec<u64> {
+pub(crate) fn cycle_samples(cycles: u64, length: u64, sampling: f64, per_cycle: usize) -> Vec<u64> {
     let stage = ((sampling * length as f64).round() as u64).clamp(1, length.max(1));
     (0..cycles)
         .flat_map(|c| {
@@ -332,7 +332,7 @@ pub fn cycle_samples(cycles: u64, length: u64, sampling: f64, per_cycle: usize) 
 
 /// Cyclical SGHMC's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct CyclicalSettings {
+pub(crate) struct CyclicalSettings {
     /// Cycles over the run.
     pub cycles: u64,
     /// Samples kept per cycle.
@@ -348,7 +348,7 @@ pub struct CyclicalSettings {
 /// SGHMC at temperature 1 (noise √(2(1 − μ)η) per coordinate) in the rest (sampling),
 /// where it keeps `s.per_cycle` samples ([`cycle_samples`]), as Zhang et al. keep
 /// several per cycle.
-pub fn cyclical_sghmc(
+pub(crate) fn cyclical_sghmc(
     c: &ChainSettings,
     e: usize,
     start: &[f32],
@@ -397,7 +397,7 @@ pub fn cyclical_sghmc(
 
 /// SWAG's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct SwagSettings {
+pub(crate) struct SwagSettings {
     /// Share of the run before the first moment is collected (SWA's burn-in; Maddox et
     /// al. start collecting after 75 % of a run from scratch, here the run starts from
     /// pre-trained networks).
@@ -418,7 +418,7 @@ pub struct SwagSettings {
 /// θ = θ̄ + Σ_diag^{1/2} z₁/√2 + D z₂/√(2(K − 1)) (z₁, z₂ standard normal, D the K
 /// deviations θ_i − θ̄_i) are drawn. The normals come from the INIT stream of the
 /// method's seed.
-pub fn swag(
+pub(crate) fn swag(
     c: &ChainSettings,
     e: usize,
     start: &[f32],

@@ -133,7 +133,7 @@ impl Samples {
 
     /// The averages of the first `points[j]` samples (n × C each), in one pass; a point
     /// beyond the samples held averages all of them. Points must not decrease.
-    pub fn prefix_averages(&self, points: &[usize]) -> Vec<Vec<f64>> {
+    pub(crate) fn prefix_averages(&self, points: &[usize]) -> Vec<Vec<f64>> {
         let size = self.examples * self.classes;
         let mut sum = vec![0.0f64; size];
         let mut out = Vec::with_capacity(points.len());
@@ -208,7 +208,7 @@ pub fn score(probs: &[f64], labels: &[u32], classes: usize) -> Scores {
 
 /// [`score`], and the agreement and total variation against the reference predictive
 /// `reference` (n × C) when there is one.
-pub fn score_against(
+pub(crate) fn score_against(
     probs: &[f64],
     labels: &[u32],
     classes: usize,

@@ -292,7 +292,7 @@ pub fn run_exact(
     target: &ClassifierTarget,
     s: &ExactSettings,
     progress: OnProgress<'_>,
-) -> anyhow::Result<ExactOutcome> {
+) -> crate::error::Result<ExactOutcome> {
     let none = ClosedForm {
         lambda: f64::NAN,
         log_z: f64::NAN,

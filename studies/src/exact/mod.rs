@@ -240,7 +240,7 @@ fn check_memory(s: &ExactSettings, chains: usize, keep: usize) -> Result<(), Con
 }
 
 /// Makes a fresh path for one sampler (each ensemble and pilot has its own).
-pub type PathMaker<'a, P> = dyn Fn() -> Result<P, ConfigError> + Sync + 'a;
+pub(crate) type PathMaker<'a, P> = dyn Fn() -> Result<P, ConfigError> + Sync + 'a;
 
 /// Checks the settings that do not need a run.
 pub fn check(s: &ExactSettings) -> Result<(), ConfigError> {
@@ -309,7 +309,7 @@ pub fn check(s: &ExactSettings) -> Result<(), ConfigError> {
 ///
 /// A [`ConfigError`] for settings the run refuses, [`nrpt_sampling::engine::EngineError::Interrupted`]
 /// after Ctrl-C or SIGTERM.
-pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> anyhow::Result<ExactOutcome> {
+pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> crate::error::Result<ExactOutcome> {
     check(s)?;
     let path = GaussianPath::standard(s.dim).map_err(core_error)?;
     let closed_form = ClosedForm {
@@ -341,7 +341,7 @@ pub fn run_path<P: AnnealingPath>(
     make: &PathMaker<'_, P>,
     keep: usize,
     progress: OnProgress<'_>,
-) -> anyhow::Result<ExactOutcome> {
+) -> crate::error::Result<ExactOutcome> {
     check(s)?;
     let needs_rate = matches!(s.window, WindowSpec::Optimal | WindowSpec::Paper);
     let pilot_chains = match s.chains {
@@ -411,7 +411,7 @@ pub fn run_path<P: AnnealingPath>(
     check_memory(s, chains, keep)?;
     let (first, rounds) = rounds_for(s.iterations);
     let iterations_run = first * ((1u64 << rounds) - 1);
-    let ensembles: anyhow::Result<Vec<EnsembleOutcome>> = (0..s.ensembles)
+    let ensembles: crate::error::Result<Vec<EnsembleOutcome>> = (0..s.ensembles)
         .into_par_iter()
         .map(|e| {
             let mut owned = Owned::new(chains, s.dim, &s.explorer)?;
@@ -526,8 +526,8 @@ mod tests {
         })
         .unwrap_err();
         assert!(matches!(
-            e.downcast_ref::<nrpt_sampling::engine::EngineError>(),
-            Some(nrpt_sampling::engine::EngineError::Interrupted)
+            e,
+            crate::error::StudyError::Engine(nrpt_sampling::engine::EngineError::Interrupted)
         ));
         let (first, _) = rounds_for(s.iterations);
         assert!(first > 8, "{first}");

@@ -96,11 +96,11 @@ pub(super) fn run_pilot<P: AnnealingPath>(
     budget: u64,
     previous: Option<&Pilot>,
     progress: OnProgress<'_>,
-) -> anyhow::Result<Pilot> {
+) -> crate::error::Result<Pilot> {
     check_memory(s, chains, 0)?;
     let started = std::time::Instant::now();
     let (first, rounds) = rounds_for(budget);
-    let runs: anyhow::Result<Vec<(Rounds, Option<f64>)>> = (0..s.ensembles)
+    let runs: crate::error::Result<Vec<(Rounds, Option<f64>)>> = (0..s.ensembles)
         .into_par_iter()
         .map(|e| {
             let mut owned = Owned::new(chains, s.dim, &s.explorer)?;
@@ -146,8 +146,8 @@ pub(super) fn enlarge_pilots<T>(
     first: T,
     summary: impl Fn(&T) -> &PilotSummary,
     cap: usize,
-    mut run: impl FnMut(usize, &T) -> anyhow::Result<T>,
-) -> anyhow::Result<Vec<T>> {
+    mut run: impl FnMut(usize, &T) -> crate::error::Result<T>,
+) -> crate::error::Result<Vec<T>> {
     let mut pilots = vec![first];
     while pilots.len() < MAX_PILOTS {
         let Some(last) = pilots.last() else { break };

@@ -86,12 +86,13 @@ pub(super) fn run_rounds<P: AnnealingPath>(
     rounds: u32,
     keep: usize,
     progress: OnProgress<'_>,
-) -> anyhow::Result<Rounds> {
+) -> crate::error::Result<Rounds> {
     let every = report_every(owned.betas.len(), path.dim(), &options.explorer);
     let mut pt = ExactTempering::new(options, path, owned.view()).map_err(core_error)?;
     let mut reports = Vec::with_capacity(rounds as usize);
     let mut samples = Vec::new();
-    let stopped = || anyhow::Error::from(nrpt_sampling::engine::EngineError::Interrupted);
+    let stopped =
+        || crate::error::StudyError::from(nrpt_sampling::engine::EngineError::Interrupted);
     for r in 0..rounds {
         let last = r + 1 == rounds;
         if last {
@@ -148,11 +149,11 @@ pub(super) fn run_rounds<P: AnnealingPath>(
 /// A path's failed evaluation, as an error of the run; after a stop request (a path
 /// that polls it answers [`nrpt_sampling::interrupt::Stopped`]) the run ends as the engines' do,
 /// with [`nrpt_sampling::engine::EngineError::Interrupted`].
-fn path_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+fn path_error<E: std::fmt::Debug>(e: E) -> crate::error::StudyError {
     if nrpt_sampling::interrupt::requested() {
         return nrpt_sampling::engine::EngineError::Interrupted.into();
     }
-    anyhow::anyhow!("the annealing path failed: {e:?}")
+    crate::error::StudyError::failed(format!("the annealing path failed: {e:?}"))
 }
 
 /// Options of a run with `chains`, `scheme` and `schedule`.

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use crate::error::Result;
 use nrpt_core::exact::{PairRecord, RoundReport};
 
 use super::{EnsembleOutcome, ExactOutcome, log_z_mean};
@@ -18,7 +18,7 @@ use nrpt_sampling::output::{Cell, Column, OutputSet, Table, Values};
 pub const PROFILE_POINTS: usize = 101;
 
 /// A path's closed forms at β: (λ(β), Λ(β)).
-pub type ClosedProfile<'a> = &'a dyn Fn(f64) -> (f64, f64);
+pub(crate) type ClosedProfile<'a> = &'a dyn Fn(f64) -> (f64, f64);
 
 /// The three tables of `out`, described once: the files `lambda.csv` (Python's
 /// `lambda_profile`), `grid.csv` (`grid`) and `rounds.csv` (`rounds`). `lambda.csv` has

@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use anyhow::Result;
+use crate::error::Result;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -48,9 +48,9 @@ pub struct Settings {
 }
 
 /// The most seeds of a reproduction.
-pub const MAX_SEEDS: usize = 100_000;
+pub(crate) const MAX_SEEDS: usize = 100_000;
 /// The most iterations of a reproduction's tempering runs.
-pub const MAX_ITERATIONS: u64 = 1 << 36;
+pub(crate) const MAX_ITERATIONS: u64 = 1 << 36;
 
 impl Settings {
     /// Checks the sizes as the flags are checked (a shard's settings, read back by the
@@ -84,13 +84,13 @@ impl Settings {
 /// What the authors' notebook (NR-PT_v2.ipynb in WayneDW/Non-reversible-Parallel-
 /// Tempering-for-Deep-Posterior-Approximation) printed after 20,000 iterations, in its
 /// counting: 348 round trips for W = 1 and 875 for W = 8, per 1000 iterations.
-pub const NOTEBOOK: [(u32, f64); 2] = [(1, 17.4), (8, 43.75)];
+pub(crate) const NOTEBOOK: [(u32, f64); 2] = [(1, 17.4), (8, 43.75)];
 /// The target swap rates of the S sweep.
-pub const S_SWEEP: [f64; 5] = [0.2, 0.3, 0.4, 0.5, 0.6];
+pub(crate) const S_SWEEP: [f64; 5] = [0.2, 0.3, 0.4, 0.5, 0.6];
 /// The windows of the W sweep.
-pub const W_SWEEP: [u32; 6] = [1, 2, 4, 8, 16, 32];
+pub(crate) const W_SWEEP: [u32; 6] = [1, 2, 4, 8, 16, 32];
 /// Iterations of the index paths shown in Figure 6.
-pub const PATH_ITERATIONS: u64 = 2_000;
+pub(crate) const PATH_ITERATIONS: u64 = 2_000;
 
 /// A tempering job over the seeds `seeds` (ensembles `seeds.start ..` of the run).
 fn tempering_job(

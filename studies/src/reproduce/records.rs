@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::path::Path;
 
-use anyhow::Result;
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
 use super::{Runs, Settings, jobs};
@@ -38,8 +38,9 @@ impl Runs {
             .chain(&self.authors);
         let jobs = all
             .map(|(j, o)| {
-                o.split(j.first_ensemble(), j.target.dim())
-                    .ok_or_else(|| anyhow::anyhow!("a run's output lacks its ensembles' records"))
+                o.split(j.first_ensemble(), j.target.dim()).ok_or_else(|| {
+                    crate::error::StudyError::failed("a run's output lacks its ensembles' records")
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(ShardRecords {

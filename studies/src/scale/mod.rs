@@ -225,12 +225,12 @@ pub struct Settings {
 pub use crate::shard::Shard;
 
 /// The most points a sweep may have (chain counts × windows × swap rates).
-pub const MAX_POINTS: usize = 10_000;
+pub(crate) const MAX_POINTS: usize = 10_000;
 /// The most entries of each list of a sweep (chain counts, windows, swap rates, the rates
 /// profile).
-pub const MAX_LIST: usize = 4096;
+pub(crate) const MAX_LIST: usize = 4096;
 /// The largest iteration count (cap or warm-up) of a point.
-pub const MAX_ITERATIONS: u64 = 1 << 40;
+pub(crate) const MAX_ITERATIONS: u64 = 1 << 40;
 
 impl Settings {
     /// Checks every field as the sweep's flags are checked: a `results.json` edited by

@@ -312,9 +312,7 @@ pub(super) fn run_gaussian_point(
         explorer: nrpt_core::exact::ExactExplorer::default(),
     };
     let out = crate::exact::run(&settings, &nrpt_sampling::interrupt::flow).map_err(|e| {
-        if e.downcast_ref::<EngineError>()
-            .is_some_and(|x| matches!(x, EngineError::Interrupted))
-        {
+        if e.is_interrupted() {
             EngineError::Interrupted
         } else {
             fail(e.to_string())

@@ -20,7 +20,7 @@ use super::matmul::Kernel;
 
 /// The values `exps_and_sums` reads or writes past the `rows · c` of a batch: its
 /// slices hold at least `rows · c + SLACK` values.
-pub const SLACK: usize = 8;
+pub(crate) const SLACK: usize = 8;
 
 /// For each of `rows` rows of `c` values, stored one after the other in `scores`: its
 /// largest value m into `maxes`, exp(s_j − m) into `exps` (the same layout) and the
@@ -33,7 +33,7 @@ pub const SLACK: usize = 8;
 /// and [`lanes_sum`]. `scores`, `exps` and `spread` hold `rows · c + SLACK` values; the
 /// slack of `exps` is overwritten.
 #[allow(clippy::too_many_arguments)]
-pub fn exps_and_sums(
+pub(crate) fn exps_and_sums(
     kernel: Kernel,
     scores: &[f32],
     c: usize,

@@ -27,7 +27,7 @@ impl Setup<'_> {
         backend: &dyn Backend,
         seeds: Range<usize>,
         progress: &dyn Fn(&str),
-    ) -> Result<Records, anyhow::Error> {
+    ) -> Result<Records, crate::error::StudyError> {
         let started = Instant::now();
         let (s, rates) = (self.s, self.rates);
         let target = self.model;
@@ -191,7 +191,7 @@ impl Setup<'_> {
         seeds: &Range<usize>,
         states: &Arc<Vec<f32>>,
         backend: &dyn Backend,
-    ) -> Result<(Vec<SeedScores>, Vec<SeedTempering>), anyhow::Error> {
+    ) -> Result<(Vec<SeedScores>, Vec<SeedTempering>), crate::error::StudyError> {
         let s = self.s;
         let target = self.model;
         let data = &target.data;
@@ -220,13 +220,13 @@ impl Setup<'_> {
             .map(|one| self.scorer.seed(one))
             .collect();
         if out.ensembles.len() != seeds.len() || out.ensemble_traces.len() != seeds.len() {
-            anyhow::bail!(
+            return Err(crate::error::StudyError::failed(format!(
                 "the {} backend returned {} ensembles and {} traces for {} seeds",
                 out.backend,
                 out.ensembles.len(),
                 out.ensemble_traces.len(),
                 seeds.len()
-            );
+            )));
         }
         let details = out
             .ensembles

@@ -71,14 +71,14 @@ use records::inputs_digest;
 use scorer::Scorer;
 
 /// The paper's training examples per mini-batch: CIFAR-100's 50,000 in batches of 256.
-pub const PAPER_EXAMPLES_PER_BATCH: f64 = 50_000.0 / 256.0;
+pub(crate) const PAPER_EXAMPLES_PER_BATCH: f64 = 50_000.0 / 256.0;
 
 /// Resamples of the paired bootstrap over test examples. With 1,000 the endpoints of a
 /// 95% interval are quantiles with 25 resamples beyond each: for a statistic near
 /// normal with standard error σ, the Monte Carlo standard error of the p-quantile is
 /// √(p (1 − p)/B) / φ(z_p) · σ, 0.085 σ at p = 0.025, small beside the interval's
 /// half-width of 1.96 σ.
-pub const RESAMPLES: usize = 1000;
+pub(crate) const RESAMPLES: usize = 1000;
 
 /// How the learning rates given in the paper's units become this data set's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -251,7 +251,7 @@ impl<'a> Setup<'a> {
         s: &'a Settings,
         reference: Option<&'a Reference>,
         block: usize,
-    ) -> Result<Self, anyhow::Error> {
+    ) -> Result<Self, crate::error::StudyError> {
         let target = model;
         let data = &target.data;
         let (p, d) = (s.chains, target.dim());
@@ -407,7 +407,7 @@ pub fn run(
     reference: Option<&Reference>,
     backend: &dyn Backend,
     progress: &dyn Fn(&str),
-) -> Result<Report, anyhow::Error> {
+) -> Result<Report, crate::error::StudyError> {
     let started = Instant::now();
     let setup = Setup::new(model, s, reference, s.seeds)?;
     let records = setup.collect(backend, 0..s.seeds, progress)?;

@@ -32,9 +32,9 @@ use nrpt_sampling::targets::classifier::ClassifierTarget;
 pub const FORMAT: u32 = 1;
 
 /// Name of the predictive file in a reference folder.
-pub const PREDICTIVE_FILE: &str = "reference.npy";
+pub(crate) const PREDICTIVE_FILE: &str = "reference.npy";
 /// Name of the description file in a reference folder.
-pub const META_FILE: &str = "reference.json";
+pub(crate) const META_FILE: &str = "reference.json";
 
 /// The most bytes a `reference.json` may hold.
 const MAX_META_BYTES: u64 = 1 << 20;

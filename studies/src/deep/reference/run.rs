@@ -59,7 +59,7 @@ use nrpt_sampling::stats::convergence;
 use nrpt_sampling::targets::classifier::{ClassifierTarget, initial_parameters};
 
 /// Relative jitter of the step size per trajectory.
-pub const JITTER: f64 = 0.1;
+pub(crate) const JITTER: f64 = 0.1;
 
 /// The sampler's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,9 +103,9 @@ impl Default for HmcSettings {
 /// The most chains, trajectories and leapfrog steps accepted.
 pub const MAX_CHAINS: usize = 64;
 /// See [`MAX_CHAINS`].
-pub const MAX_TRAJECTORIES: u64 = 1_000_000;
+pub(crate) const MAX_TRAJECTORIES: u64 = 1_000_000;
 /// See [`MAX_CHAINS`].
-pub const MAX_LEAPFROG: u32 = 100_000;
+pub(crate) const MAX_LEAPFROG: u32 = 100_000;
 
 impl HmcSettings {
     /// Checks every field; errors name the flag.
@@ -222,7 +222,7 @@ fn chain(
     s: &HmcSettings,
     c: usize,
     tick: &(dyn Fn() -> Flow + Sync),
-) -> Result<Chain, anyhow::Error> {
+) -> Result<Chain, crate::error::StudyError> {
     let data = &target.data;
     let (n, classes) = (data.test.len(), data.classes);
     let mut path = ClassifierPath::new(target);
@@ -266,7 +266,7 @@ fn chain(
         .map_err(|e| match e {
             // A stop request during the trajectory (the path polls it at every pass).
             ExploreError::Path(Stopped) => EngineError::Interrupted.into(),
-            ExploreError::Input(_) => anyhow::anyhow!("chain {c}: {e}"),
+            ExploreError::Input(_) => crate::error::StudyError::failed(format!("chain {c}: {e}")),
         })?;
         out.gradients += o.gradient_evaluations;
         let acceptance = o.mean_acceptance();
@@ -288,7 +288,7 @@ fn chain(
             out.probs.extend(probs.iter().map(|&p| p as f32));
         }
         if tick() == Flow::Stop {
-            anyhow::bail!(EngineError::Interrupted);
+            return Err(EngineError::Interrupted.into());
         }
     }
     Ok(out)
@@ -360,7 +360,7 @@ pub fn run(
     s: &HmcSettings,
     command: &str,
     tick: &(dyn Fn() -> Flow + Sync),
-) -> Result<ReferenceRun, anyhow::Error> {
+) -> Result<ReferenceRun, crate::error::StudyError> {
     s.check()?;
     nrpt_sampling::engine::memory::check(&footprint(target, s), "--samples or --chains")
         .map_err(|m| ConfigError::new("max_memory", m))?;
