@@ -280,7 +280,7 @@ class Decision:
     iteration: int
     """The iteration k (0-based) that this tell completed."""
     swapped: np.ndarray
-    """By pair: the pair swapped its replicas (bool)."""
+    """By pair: the pair swapped its chains (bool)."""
     indicators: np.ndarray
     """By pair: the swap indicator (``e[l+1] + C < e[l]`` for the buffered rule), which
     feeds the adaptation whether or not the pair could swap (bool)."""
@@ -581,12 +581,12 @@ class Controller:
                 if self._nonfinite == "raise":
                     raise ValueError(
                         f"energies must be finite, got {which}{more} (nonfinite=\"raise\"; "
-                        f"with \"warn\" or \"skip\" those replicas do not swap and are "
+                        f"with \"warn\" or \"skip\" those chains do not swap and are "
                         f"counted)"
                     )
                 warnings.warn(
                     f"non-finite energies at iteration {self.iteration}: {which}{more}; "
-                    f"those replicas do not swap",
+                    f"those chains do not swap",
                     RuntimeWarning,
                     stacklevel=2,
                 )
@@ -841,7 +841,7 @@ class Controller:
         """A controller continuing a :meth:`state_dict`, checked first: every field's
         type (``TypeError``) and value (``ValueError``), unknown or missing keys, and
         the invariants every state of a controller keeps: ``replica_at`` a permutation
-        of the P replicas and ``level_of`` its inverse, every length, learning rates
+        of the P chains and ``level_of`` its inverse, every length, learning rates
         finite and > 0 with the target level's below the hottest level's, the ends
         where the configuration puts them, and (in-place ladder update, the
         practitioner rules) the whole ladder non-decreasing; the temperatures those of
@@ -976,7 +976,7 @@ def _check_calibration(cal: Mapping[str, Any], iteration: int, chains: int) -> N
     if not (tells <= gaps <= tells * (chains - 1) and 2 * tells <= mags <= tells * chains):
         _statefile.fail(
             where,
-            f"holds {gaps} gaps and {mags} magnitudes for {tells} tells of {chains} replicas",
+            f"holds {gaps} gaps and {mags} magnitudes for {tells} tells of {chains} chains",
         )
 
 

@@ -43,7 +43,7 @@ class _View:
 
     @property
     def owned(self) -> np.ndarray:
-        """The replicas held here, in the order of the adapter's models."""
+        """The chains held here, in the order of the adapter's models."""
         if self.distributed is not None:
             return self.distributed.owned
         return np.arange(self.full.chains, dtype=np.int64)

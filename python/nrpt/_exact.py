@@ -19,7 +19,7 @@ levels by non-reversible even-odd sweeps (DEO; an optional window, or SEO), roun
 doubling length after which the ``beta`` grid moves to equal communication barrier, the
 barrier Λ̂ and its profile λ̂(β), log Z = log ∫ pi_0 L by the stepping stone (forward,
 reverse and their mean, with batch-means standard errors), round trips, and the
-command's warnings. A swap exchanges the ``beta`` of two replicas, never their states.
+command's warnings. A swap exchanges the ``beta`` of two chains, never their states.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class ExactStep:
     nonfinite_pairs: int
     """Pairs with a non-finite log-likelihood (they cannot swap)."""
     swapped: npt.NDArray[np.bool_]
-    """By pair: the pair exchanged the betas of its two replicas."""
+    """By pair: the pair exchanged the betas of its two chains."""
     replica_at: npt.NDArray[np.int64]
     """By level: the replica now at each level (``replica_at[0]`` is at beta = 1)."""
     level_of: npt.NDArray[np.int64]
@@ -261,12 +261,12 @@ class ExactController:
             if self._nonfinite == "raise":
                 raise ValueError(
                     f"log_likelihoods must not be NaN or +inf, got {which}{more} "
-                    f"(nonfinite='raise'; with 'warn' or 'skip' those replicas do not swap "
+                    f"(nonfinite='raise'; with 'warn' or 'skip' those chains do not swap "
                     f"and the round's log Z is NaN)"
                 )
             warnings.warn(
                 f"non-finite log-likelihoods at iteration {self.iteration}: {which}{more}; "
-                f"those replicas do not swap",
+                f"those chains do not swap",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -438,7 +438,7 @@ class ExactController:
 
     @property
     def round_trips_per_1000(self) -> Optional[float]:
-        """Round trips per 1000 iterations in the last completed round (all replicas)."""
+        """Round trips per 1000 iterations in the last completed round (all chains)."""
         r = self._native.last_round()
         return None if r is None else r["round_trips_per_1000"]
 
@@ -446,7 +446,7 @@ class ExactController:
     def predicted_round_trips_per_1000(self) -> Optional[float]:
         """What the last round's rejection rates predict for DEO with W = 1:
         1000 / (2 + 2 Σ r/(1 - r)) (Syed et al. 2022). Far fewer measured round trips
-        mean that your sampler does not move the replicas enough between tells."""
+        mean that your sampler does not move the chains enough between tells."""
         r = self._native.last_round()
         return None if r is None else r["predicted_round_trips_per_1000"]
 
@@ -454,7 +454,7 @@ class ExactController:
     def recommended_chains(self) -> Dict[str, Optional[int]]:
         """The chains the measured Λ̂ asks for: ``cost_optimal`` (P - 1 ≈ 2Λ̂: the most
         round trips per unit of work) and ``near_limit_5_percent`` (the fewest within 5 %
-        of the limit 1/(2 + 2Λ), for replicas run in parallel); ``None`` before the
+        of the limit 1/(2 + 2Λ), for chains run in parallel); ``None`` before the
         first round ends."""
         return self._native.recommended_chains()
 
@@ -464,7 +464,7 @@ class ExactController:
         what to do: pairs rejecting more than half of their swaps or never swapping (too
         few chains), no round trip, the forward and reverse log Z apart by more than 4
         standard errors, round trips below half of the prediction (the sampler moves
-        the replicas too little), a window above 1."""
+        the chains too little), a window above 1."""
         return self._native.warnings()
 
     def summary(self) -> Dict[str, Any]:

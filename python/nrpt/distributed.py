@@ -21,7 +21,7 @@ tests, and to try the code without MPI).
 
 Because every rank's controller must stay a copy of every other's, the controller
 checks it: at construction every rank sends a digest of its controller's whole state
-(configuration, seed, ladder, buffer, counters) and the replicas it owns, and with
+(configuration, seed, ladder, buffer, counters) and the chains it owns, and with
 each iteration's energies a digest of the permutation, ladder, buffer and iteration.
 A rank whose copy differs raises :class:`DivergenceError` on **every** rank at the
 same call, and so does a rank that tells energies of the wrong shape or type (every
@@ -289,7 +289,7 @@ class DistributedController:
         P, the number of chains over all ranks (one model each). Leave it out when
         passing ``controller``.
     owned
-        The replicas this rank owns, in the order of its energies: an int or a
+        The chains this rank owns, in the order of its energies: an int or a
         sequence of ints. Default: one model per rank (``[rank]``) when P equals the
         number of ranks, else P split into contiguous blocks
         (``numpy.array_split(range(P), size)[rank]``). Every replica must be owned
@@ -358,7 +358,7 @@ class DistributedController:
     # -- construction -----------------------------------------------------------------
 
     def _handshake(self) -> None:
-        """Every rank sends its controller's digest, P and the replicas it owns; every
+        """Every rank sends its controller's digest, P and the chains it owns; every
         rank checks the same gathered messages, so all raise together or none."""
         p = self._controller.chains
         hi, lo = _split(_config_digest(self._controller))
@@ -551,7 +551,7 @@ class DistributedController:
 
     @property
     def owned(self) -> np.ndarray:
-        """The replicas this rank owns, in the order of its energies (int64)."""
+        """The chains this rank owns, in the order of its energies (int64)."""
         return self._owned.copy()
 
     @property
@@ -608,7 +608,7 @@ def _same(a: float, b: float) -> bool:
 
 
 def _owned(owned: Any, chains: int, rank: int, size: int) -> np.ndarray:
-    """This rank's replicas, checked locally (the coverage is checked collectively)."""
+    """This rank's chains, checked locally (the coverage is checked collectively)."""
     if owned is None:
         if chains == size:
             return np.array([rank], dtype=np.int64)
@@ -622,7 +622,7 @@ def _owned(owned: Any, chains: int, rank: int, size: int) -> np.ndarray:
         raise TypeError(f"owned must be an int or a sequence of ints, got {owned!r}")
     bad = [int(x) for x in a if not 0 <= x < chains]
     if bad:
-        raise ValueError(f"owned replicas {bad} are outside 0 .. P - 1 = {chains - 1}")
+        raise ValueError(f"owned chains {bad} are outside 0 .. P - 1 = {chains - 1}")
     if len(set(a.tolist())) != a.size:
         raise ValueError(f"owned lists a replica twice: {a.tolist()}")
     return a.astype(np.int64)

@@ -63,7 +63,7 @@ pub fn options_of(config: &RunConfig, ensemble: u32) -> PyResult<TemperingOption
     })
 }
 
-/// Owned buffers of a controller of P replicas and where it stands.
+/// Owned buffers of a controller of P chains and where it stands.
 #[derive(Clone, Debug)]
 struct Owned<F> {
     energies: Vec<F>,
@@ -414,7 +414,7 @@ impl NativeController {
         Ok(())
     }
 
-    /// Number of replicas P.
+    /// Number of chains P.
     #[getter(chains)]
     fn chains_py(&self) -> usize {
         self.chains()

@@ -101,7 +101,7 @@ impl NativeExactController {
 
 #[pymethods]
 impl NativeExactController {
-    /// A controller of `chains` replicas: window W (0 for SEO), Philox key (seed,
+    /// A controller of `chains` chains: window W (0 for SEO), Philox key (seed,
     /// ensemble), rounds of `first_round · 2^r` iterations, the grid re-placed after each
     /// unless `adapt_grid` is false, starting from `betas` (by level) or the uniform grid.
     #[new]
@@ -349,7 +349,7 @@ fn check_saved(c: &ExactController) -> Result<(), String> {
 }
 
 /// Runs nrpt-core's exact tempering with its own MALA explorers on the Gaussian path
-/// N(0, I_dim) → N(0, I_dim/10) (`chains` replicas, window `window`, 0 for SEO; seed and
+/// N(0, I_dim) → N(0, I_dim/10) (`chains` chains, window `window`, 0 for SEO; seed and
 /// ensemble; rounds from 2 iterations), and records after every iteration ℓ of every
 /// replica (by replica), the grid and the permutation, and every round's report.
 #[pyfunction]

@@ -25,7 +25,7 @@ pub fn check_iteration(iteration: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The run's totals against the iterations told by P replicas: a restart is an
+/// The run's totals against the iterations told by P chains: a restart is an
 /// arrival at level 0 (at most one per iteration), every round trip ends with one, and
 /// at most P non-finite energies and P trips of the authors' counting come per
 /// iteration.
@@ -49,7 +49,7 @@ pub fn check_stats(stats: &IndexStats, iteration: u64, chains: usize) -> Result<
     ] {
         if u128::from(count) > most {
             return Err(format!(
-                "{name} = {count} in {iteration} iterations of {chains} replicas (at most \
+                "{name} = {count} in {iteration} iterations of {chains} chains (at most \
                  one per replica and iteration)"
             ));
         }
@@ -85,7 +85,7 @@ pub fn check_flags(pair_flags: &[u8], iteration: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The travel states of the replicas ([`nrpt_core::index`]): only the four bits in
+/// The travel states of the chains ([`nrpt_core::index`]): only the four bits in
 /// use; the replica at level 0 and the one at level P − 1 carry the phase an arrival
 /// there leaves and have seen that end.
 pub fn check_trips(trips: &[TripState], replica_at: &[u32]) -> Result<(), String> {

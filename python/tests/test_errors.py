@@ -119,7 +119,7 @@ def test_pythonic_words():
 
 
 def test_nonfinite_energies():
-    # raise (default): nothing changes, the message names the replicas.
+    # raise (default): nothing changes, the message names the chains.
     ctl = nrpt.Controller(4)
     with pytest.raises(ValueError, match=r"replica 1: nan, replica 3: inf.*nonfinite=\"raise\""):
         ctl.tell([0.0, np.nan, 0.0, np.inf])

@@ -28,6 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use crate::error::{CheckpointError, Stopped};
 use nrpt_sampling::config::RunConfig;
 use nrpt_sampling::engine::cpu::CpuBackend;
 use nrpt_sampling::engine::state::RunState;
@@ -84,70 +85,6 @@ pub struct InterruptedWithCheckpoint {
     pub iteration: u64,
     /// The run's output folder.
     pub out: String,
-}
-
-/// Why a checkpoint cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckpointError {
-    /// The file cannot be read.
-    #[error("cannot read the checkpoint {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// The file is not a checkpoint of nrpt.
-    #[error("{0} is not a checkpoint of nrpt")]
-    NotACheckpoint(String),
-    /// An older layout: written by an earlier version of nrpt, which this one cannot
-    /// read.
-    #[error(
-        "the checkpoint {path} was written by an earlier nrpt in an older format (format \
-         {found}; this nrpt reads format {FORMAT} only), so this version cannot resume it: \
-         start the run again without --resume (its first checkpoint replaces this file), \
-         or resume it with the nrpt that wrote it"
-    )]
-    OlderFormat {
-        /// The file.
-        path: String,
-        /// The format number it says.
-        found: u32,
-    },
-    /// Another layout, not one of the earlier ones.
-    #[error(
-        "the checkpoint {path} says it has format {found}, and this nrpt reads format \
-         {FORMAT}: it was written by another version of nrpt (or that byte is damaged); \
-         resume it with the version that wrote it, or start the run again"
-    )]
-    OtherFormat {
-        /// The file.
-        path: String,
-        /// The format number it says.
-        found: u32,
-    },
-    /// Written by another version.
-    #[error(
-        "the checkpoint {path} was written by {found}; this is nrpt {ours}: its bits may \
-         differ, so it cannot be resumed by this version (resume it with {found}, or start \
-         the run again)"
-    )]
-    OtherVersion {
-        /// The file.
-        path: String,
-        /// Who wrote it.
-        found: String,
-        /// This version.
-        ours: &'static str,
-    },
-    /// The contents do not decode, fail their checksum or do not fit the run.
-    #[error("the checkpoint {path} is damaged or inconsistent: {message}")]
-    Damaged {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
 }
 
 /// Where the checkpoint of the output folder `out` lives: beside it, `<out>.checkpoint`.
@@ -393,12 +330,14 @@ pub fn decode<C: DeserializeOwned>(
         return Err(CheckpointError::OlderFormat {
             path: name.to_string(),
             found: format,
+            reads: FORMAT,
         });
     }
     if format != FORMAT {
         return Err(CheckpointError::OtherFormat {
             path: name.to_string(),
             found: format,
+            reads: FORMAT,
         });
     }
     if bytes.len() < HEAD + SUM {
@@ -490,16 +429,6 @@ pub struct Finished {
     pub state: RunState,
     /// The seal of the last checkpoint this run wrote (`None` when it wrote none).
     pub seal: Option<Seal>,
-}
-
-/// A run with checkpoints stopped by its progress callback: its last checkpoint is kept.
-#[derive(Debug, thiserror::Error)]
-#[error("stopped; the checkpoint {} holds iteration {iteration}", path.display())]
-pub struct Stopped {
-    /// The checkpoint file.
-    pub path: PathBuf,
-    /// The iteration it holds.
-    pub iteration: u64,
 }
 
 /// Runs `job` on the CPU engine from `saved` (or from its start) to its end, saving the

@@ -6,6 +6,10 @@
 //! error of the layer that failed and shows its message unchanged; [`StudyError::inner`]
 //! gives that error back (for a caller that collects errors of several kinds behind one
 //! `dyn Error`, as the command does).
+//!
+//! The errors of a checkpoint ([`CheckpointError`], [`Stopped`]) and of a reference
+//! posterior ([`ReferenceError`]) live here too, so that this module names no module of
+//! the studies that returns it; `checkpoint` and `deep::reference` re-export them.
 
 use nrpt_sampling::config::ConfigError;
 use nrpt_sampling::data::DataError;
@@ -13,8 +17,8 @@ use nrpt_sampling::engine::EngineError;
 use nrpt_sampling::output::OutputError;
 use nrpt_sampling::stats::StatsError;
 
-use crate::checkpoint::{CheckpointError, Stopped};
-use crate::deep::reference::ReferenceError;
+use std::path::PathBuf;
+
 use crate::shard::ShardError;
 
 /// Why a study did not finish.
@@ -110,6 +114,127 @@ impl StudyError {
             StudyError::Json(_) | StudyError::Failed(_) => self,
         }
     }
+}
+
+/// Why a checkpoint cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// The file cannot be read.
+    #[error("cannot read the checkpoint {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The file is not a checkpoint of nrpt.
+    #[error("{0} is not a checkpoint of nrpt")]
+    NotACheckpoint(String),
+    /// An older layout: written by an earlier version of nrpt, which this one cannot
+    /// read.
+    #[error(
+        "the checkpoint {path} was written by an earlier nrpt in an older format (format \
+         {found}; this nrpt reads format {reads} only), so this version cannot resume it: \
+         start the run again without --resume (its first checkpoint replaces this file), \
+         or resume it with the nrpt that wrote it"
+    )]
+    OlderFormat {
+        /// The file.
+        path: String,
+        /// The format number it says.
+        found: u32,
+        /// The format this nrpt reads (`checkpoint::FORMAT`).
+        reads: u32,
+    },
+    /// Another layout, not one of the earlier ones.
+    #[error(
+        "the checkpoint {path} says it has format {found}, and this nrpt reads format \
+         {reads}: it was written by another version of nrpt (or that byte is damaged); \
+         resume it with the version that wrote it, or start the run again"
+    )]
+    OtherFormat {
+        /// The file.
+        path: String,
+        /// The format number it says.
+        found: u32,
+        /// The format this nrpt reads (`checkpoint::FORMAT`).
+        reads: u32,
+    },
+    /// Written by another version.
+    #[error(
+        "the checkpoint {path} was written by {found}; this is nrpt {ours}: its bits may \
+         differ, so it cannot be resumed by this version (resume it with {found}, or start \
+         the run again)"
+    )]
+    OtherVersion {
+        /// The file.
+        path: String,
+        /// Who wrote it.
+        found: String,
+        /// This version.
+        ours: &'static str,
+    },
+    /// The contents do not decode, fail their checksum or do not fit the run.
+    #[error("the checkpoint {path} is damaged or inconsistent: {message}")]
+    Damaged {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A run with checkpoints stopped by its progress callback: its last checkpoint is kept.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped; the checkpoint {} holds iteration {iteration}", path.display())]
+pub struct Stopped {
+    /// The checkpoint file.
+    pub path: PathBuf,
+    /// The iteration it holds.
+    pub iteration: u64,
+}
+
+/// Why a reference cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    /// A file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `reference.json` is not a description of this format.
+    #[error("{path} is not a reference description: {reason}")]
+    Meta {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `reference.npy` is not a predictive.
+    #[error("{path} is not a reference predictive: {reason}")]
+    Predictive {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// It belongs to another model.
+    #[error(
+        "the reference in {source_name} belongs to another model: its {field} is {reference}, this run's is {model}; compute one for this model with `nrpt reference` (same --dataset/--data, --hidden and --prior-sigma)"
+    )]
+    Mismatch {
+        /// Where the reference came from.
+        source_name: String,
+        /// The first field that differs.
+        field: &'static str,
+        /// The reference's value.
+        reference: String,
+        /// The model's value.
+        model: String,
+    },
 }
 
 /// The result of a study.

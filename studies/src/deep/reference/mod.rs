@@ -18,11 +18,12 @@
 
 pub mod run;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use crate::error::ReferenceError;
 pub use run::{Diagnostics, HmcSettings, Quantity, ReferenceRun};
 
 use nrpt_sampling::data::Dataset;
@@ -159,49 +160,6 @@ pub struct Reference {
     pub predictive: Vec<f64>,
     /// Where it came from (a folder, or the bundled name).
     pub source: String,
-}
-
-/// Why a reference cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ReferenceError {
-    /// A file cannot be read.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// `reference.json` is not a description of this format.
-    #[error("{path} is not a reference description: {reason}")]
-    Meta {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// `reference.npy` is not a predictive.
-    #[error("{path} is not a reference predictive: {reason}")]
-    Predictive {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// It belongs to another model.
-    #[error(
-        "the reference in {source_name} belongs to another model: its {field} is {reference}, this run's is {model}; compute one for this model with `nrpt reference` (same --dataset/--data, --hidden and --prior-sigma)"
-    )]
-    Mismatch {
-        /// Where the reference came from.
-        source_name: String,
-        /// The first field that differs.
-        field: &'static str,
-        /// The reference's value.
-        reference: String,
-        /// The model's value.
-        model: String,
-    },
 }
 
 impl Reference {
