@@ -32,6 +32,9 @@
 //!   gpu_bench --emit-ptx DIR [--arch A] compiles every program with NVRTC (no GPU
 //!                                       needed) into DIR for NRPT_CUDA_PTX_DIR (A:
 //!                                       compute_90 by default)
+//!
+//! Kept whole past 600 lines: one program (the GPU check runs it as a file), with its
+//! tests at the end.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

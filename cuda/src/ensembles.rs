@@ -1,6 +1,9 @@
 //! E independent tempering ensembles of P chains on one GPU: device buffers, start of
 //! run, the iteration loop (persistent kernel or step + swap kernels), and what comes
 //! back to the host.
+//!
+//! Kept whole past 600 lines: the device buffers and the loop that uses them belong
+//! together; its tests are at the end.
 
 use std::sync::Arc;
 

@@ -2,6 +2,10 @@
 //! (`kernels/*.cuh`, built by `build.rs` with `-ffp-contract=off`), so tests can
 //! compare it with nrpt-core without a GPU. The GPU runs exactly these functions.
 //! Test-only: this module and the C++ it calls exist with the feature `host-shims`.
+//!
+//! Kept whole past 600 lines: the bindings of both builds of the shims (exact and fast)
+//! and their safe wrappers, one per function of the kernels' headers, side by side so
+//! that a function added to the headers is bound in one place.
 
 use nrpt_core::index::{IndexStats, PairStats};
 

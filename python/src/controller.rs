@@ -1,6 +1,9 @@
 //! nrpt-core's swap [`Controller`] for Python: owned buffers, a saved [`Progress`],
 //! and the controller resumed over them for every call (the resume checks the state
 //! and costs O(P), nothing beside a training step).
+//!
+//! Kept whole past 600 lines: one Python class (its methods are the class's API, which
+//! PyO3 wants in one `#[pymethods]` block) and the state it saves.
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;

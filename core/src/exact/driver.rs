@@ -1,4 +1,8 @@
 //! The exact tempering run: explore, swap, record, and close rounds.
+//!
+//! Kept whole past 600 lines: one type, the round's explore–swap–record loop, whose
+//! steps share its borrowed buffers; the pieces it calls have modules of their own
+//! (imports below).
 
 use crate::error::{Error, check_len};
 use crate::index::{IndexStats, authors_pass, init_identity, observe_arrival};
