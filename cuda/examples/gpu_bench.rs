@@ -33,8 +33,8 @@
 //!                                       needed) into DIR for NRPT_CUDA_PTX_DIR (A:
 //!                                       compute_90 by default)
 //!
-//! Kept whole past 600 lines: one program (the GPU check runs it as a file), with its
-//! tests at the end.
+//! Kept whole past 600 lines: one program (the GPU check builds and runs it as one
+//! executable), with its tests at the end.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
