@@ -258,49 +258,29 @@ impl<S: Serializer> Serializer for Named<S> {
     }
 }
 
-impl<S: ser::SerializeSeq> ser::SerializeSeq for Named<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_element(&Numbers(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+/// The compound serializers whose one method takes an element: each forwards it with its
+/// numbers named.
+macro_rules! forward_elements {
+    ($($trait:ident::$method:ident),* $(,)?) => {$(
+        impl<S: ser::$trait> ser::$trait for Named<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
+                self.0.$method(&Numbers(v))
+            }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
+        }
+    )*};
 }
 
-impl<S: ser::SerializeTuple> ser::SerializeTuple for Named<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_element(&Numbers(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
-
-impl<S: ser::SerializeTupleStruct> ser::SerializeTupleStruct for Named<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_field(&Numbers(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
-
-impl<S: ser::SerializeTupleVariant> ser::SerializeTupleVariant for Named<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
-        self.0.serialize_field(&Numbers(v))
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
+forward_elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
 
 impl<S: ser::SerializeMap> ser::SerializeMap for Named<S> {
     type Ok = S::Ok;
@@ -316,41 +296,30 @@ impl<S: ser::SerializeMap> ser::SerializeMap for Named<S> {
     }
 }
 
-impl<S: ser::SerializeStruct> ser::SerializeStruct for Named<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), S::Error> {
-        self.0.serialize_field(key, &Numbers(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
-        self.0.skip_field(key)
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+/// The struct serializers: each forwards a field with its numbers named.
+macro_rules! forward_fields {
+    ($($trait:ident),* $(,)?) => {$(
+        impl<S: ser::$trait> ser::$trait for Named<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), S::Error> {
+                self.0.serialize_field(key, &Numbers(v))
+            }
+            fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
+                self.0.skip_field(key)
+            }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
+        }
+    )*};
 }
 
-impl<S: ser::SerializeStructVariant> ser::SerializeStructVariant for Named<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), S::Error> {
-        self.0.serialize_field(key, &Numbers(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
-        self.0.skip_field(key)
-    }
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
+forward_fields!(SerializeStruct, SerializeStructVariant);
 
 // ------------------------------------------------------------------ reading
 

@@ -463,19 +463,7 @@ fn scale_sweeps_split_into_parts_and_merge() {
         merged.to_str().unwrap(),
         "--json",
     ]));
-    let strip = |v: &Value| -> Vec<Value> {
-        v["points"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                let mut p = p.clone();
-                p.as_object_mut().unwrap().remove("seconds");
-                p
-            })
-            .collect()
-    };
-    assert_eq!(strip(&m), strip(&v));
+    assert_eq!(points_without_seconds(&m), points_without_seconds(&v));
     assert_eq!(m["fits"], v["fits"]);
     // Every part exactly once, every value what the sweep could have written: else a
     // refusal (status 2) naming the problem, and no output.
@@ -662,16 +650,7 @@ fn old_spellings_run_as_the_new_ones_with_a_note() {
         a.extend(["4000", "--json", "-o", o.to_str().unwrap()]);
         a.extend(head);
         let (v, err) = ran(&a);
-        let points: Vec<Value> = v["points"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                let mut p = p.clone();
-                p.as_object_mut().unwrap().remove("seconds");
-                p
-            })
-            .collect();
+        let points = points_without_seconds(&v);
         (points, v["part"].clone(), err)
     };
     let today = ["--target", "bernoulli", "--ensembles", "2", "--part", "1/2"];
@@ -945,4 +924,19 @@ fn reference_example_configuration_is_a_valid_configuration() {
             panic!("a TOML example of configuration.md is not a configuration: {e}");
         }
     }
+}
+
+/// The points of a scale sweep's JSON without their timing (`seconds`), which differs
+/// from run to run.
+fn points_without_seconds(v: &Value) -> Vec<Value> {
+    v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.as_object_mut().unwrap().remove("seconds");
+            p
+        })
+        .collect()
 }
