@@ -178,7 +178,10 @@ impl Recorder {
     }
 
     /// Records what `rec` asks for after iteration `k` of the ensemble `view` shows:
-    /// the one observation every engine makes.
+    /// the one observation every engine makes. Inline: it runs per ensemble and
+    /// iteration, and on most iterations records nothing (three tests); the recording
+    /// itself is in the functions it calls.
+    #[inline]
     pub fn observe(&mut self, rec: Record, k: u64, view: &impl Observed) {
         if rec.traces_at(k) {
             let (ladder, buffer, stats) = (view.ladder(), view.buffer(), view.stats());
