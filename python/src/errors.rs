@@ -63,13 +63,14 @@ pub fn pythonic(message: &str) -> String {
 /// backend that cannot run) as `RuntimeError`.
 pub fn command_error(e: anyhow::Error) -> PyErr {
     let message = pythonic(&format!("{e:#}"));
+    let engine = find::<EngineError>(&e);
     let bad_input = has::<ConfigError>(&e)
         || has::<DataError>(&e)
         || has::<nrpt_core::Error>(&e)
-        || matches!(find::<EngineError>(&e), Some(EngineError::Invalid(_)));
+        || matches!(engine, Some(EngineError::Invalid(_)));
     if bad_input {
         PyValueError::new_err(message)
-    } else if matches!(find::<EngineError>(&e), Some(EngineError::Interrupted))
+    } else if matches!(engine, Some(EngineError::Interrupted))
         || all::<nrpt_sampling::output::OutputError>(&e)
             .any(nrpt_sampling::output::OutputError::is_interrupted)
     {

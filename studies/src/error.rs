@@ -82,21 +82,6 @@ impl StudyError {
         }
     }
 
-    /// Whether the user's input is at fault (settings, flags, files named by them), not
-    /// the machine or the computation.
-    pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            StudyError::Config(_)
-                | StudyError::Data(_)
-                | StudyError::Reference(_)
-                | StudyError::Shard(_)
-                | StudyError::Checkpoint(_)
-                | StudyError::Core(_)
-                | StudyError::Engine(EngineError::Invalid(_))
-        )
-    }
-
     /// The error of the layer that failed (this error itself for [`StudyError::Json`]
     /// and [`StudyError::Failed`], whose message is their own).
     pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
@@ -251,7 +236,7 @@ mod tests {
             e.to_string(),
             "chains (--chains): must be at least 2, got 1"
         );
-        assert!(e.is_bad_input() && !e.is_interrupted());
+        assert!(!e.is_interrupted());
         let c = e.inner().downcast_ref::<ConfigError>().unwrap();
         assert_eq!(c.field, "chains");
     }
@@ -259,10 +244,10 @@ mod tests {
     #[test]
     fn interruption_and_failure_are_told_apart() {
         let stopped = StudyError::from(EngineError::Interrupted);
-        assert!(stopped.is_interrupted() && !stopped.is_bad_input());
+        assert!(stopped.is_interrupted());
         let failed = StudyError::failed("the annealing path failed");
         assert_eq!(failed.to_string(), "the annealing path failed");
-        assert!(!failed.is_interrupted() && !failed.is_bad_input());
+        assert!(!failed.is_interrupted());
         assert!(failed.inner().downcast_ref::<StudyError>().is_some());
     }
 }
