@@ -26,8 +26,8 @@ network):
   both optimizers on a swap) and keeps a copy of the target level's network every
   ``--thin`` iterations after the burn-in.
 
-Needs PyTorch and NumPy (its test in ``python/tests/test_examples.py`` is skipped
-where PyTorch is not installed, as in CI). The data is a synthetic 3-class spiral made
+Needs PyTorch and NumPy (its test in ``python/tests/test_examples.py`` runs a shortened
+version; CI installs PyTorch for it). The data is a synthetic 3-class spiral made
 here, so nothing is downloaded:
 
     pip install ./python torch

@@ -199,7 +199,8 @@ fi
 # The stubs match the installed package, then the tests (the command line is the ci
 # build of the tests above).
 MYPY_CACHE_DIR="$target/mypy-cache" "$py" -m mypy.stubtest nrpt
-NRPT_REQUIRE_CLI=1 NRPT_REQUIRE_MPI=1 "$py" -m pytest -q python/tests
+"$py" -c 'import torch; print(f"PyTorch {torch.__version__} for the tests of nrpt.torch and torchrun")'
+NRPT_REQUIRE_CLI=1 NRPT_REQUIRE_MPI=1 NRPT_REQUIRE_TORCH=1 "$py" -m pytest -q -rs python/tests
 echo "python package: $((SECONDS - python_started)) s"
 
 step "embedded and WASM: the job started after the documentation"

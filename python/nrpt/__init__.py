@@ -769,6 +769,8 @@ class Controller:
           paper's code's counting), ``restarts``, ``nonfinite_energies``: totals;
         - ``round_trips_per_1000``, ``round_trips_per_1000_authors``,
           ``restarts_per_1000``: the totals per 1000 iterations;
+        - ``swaps``: the swaps executed so far, over all pairs (the sum of
+          ``pair_swaps``; :attr:`Decision.swaps` is one iteration's);
         - by pair (lists of P - 1): the counts ``pair_indicators``, ``pair_attempts``,
           ``pair_swaps``, ``pair_nonfinite``, and the rates ``pair_indicator_rate``
           (what ``swap_rate`` S targets) and ``pair_executed_swap_rate`` (executed
@@ -790,6 +792,7 @@ class Controller:
         out["round_trips_per_1000_authors"] = 1000.0 * s["authors_round_trips"] / n
         out["restarts_per_1000"] = 1000.0 * s["restarts"] / n
         out["pair_executed_swap_rate"] = out.pop("pair_swap_rate")
+        out["swaps"] = int(np.sum(s["pair_swaps"]))
         out["indicator_rate"] = float(np.mean(s["pair_indicator_rate"]))
         out["executed_swap_rate"] = float(np.mean(out["pair_executed_swap_rate"]))
         return Stats(

@@ -24,10 +24,12 @@ checks it: at construction every rank sends a digest of its controller's whole s
 (configuration, seed, ladder, buffer, counters) and the chains it owns, and with
 each iteration's energies a digest of the permutation, ladder, buffer and iteration.
 A rank whose copy differs raises :class:`DivergenceError` on **every** rank at the
-same call, and so does a rank that tells energies of the wrong shape or type (every
-rank raises ``ValueError`` or ``TypeError`` there): ranks never hang in an all-gather
-that one of them left. The checks ride on the energies' all-gather; they cost one hash
-of 2P numbers per iteration and no extra communication.
+same call, and so does a rank that tells energies of the wrong shape or type, or
+another iteration of its loop than its controller's (``tell(..., iteration=k)``, needed
+by default: a rank that skipped a tell is caught at its next one; every rank raises
+``ValueError`` or ``TypeError`` there): ranks never hang in an all-gather that one of
+them left. The checks ride on the energies' all-gather; they cost one hash of 2P
+numbers per iteration and no extra communication.
 
 Only errors raised *outside* :meth:`DistributedController.tell` (in your own code on
 one rank) can leave the other ranks waiting in the next all-gather; run MPI jobs with
@@ -61,11 +63,12 @@ __all__ = [
 # iteration, a status code, two halves of a 64-bit digest.
 _HELLO, _TELL = 1.0, 2.0
 _HEADER = 6
-_OK, _BAD_LENGTH, _BAD_TYPE, _BAD_ITERATION = 0, 1, 2, 3
+_OK, _BAD_LENGTH, _BAD_TYPE, _BAD_ITERATION, _NO_ITERATION = 0, 1, 2, 3, 4
 _STATUS = {
     _BAD_LENGTH: "told a wrong number of energies",
     _BAD_TYPE: "told energies that are not real numbers",
     _BAD_ITERATION: "passed an iteration= that is not its controller's iteration",
+    _NO_ITERATION: "told without iteration=",
 }
 
 
@@ -164,16 +167,55 @@ def mpi(comm: Any = None) -> Communicator:
 
 
 class _TorchCommunicator(Communicator):
+    """The first all-gather goes through ``all_gather_object`` (lengths may differ
+    between ranks) and learns every rank's message length; the later ones are one
+    ``all_gather`` of float64 tensors padded to the longest (about five times
+    cheaper with gloo), on the GPU with NCCL. Each tensor starts with its message's
+    length, so a rank whose message outgrew the first length makes every rank raise
+    instead of reading a truncated message."""
+
     def __init__(self, dist: Any, group: Any) -> None:
         self.dist = dist
         self.group = group
         self.rank = int(dist.get_rank(group))
         self.size = int(dist.get_world_size(group))
+        self._width: Optional[int] = None  # the longest message of the first gather
+        self._device: Any = None
+
+    def _tensor_device(self) -> Any:
+        torch = importlib.import_module("torch")
+        backend = str(self.dist.get_backend(self.group)).lower()
+        if "nccl" in backend:
+            return torch.device("cuda", torch.cuda.current_device())
+        return torch.device("cpu")
 
     def allgather(self, local: np.ndarray) -> Sequence[np.ndarray]:
-        out: List[Any] = [None] * self.size
-        self.dist.all_gather_object(out, local, group=self.group)
-        return out
+        if self._width is None:
+            out: List[Any] = [None] * self.size
+            self.dist.all_gather_object(out, local, group=self.group)
+            self._width = max(int(np.asarray(m).size) for m in out)
+            self._device = self._tensor_device()
+            return out
+        torch = importlib.import_module("torch")
+        width = self._width
+        message = np.full(width + 1, np.nan)
+        message[0] = float(local.size)
+        message[1 : 1 + min(local.size, width)] = local[:width]
+        mine = torch.from_numpy(message).to(self._device)
+        gathered = [torch.empty_like(mine) for _ in range(self.size)]
+        self.dist.all_gather(gathered, mine, group=self.group)
+        result = []
+        for r, t in enumerate(gathered):
+            m = t.cpu().numpy()
+            n = int(m[0])
+            if n > width:
+                raise RuntimeError(
+                    f"rank {r} sent a message of {n} numbers, longer than the {width} of the "
+                    f"first all-gather: torch_dist() communicators carry messages of a fixed "
+                    f"length per rank (one DistributedController per communicator)"
+                )
+            result.append(m[1 : 1 + n].copy())
+        return result
 
     def __repr__(self) -> str:
         return f"nrpt.distributed.torch_dist(rank={self.rank}, size={self.size})"
@@ -182,9 +224,11 @@ class _TorchCommunicator(Communicator):
 def torch_dist(group: Any = None) -> Communicator:
     """A :class:`Communicator` over ``torch.distributed`` (initialized with
     ``init_process_group``; ``group``: a process group, default the whole world). Its
-    ranks are the group's ranks. It gathers with ``all_gather_object``, which works
-    with every backend; with NCCL, call ``torch.cuda.set_device`` for the rank's GPU
-    first, as NCCL requires."""
+    ranks are the group's ranks. It gathers float64 tensors with ``all_gather``
+    (after a first ``all_gather_object`` that learns the ranks' message lengths): on
+    the CPU with gloo, on the rank's GPU with NCCL (call ``torch.cuda.set_device`` for
+    it first, as NCCL requires). Give each :class:`DistributedController` a
+    communicator of its own."""
     try:
         dist = importlib.import_module("torch.distributed")
     except ImportError as err:
@@ -304,6 +348,12 @@ class DistributedController:
         Compare the ranks' controllers every ``check_every`` iterations (default 1:
         at every tell; 0 turns the per-iteration check off, not the one at
         construction).
+    check_iteration
+        :meth:`tell` needs ``iteration=``, your loop's counter, and every rank checks
+        it against its controller's iteration (default ``True``): a rank that skipped
+        a tell (or told twice) then stops every rank at the next one, where without
+        the counter its tells would pair with the other ranks' tells of the next
+        iteration unnoticed. ``False`` lets :meth:`tell` go without it.
     **options
         The keywords of :class:`nrpt.Controller` (``window``, ``swap_rate``,
         ``eta_min``, ``eta_max``, ``seed``, ``n_data``, ...), the same on every rank.
@@ -322,6 +372,7 @@ class DistributedController:
         owned: Union[int, Sequence[int], np.ndarray, None] = None,
         controller: Optional[Controller] = None,
         check_every: int = 1,
+        check_iteration: bool = True,
         **options: Any,
     ) -> None:
         for attr in ("rank", "size", "allgather"):
@@ -346,7 +397,10 @@ class DistributedController:
                 raise ValueError(f"chains={chains} but the controller has {controller.chains}")
         if isinstance(check_every, bool) or not isinstance(check_every, (int, np.integer)) or check_every < 0:
             raise ValueError(f"check_every must be an int >= 0, got {check_every!r}")
+        if not isinstance(check_iteration, bool):
+            raise TypeError(f"check_iteration must be a bool, got {check_iteration!r}")
         p = controller.chains
+        self._check_iteration = check_iteration
         self._comm = comm
         self._rank = rank
         self._size = size
@@ -426,12 +480,15 @@ class DistributedController:
     def tell(self, energies: Any, iteration: Optional[int] = None) -> Decision:
         """One iteration for all ranks: this rank's energies, one per model of
         :attr:`owned` in that order, are all-gathered with every other rank's, and
-        the controller is told all P. Returns the :class:`nrpt.Decision`, the same on
+        the controller is told all P. ``iteration`` is your loop's counter: needed
+        unless the controller was built with ``check_iteration=False``, and checked
+        on every rank against the controller's iteration. Returns the :class:`nrpt.Decision`, the same on
         every rank (by replica and by level, for all P models: index it with
         :attr:`owned`). A collective call: every rank tells at every iteration.
 
         Wrong energies on one rank (wrong length: ``ValueError``; not real numbers:
-        ``TypeError``; ``iteration`` not the controller's iteration: ``ValueError``)
+        ``TypeError``; ``iteration`` left out or not the controller's iteration:
+        ``ValueError``)
         raise on every rank, and a controller that differs from the others raises
         :class:`DivergenceError` on every rank; nothing changes then."""
         ctl = self._controller
@@ -454,6 +511,14 @@ class DistributedController:
                 )
             else:
                 local = raw.astype(np.float64)
+        if status == _OK and iteration is None and self._check_iteration:
+            status = _NO_ITERATION
+            problem = (
+                "tell() needs iteration=, your loop's counter, so that the ranks can check "
+                "that they tell the same iteration (a rank that skipped a tell would "
+                "otherwise pair its tells with the others' next ones unnoticed); "
+                "DistributedController(..., check_iteration=False) lets tell go without it"
+            )
         if status == _OK and iteration is not None:
             if isinstance(iteration, bool) or not isinstance(iteration, (int, np.integer)):
                 status, problem = _BAD_TYPE, f"iteration must be an int, got {iteration!r}"

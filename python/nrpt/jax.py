@@ -160,7 +160,9 @@ class Tempering:
     snapshots
         ``"list"`` (default): :attr:`snapshots` holds the recorded parameters
         (pytrees of NumPy arrays, one model each); ``"average"``: :attr:`average`
-        holds their running mean.
+        holds their running mean, for models that all start from the same
+        parameters (:meth:`init` raises ``ValueError`` otherwise: the average of
+        independently initialised networks predicts at chance).
     hyperparam
         The name of the injected learning rate (default ``"learning_rate"``).
     """
@@ -270,7 +272,27 @@ class Tempering:
         """The optimizer state of the stacked models (``jax.vmap(tx.init)(params)``)
         with each model's learning rate in it."""
         self._check_stacked(params)
+        if self._schedule.kind == "average":
+            self._check_one_start(params)
         return self._with_rates(self._init(params))
+
+    def _check_one_start(self, params: Any) -> None:
+        """``snapshots="average"`` averages the parameters of whichever model sits at
+        the target level: only models that start from the same parameters can be
+        averaged (independently initialised networks are different networks)."""
+        leaves = self._jax.tree_util.tree_leaves_with_path(params)
+        for path, leaf in leaves:
+            a = np.asarray(leaf)
+            if a.shape[0] > 1 and not np.array_equal(a, np.broadcast_to(a[:1], a.shape)):
+                name = self._jax.tree_util.keystr(path)
+                raise ValueError(
+                    f"snapshots=\"average\" averages the parameters of whichever model sits at "
+                    f"the target level, but the models do not start from the same parameters "
+                    f"(they differ in {name}): independently initialised networks are "
+                    f"different networks, and their average predicts at chance. Start every "
+                    f"model from the same parameters (jnp.broadcast_to of one model's), or keep "
+                    f"snapshots=\"list\" and average predictions"
+                )
 
     def tell(self, energies: Any, params: Any, opt_state: Any, iteration: Optional[int] = None) -> Tuple[Any, Decision]:
         """Tells the controller the energies of the models (one per model on the

@@ -17,15 +17,18 @@ your optimizers what the controller says:
   ``momentum_on_swap="carry"`` also keeps it);
 - it records the model at the target level: a list of copies of its ``state_dict()``
   every ``snapshot_every`` iterations after ``burn_in`` (the posterior samples, for a
-  Bayesian model average of their predictions), or a running average of its weights
-  (``snapshots="average"``);
+  Bayesian model average of their *predictions*: :func:`model_average`), or a running
+  average of its *weights* (``snapshots="average"``, for models that all started from
+  the same weights: see below);
 - with ``langevin=True`` it adds the Gaussian noise that makes a model *sample* at
   its level's temperature rather than optimise (SGLD, or SGHMC with momentum), to the
-  gradients before :meth:`Tempering.step` steps the optimizers;
-- :meth:`Tempering.state_dict` holds the models, the optimizers, the controller and
-  the snapshots, for one ``torch.save``.
+  gradients before :meth:`Tempering.step` steps the optimizers, from a random generator
+  whose state :meth:`Tempering.state_dict` saves;
+- :meth:`Tempering.state_dict` holds the models, the optimizers, the controller, the
+  noise generator and the snapshots, for one ``torch.save``.
 
-The loop::
+The loop (the paper's swap energies: each model's loss at its new state, after the
+step, on a fresh mini-batch; ``swap_energy="fresh"``, the default)::
 
     models = [make_model() for _ in range(P)]
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.0, momentum=0.9) for m in models]
@@ -37,8 +40,25 @@ The loop::
             loss_fn(model, next_batch()).backward()    # mean loss of a mini-batch
         tempering.step()                                # every optimizer steps
         with torch.no_grad():                           # the new states' energies
-            energies = [loss_fn(m, next_batch()).item() for m in models]
+            energies = [loss_fn(m, next_batch()) for m in models]
         tempering.tell(energies, iteration=k)           # swaps, rates, resets, snapshots
+
+The authors' swap energies (``swap_energy="step"``): the loss each model computed for
+its own step *is* its swap energy, so one forward pass per model serves both (pass the
+same batch to every model to have the authors' rule exactly: one shared batch, the loss
+before the step)::
+
+    tempering = nrpt.torch.Tempering(models, optimizers, ctl, swap_energy="step")
+    for k in range(steps):
+        batch = next_batch()
+        losses = []
+        for model, opt in zip(models, optimizers):
+            opt.zero_grad()
+            loss = loss_fn(model, batch)
+            loss.backward()
+            losses.append(loss)
+        tempering.step(losses)                          # the losses are the energies
+        tempering.tell(iteration=k)
 
 With :class:`nrpt.distributed.DistributedController` in place of the controller, the
 models are the ones this rank owns (``controller.owned``), and each rank records the
@@ -46,32 +66,46 @@ target level's model when it holds it (the samples of a run are the union of the
 ranks' snapshots, ordered by :attr:`Tempering.snapshot_iterations`).
 
 PyTorch is imported when first needed (by :meth:`Tempering.step` with
-``langevin=True``), so this module imports without it; nothing else here needs more
-than the objects' own methods.
+``langevin=True``, or to read tensors), so this module imports without it.
 
-A learning-rate schedule moves the ladder, not the optimizers: call
-``ctl.set_ladder_ends(...)`` or ``ctl.scale_ladder(...)`` between iterations (a
-``torch.optim.lr_scheduler`` would be overwritten at the next tell). A param group
-with a key ``"lr_scale"`` gets ``lr_scale`` times its model's rate (a head trained
-ten times faster, say).
+**Learning rates belong to the controller.** A learning-rate schedule moves the
+ladder, not the optimizers: call ``ctl.set_ladder_ends(...)`` or
+``ctl.scale_ladder(...)`` between iterations. A ``torch.optim.lr_scheduler`` (or any
+code) that writes ``param_group["lr"]`` after the adapter set it is detected:
+:meth:`Tempering.step` and :meth:`Tempering.tell` raise ``ValueError`` rather than let
+it silently replace the controller's rate. A param group with a key ``"lr_scale"``
+gets ``lr_scale`` times its model's rate (a head trained ten times faster, say).
+
+**Averaging weights.** ``snapshots="average"`` averages the weights of whichever model
+sits at the target level. Models initialised independently are different networks
+(their hidden units in another order): averaging them gives a network that predicts at
+chance, so the adapter refuses them; start every model from the same weights
+(``m.load_state_dict(models[0].state_dict())``) or record ``snapshots="list"`` and
+average the predictions (:func:`model_average`).
+
+**Energies** are what :meth:`Tempering.tell` takes: Python numbers, NumPy arrays, or
+PyTorch tensors of any floating type (``bfloat16`` and ``float16`` too), on any
+device, with or without ``requires_grad`` (detached; one copy to the CPU per tell).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from . import Decision
 from ._adapters import _check_format, _Schedule, _View
 
-__all__ = ["Tempering"]
+__all__ = ["Tempering", "model_average"]
 
 _FORMAT = "nrpt.torch.Tempering"
-_VERSION = 1
+_VERSION = 2
+_SWAP_ENERGIES = ("fresh", "step")
 
 
 def _torch() -> Any:
@@ -81,6 +115,11 @@ def _torch() -> Any:
         raise ImportError(
             f"nrpt.torch needs PyTorch (pip install torch; https://pytorch.org): {err}"
         ) from err
+
+
+def _is_tensor(value: Any) -> bool:
+    """A PyTorch tensor, told from its methods (no import of torch)."""
+    return callable(getattr(value, "detach", None)) and hasattr(value, "dtype") and hasattr(value, "device")
 
 
 def _copy_tensor(value: Any, device: Any) -> Any:
@@ -93,6 +132,56 @@ def _copy_tensor(value: Any, device: Any) -> Any:
 
 def _copy_state(state: Mapping[str, Any], device: Any) -> Dict[str, Any]:
     return {k: _copy_tensor(v, device) for k, v in state.items()}
+
+
+def _energies(values: Any) -> Any:
+    """``values`` with its PyTorch tensors as float64 NumPy values: a tensor, or a
+    sequence of one-number tensors (any floating dtype, ``bfloat16`` and ``float16``
+    too, any device, with or without ``requires_grad``: detached), in one copy to the
+    CPU. Anything else passes as it is: the controller checks the count and the type
+    (a distributed controller on every rank at once, so nothing is refused here)."""
+    if _is_tensor(values):
+        return values.detach().to(dtype=_torch().float64).cpu().numpy()
+    if isinstance(values, (list, tuple)) and any(_is_tensor(v) for v in values):
+        torch = _torch()
+        if not all(_is_tensor(v) and v.numel() == 1 for v in values):
+            # Mixed or multi-number entries: each as NumPy, for the controller to judge.
+            return [v.detach().to(dtype=torch.float64).cpu().numpy() if _is_tensor(v) else v for v in values]
+        rows = [v.detach().reshape(()).to(dtype=torch.float64) for v in values]
+        device = rows[0].device
+        # One copy to the CPU for all of them (one synchronization with a GPU).
+        return torch.stack([r.to(device) for r in rows]).cpu().numpy()
+    return values
+
+
+def _different_weights(models: Sequence[Any]) -> Optional[str]:
+    """The first floating-point entry of the models' state dicts that is not the same
+    in every model (``None`` when all hold the same weights)."""
+    first = models[0].state_dict()
+    for j, m in enumerate(models[1:], start=1):
+        other = m.state_dict()
+        for key, value in first.items():
+            if not (callable(getattr(value, "is_floating_point", None)) and value.is_floating_point()):
+                continue
+            theirs = other.get(key)
+            same = (
+                theirs is not None
+                and tuple(theirs.shape) == tuple(value.shape)
+                and bool((theirs.detach().to(value.device) == value.detach()).all())
+            )
+            if not same:
+                return f"models[0] and models[{j}] differ in {key!r}"
+    return None
+
+
+def _derived_seed(seed: int, owned: np.ndarray) -> int:
+    """The seed of the adapter's own noise generator: a function of the controller's
+    seed and of the models held here (ranks that hold different models draw
+    different noise)."""
+    h = hashlib.blake2b(digest_size=8, person=b"nrpt.torch")
+    h.update(np.int64(seed).tobytes())
+    h.update(np.ascontiguousarray(owned, dtype=np.int64).tobytes())
+    return int.from_bytes(h.digest(), "little") & ((1 << 63) - 1)
 
 
 class Tempering:
@@ -122,9 +211,14 @@ class Tempering:
         ``k >= burn_in`` with ``(k - burn_in) % snapshot_every == 0`` (default
         ``None``: never); keep at most the last ``max_snapshots`` (default all).
     snapshots
-        ``"list"`` (default): :attr:`snapshots` holds copies of ``state_dict()``;
-        ``"average"``: :attr:`average` holds the running mean of the recorded
-        states (floating-point entries; other entries are the last recorded).
+        ``"list"`` (default): :attr:`snapshots` holds copies of ``state_dict()``
+        (average their predictions: :func:`model_average`); ``"average"``:
+        :attr:`average` holds the running mean of the recorded states
+        (floating-point entries; other entries are the last recorded). Weights can
+        be averaged only between models that started from the same weights: with
+        ``"average"``, models that do not all hold the same floating-point weights
+        at construction raise ``ValueError`` (with a distributed controller, the
+        check covers the models of this rank).
     snapshot_device
         Where the copies go (default ``"cpu"``, so that samples do not fill the GPU;
         ``None``: beside the model).
@@ -133,12 +227,21 @@ class Tempering:
         (:meth:`add_gradient_noise`) so that each model samples ``exp(-E/T)`` at its
         level's temperature T; needs the controller's ``n_data`` for mean energies.
     generator
-        A ``torch.Generator`` for that noise (on the parameters' device), for
-        reproducible runs.
+        A ``torch.Generator`` for that noise (on the parameters' device). Default: a
+        generator of the adapter's own on the device of the first parameter, seeded
+        from the controller's seed and the models held here. Either way its state is
+        in :meth:`state_dict`, so that a resumed run draws the same noise.
+    swap_energy
+        Where the swap energies come from: ``"fresh"`` (default, the paper's: you
+        compute each model's loss at its new state, after :meth:`step`, and pass them
+        to :meth:`tell`) or ``"step"`` (the authors' code: the loss each model
+        computed for its own step, passed to :meth:`step`, is its swap energy, so one
+        forward pass per model serves both; :meth:`tell` then takes no energies).
+        ``docs/src/reference/rules.md`` compares them.
 
     Raises ``TypeError`` for objects that are not models, optimizers or a
-    controller, ``ValueError`` for mismatched counts or an optimizer that steps
-    parameters of another model.
+    controller, ``ValueError`` for mismatched counts, an optimizer that steps
+    parameters of another model, or models that cannot be averaged.
     """
 
     def __init__(
@@ -155,6 +258,7 @@ class Tempering:
         snapshot_device: Any = "cpu",
         langevin: bool = False,
         generator: Any = None,
+        swap_energy: str = "fresh",
     ) -> None:
         self._view = _View(controller)
         models = list(models)
@@ -191,13 +295,31 @@ class Tempering:
             raise TypeError(f"reset_state must be a bool, got {reset_state!r}")
         if not isinstance(langevin, bool):
             raise TypeError(f"langevin must be a bool, got {langevin!r}")
+        if not isinstance(swap_energy, str) or swap_energy not in _SWAP_ENERGIES:
+            raise ValueError(f"swap_energy must be one of {_SWAP_ENERGIES}, got {swap_energy!r}")
         self._schedule = _Schedule(snapshot_every, burn_in, snapshots, max_snapshots)
+        if self._schedule.kind == "average" and len(models) > 1:
+            differ = _different_weights(models)
+            if differ is not None:
+                raise ValueError(
+                    f"snapshots=\"average\" averages the weights of whichever model sits at "
+                    f"the target level, but the models do not start from the same weights "
+                    f"({differ}): independently initialised networks are different networks, "
+                    f"and their average predicts at chance. Start every model from the same "
+                    f"weights (m.load_state_dict(models[0].state_dict())), or keep "
+                    f"snapshots=\"list\" and average predictions with nrpt.torch.model_average"
+                )
         self.models = models
         self.optimizers = optimizers
         self.reset_state = reset_state
         self.langevin = langevin
+        self.swap_energy = swap_energy
         self.snapshot_device = snapshot_device
         self.generator = generator
+        self._own_generator = generator is None
+        self._generator_state: Any = None  # a loaded state, set on the generator once made
+        self._losses: Any = None
+        self._written: List[List[float]] = []
         self.snapshots: List[Dict[str, Any]] = []
         """Copies of the target level's ``state_dict()`` (``snapshots="list"``)."""
         self.snapshot_iterations: List[int] = []
@@ -240,17 +362,67 @@ class Tempering:
         return None if i is None else self.models[i]
 
     def _apply_learning_rates(self) -> None:
+        self._written = []
         for opt, lr in zip(self.optimizers, self.learning_rates):
+            row = []
             for group in opt.param_groups:
                 group["lr"] = float(lr) * float(group.get("lr_scale", 1.0))
+                row.append(group["lr"])
+            self._written.append(row)
 
-    def tell(self, energies: Any, iteration: Optional[int] = None) -> Decision:
+    def _check_learning_rates(self, where: str) -> None:
+        """Raises when a param group's learning rate is not the one the adapter wrote
+        (a scheduler or other code wrote it since)."""
+        for i, (opt, row) in enumerate(zip(self.optimizers, self._written)):
+            groups = opt.param_groups
+            if len(groups) != len(row):
+                raise ValueError(
+                    f"optimizers[{i}] has {len(groups)} param groups, {len(row)} when the "
+                    f"learning rates were set: add groups before constructing Tempering"
+                )
+            for j, (group, lr) in enumerate(zip(groups, row)):
+                if float(group["lr"]) != lr:
+                    raise ValueError(
+                        f"{where}: optimizers[{i}].param_groups[{j}][\"lr\"] is "
+                        f"{float(group['lr'])!r}, but the controller set {lr!r}: a learning-rate "
+                        f"scheduler or other code wrote it. The controller owns the learning "
+                        f"rates: schedule the ladder with ctl.scale_ladder(factor) or "
+                        f"ctl.set_ladder_ends(eta_min, eta_max) between iterations, and give a "
+                        f"group a multiple of its model's rate with the group key \"lr_scale\""
+                    )
+
+    def tell(self, energies: Any = None, iteration: Optional[int] = None) -> Decision:
         """Tells the controller this iteration's energies (one per model held here,
-        in order; see :meth:`nrpt.Controller.tell`), then clears the optimizer state
+        in order; numbers, a NumPy array or PyTorch tensors of any floating type and
+        device; see :meth:`nrpt.Controller.tell`), then clears the optimizer state
         of the models that changed level, sets every optimizer's learning rates for
         the next step and records the target level's model when due. Returns the
-        controller's :class:`nrpt.Decision` (for all P models)."""
-        d = self._view.tell(energies, iteration)
+        controller's :class:`nrpt.Decision` (for all P models).
+
+        With ``swap_energy="step"`` leave ``energies`` out: the losses given to
+        :meth:`step` since the last tell are the energies."""
+        self._check_learning_rates("tell")
+        if self.swap_energy == "step":
+            if energies is not None:
+                raise ValueError(
+                    "swap_energy=\"step\": the energies are the losses given to step(); "
+                    "call tell(iteration=k) without energies"
+                )
+            if self._losses is None:
+                raise ValueError(
+                    "swap_energy=\"step\": no losses since the last tell: call "
+                    "step(losses) before tell()"
+                )
+            values = self._losses
+        else:
+            if energies is None:
+                raise TypeError(
+                    "tell() needs the energies of the models' new states (one per model "
+                    "held here), or swap_energy=\"step\" with the losses given to step()"
+                )
+            values = _energies(energies)
+        d = self._view.tell(values, iteration)
+        self._losses = None
         owned = self._view.owned
         if self.reset_state:
             for i in np.flatnonzero(d.momentum_reset[owned]):
@@ -287,10 +459,28 @@ class Tempering:
 
     # -- stepping and noise ---------------------------------------------------------
 
-    def step(self) -> None:
+    def step(self, losses: Any = None) -> None:
         """Steps every optimizer (``optimizer.step()``), after adding the Langevin
         noise to the gradients when ``langevin=True``. Call it after the backward
-        passes and before :meth:`tell`."""
+        passes and before :meth:`tell`.
+
+        ``losses``: with ``swap_energy="step"``, the loss each model computed for
+        this step (one per model held here, tensors or numbers; detached, never
+        back-propagated through), kept as the swap energies of the next
+        :meth:`tell`. Leave it out with ``swap_energy="fresh"``."""
+        self._check_learning_rates("step")
+        if self.swap_energy == "step":
+            if losses is None:
+                raise ValueError(
+                    "swap_energy=\"step\": step(losses) needs the loss of each model's step "
+                    "(they are the swap energies)"
+                )
+            self._losses = _energies(losses)
+        elif losses is not None:
+            raise ValueError(
+                "step(losses) takes losses only with swap_energy=\"step\"; with the default "
+                "\"fresh\", pass the energies of the new states to tell()"
+            )
         if self.langevin:
             self.add_gradient_noise()
         for opt in self.optimizers:
@@ -332,6 +522,18 @@ class Tempering:
             out.append(row)
         return out
 
+    def _noise_generator(self, device: Any) -> Any:
+        """The generator of the noise: the one given, else the adapter's own, made on
+        ``device`` at the first draw (with a loaded state, if any)."""
+        if self.generator is None:
+            torch = _torch()
+            seed = _derived_seed(int(self._view.full.config["config"].get("seed", 0) or 0), self._view.owned)
+            self.generator = torch.Generator(device=device).manual_seed(seed)
+        if self._generator_state is not None:
+            self.generator.set_state(self._generator_state)
+            self._generator_state = None
+        return self.generator
+
     def add_gradient_noise(self) -> None:
         """Adds the Langevin noise of :meth:`gradient_noise_std` to the gradient of
         every parameter of every model held here (call it between ``backward()`` and
@@ -346,18 +548,22 @@ class Tempering:
                     for p in group["params"]:
                         if p.grad is None:
                             continue
-                        noise = torch.randn(
-                            p.shape, generator=self.generator, dtype=p.dtype, device=p.device
-                        )
-                        p.grad.add_(noise, alpha=std)
+                        gen = self._noise_generator(p.device)
+                        noise = torch.randn(p.shape, generator=gen, dtype=p.dtype, device=gen.device)
+                        p.grad.add_(noise.to(p.device), alpha=std)
 
     # -- saving ---------------------------------------------------------------------
 
     def state_dict(self) -> Dict[str, Any]:
         """Everything to continue the run, for ``torch.save``: the models', the
-        optimizers' and the controller's states, the snapshots or the average, and
-        the options. (With a distributed controller, every rank saves its own: its
-        models and snapshots differ, the controller is the same.)"""
+        optimizers' and the controller's states, the noise generator's state, the
+        snapshots or the average, and the options. (With a distributed controller,
+        every rank saves its own: its models and snapshots differ, the controller is
+        the same.)"""
+        if self.generator is not None:
+            generator = self.generator.get_state()
+        else:
+            generator = self._generator_state
         return {
             "format": _FORMAT,
             "version": _VERSION,
@@ -365,18 +571,25 @@ class Tempering:
             "controller": self._view.full.state_dict(),
             "models": [m.state_dict() for m in self.models],
             "optimizers": [o.state_dict() for o in self.optimizers],
+            "generator": generator,
+            "losses": copy.deepcopy(self._losses),
             "snapshots": list(self.snapshots),
             "snapshot_iterations": list(self.snapshot_iterations),
             "average": self.average,
             "average_count": self.average_count,
-            "options": {**self._schedule.config(), "reset_state": self.reset_state, "langevin": self.langevin},
+            "options": {
+                **self._schedule.config(),
+                "reset_state": self.reset_state,
+                "langevin": self.langevin,
+                "swap_energy": self.swap_energy,
+            },
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continues from :meth:`state_dict`: loads the models and optimizers (with
         their own ``load_state_dict``), the controller (in place: the object you
-        hold continues) and the snapshots. The options are this object's. With a
-        distributed controller this is a collective call."""
+        hold continues), the noise generator's state and the snapshots. The options
+        are this object's. With a distributed controller this is a collective call."""
         _check_format(state, _FORMAT, self._view.owned)
         models, optimizers = state["models"], state["optimizers"]
         if len(models) != len(self.models) or len(optimizers) != len(self.optimizers):
@@ -389,6 +602,13 @@ class Tempering:
             m.load_state_dict(s)
         for o, s in zip(self.optimizers, optimizers):
             o.load_state_dict(s)
+        generator = state.get("generator")
+        if generator is not None:
+            if self.generator is not None:
+                self.generator.set_state(generator)
+            else:
+                self._generator_state = generator  # set on the adapter's own at its first draw
+        self._losses = copy.deepcopy(state.get("losses"))
         self.snapshots = list(state.get("snapshots", []))
         self.snapshot_iterations = [int(k) for k in state.get("snapshot_iterations", [])]
         self.average = state.get("average")
@@ -400,3 +620,43 @@ class Tempering:
             f"nrpt.torch.Tempering({len(self.models)} models, iteration="
             f"{self._view.full.iteration}, snapshots={len(self.snapshot_iterations)})"
         )
+
+
+def model_average(
+    model: Any,
+    snapshots: Iterable[Mapping[str, Any]],
+    inputs: Any,
+    *,
+    predict: Optional[Callable[[Any, Any], Any]] = None,
+    batch_size: Optional[int] = None,
+) -> Any:
+    """The Bayesian model average of recorded states: the mean over ``snapshots`` of
+    ``softmax(model(inputs))`` (or of ``predict(model, inputs)``), with each state
+    loaded into ``model`` in turn (in ``eval()`` mode, without gradients; the model's
+    own state and mode are restored afterwards). Returns a tensor of the predictive
+    probabilities, examples × classes, in float64 on the inputs' device.
+    ``batch_size`` splits the inputs (default: all at once). Raises ``ValueError``
+    when there is no state to average."""
+    torch = _torch()
+    states = list(snapshots)
+    if not states:
+        raise ValueError("model_average needs at least one recorded state (Tempering.snapshots is empty)")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
+    forward = predict or (lambda m, x: torch.softmax(m(x), dim=-1))
+    saved = _copy_state(model.state_dict(), None)
+    training = bool(getattr(model, "training", False))
+    total = None
+    try:
+        model.eval()
+        with torch.no_grad():
+            for state in states:
+                model.load_state_dict(state)
+                step = len(inputs) if batch_size is None else batch_size
+                parts = [forward(model, inputs[i : i + step]) for i in range(0, len(inputs), step)]
+                probs = torch.cat(parts).to(torch.float64)
+                total = probs if total is None else total + probs
+    finally:
+        model.load_state_dict(saved)
+        model.train(training)
+    return total / len(states)

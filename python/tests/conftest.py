@@ -6,12 +6,27 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _prefer_the_installed_package() -> None:
+    """Run from ``python/`` (``python -m pytest`` puts the working folder first on the
+    path), ``import nrpt`` would find the checkout's ``python/nrpt``, which has no
+    compiled extension unless ``maturin develop`` put one there: the tests then import
+    the installed package instead, from whatever folder pytest runs."""
+    source = REPO / "python"
+    if any(p.suffix in (".so", ".pyd") for p in (source / "nrpt").glob("_nrpt*")):
+        return
+    sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != source]
+
+
+_prefer_the_installed_package()
 
 
 def _build_cli() -> str:

@@ -77,6 +77,7 @@ def test_same_decisions_as_the_rust_driver(config, iterations, dtype):
     s = ctl.stats()
     np.testing.assert_array_equal(s["pair_swaps"], rec["pair_swaps"])
     assert s["iterations_run"] == iterations
+    assert s["swaps"] == sum(s["pair_swaps"]) == sum(rec["pair_swaps"])
     assert ctl.iteration == iterations
     # The runs did something worth comparing.
     assert sum(s["pair_swaps"]) > 0

@@ -1,8 +1,9 @@
 """``nrpt.distributed``: a controller replicated over ranks makes, on every rank, the
 decisions of one controller told all the energies, bit for bit; a rank that diverges
 or tells wrong energies stops every rank at the same call. Ranks are threads
-(``thread_group``), the ``torch.distributed`` stand-in, and real MPI processes
-(``mpirun -n 4``, skipped without mpi4py/mpirun unless ``NRPT_REQUIRE_MPI=1``)."""
+(``thread_group``), real MPI processes (``mpirun -n 4``, skipped without
+mpi4py/mpirun unless ``NRPT_REQUIRE_MPI=1``) and ``torchrun`` processes over gloo
+(skipped without PyTorch unless ``NRPT_REQUIRE_TORCH=1``)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import fake_torch
 import nrpt
-import nrpt.torch
+from needs import need
 from nrpt.distributed import (
     DistributedController,
     DivergenceError,
@@ -31,9 +31,17 @@ from nrpt.distributed import (
 )
 
 HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("mpi_ranks", HERE / "mpi_ranks.py")
-mpi_ranks = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mpi_ranks)
+
+
+def _load(name):
+    """A rank script of this folder as a module (it is not a test file)."""
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+mpi_ranks = _load("mpi_ranks")
 
 
 def on_ranks(size, body, comms=None):
@@ -93,7 +101,7 @@ def test_models_shared_by_groups_of_ranks():
 
     def disagree(comm):
         dc = DistributedController(comm, 2, owned=comm.rank // 2, **options)
-        dc.tell([1.0 + (comm.rank == 3)])
+        dc.tell([1.0 + (comm.rank == 3)], iteration=0)
 
     for err in on_ranks(4, disagree):
         assert isinstance(err, ValueError) and "replica 1 is owned by ranks [2, 3]" in str(err)
@@ -112,7 +120,7 @@ def test_divergence_stops_every_rank():
         for k in range(10):
             if k == 6 and comm.rank == 2:
                 dc.controller.scale_ladder(1.01)
-            dc.tell([mpi_ranks.energy(int(dc.owned[0]), k, dc.ask()[0])])
+            dc.tell([mpi_ranks.energy(int(dc.owned[0]), k, dc.ask()[0])], iteration=k)
         return "finished"
 
     for err in on_ranks(3, body):
@@ -125,7 +133,7 @@ def test_divergence_stops_every_rank():
         for k in range(10):
             if k == 6 and comm.rank == 2:
                 dc.controller.scale_ladder(1.01)
-            dc.tell([1.0])
+            dc.tell([1.0], iteration=k)
         return dc.iteration
 
     assert on_ranks(3, unchecked) == [10, 10, 10]
@@ -152,7 +160,7 @@ def test_wrong_energies_on_one_rank_stop_every_rank():
     # A NaN: every controller refuses it (nonfinite="raise"), the same way.
     def nan(comm):
         dc = DistributedController(comm, 2, seed=0)
-        dc.tell([np.nan if comm.rank == 0 else 1.0])
+        dc.tell([np.nan if comm.rank == 0 else 1.0], iteration=0)
 
     for err in on_ranks(2, nan):
         assert isinstance(err, ValueError) and "energies must be finite" in str(err)
@@ -165,6 +173,37 @@ def test_wrong_energies_on_one_rank_stop_every_rank():
     errs = on_ranks(2, late)
     assert all(isinstance(e, ValueError) for e in errs)
     assert "each iteration is told exactly once" in str(errs[1])
+
+
+def test_a_skipped_tell_stops_every_rank():
+    """A rank whose loop skips a tell (here: rank 1 at iteration 3) pairs its next
+    tell with the others' tell of that iteration; its loop counter gives it away."""
+
+    def body(comm, check):
+        dc = DistributedController(comm, 2, seed=0, check_iteration=check)
+        for k in range(8):
+            if comm.rank == 1 and k == 3:
+                continue
+            dc.tell([1.0 + comm.rank], iteration=k if check else None)
+        return dc.iteration
+
+    errs = on_ranks(2, lambda comm: body(comm, True))
+    assert all(isinstance(e, ValueError) for e in errs), errs
+    assert "tell(iteration=4) but the controller is at iteration 3" in str(errs[1])
+    assert str(errs[0]).startswith("rank 1 passed an iteration= that is not"), errs[0]
+    # Without the counter the skip goes unnoticed: the ranks pair tells of different
+    # iterations (rank 1 told 7, but rank 0 still waits for its eighth tell).
+    errs = on_ranks(2, lambda comm: body(comm, False), comms=thread_group(2, timeout=2))
+    assert errs[1] == 7 and isinstance(errs[0], RuntimeError), errs
+
+    # Leaving iteration= out is refused on every rank, by default.
+    def bare(comm):
+        DistributedController(comm, 2, seed=0).tell([1.0])
+
+    errs = on_ranks(2, bare)
+    assert all(isinstance(e, ValueError) for e in errs), errs
+    assert str(errs[0]).startswith("tell() needs iteration=, your loop's counter")
+    assert str(errs[1]).startswith("rank 0 told without iteration= (this rank stops with it)")
 
 
 def test_ownership_is_checked():
@@ -225,37 +264,47 @@ def test_mpi_adapter_over_a_duck_typed_communicator():
         mpi(object())
 
 
-def test_torch_dist_adapter_and_the_torch_tempering_on_ranks():
-    """``torch_dist()`` over the ``torch.distributed`` stand-in, with one
-    ``nrpt.torch.Tempering`` per rank (two models each), against one process."""
-    p, options = 4, {"seed": 8, "window": 2, "eta_min": 0.01, "eta_max": 0.3}
-    ref = mpi_ranks.reference(p, options, 150)
-    with fake_torch.installed() as torch:
+def test_torchrun_ranks_decide_as_one_controller(tmp_path):
+    """Two processes under ``torchrun`` (gloo), each with a ``nrpt.torch.Tempering``
+    over the two models it owns and ``torch_dist()``'s tensor all-gather: the decisions
+    of one process, the target level recorded once, and every fault raised on every
+    rank. Skipped without PyTorch, unless ``NRPT_REQUIRE_TORCH=1``."""
+    need("torch")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(nrpt.__file__).resolve().parents[1]), str(HERE)]
+        + [x for x in [env.get("PYTHONPATH")] if x]
+    )
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           str(HERE / "torch_ranks.py"), str(tmp_path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    torch_ranks = _load("torch_ranks")
+    ref = mpi_ranks.reference(torch_ranks.P, torch_ranks.OPTIONS, torch_ranks.ITERATIONS)
+    kept, owned = [], []
+    for r in range(2):
+        got = np.load(tmp_path / f"rank{r}.npz")
+        assert_same({k: got[k] for k in ref}, ref)
+        kept += got["snapshot_iterations"].tolist()
+        owned += got["owned"].tolist()
+    assert sorted(owned) == list(range(torch_ranks.P))
+    # The target level's model is recorded by whichever rank holds it: once.
+    assert sorted(kept) == list(range(0, torch_ranks.ITERATIONS, 10))
+    verdicts = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    for r, v in enumerate(verdicts):
+        assert v["size"] == 2
+        assert v["skipped"].startswith("ValueError: ") and "iteration" in v["skipped"], v
+        assert v["no_iteration"].startswith("ValueError: ") and "iteration=" in v["no_iteration"], v
+        assert v["seed"].startswith("DivergenceError: "), v
+        assert v["seconds"]["tell"] > 0
+    assert "tell(iteration=3) but the controller is at iteration 2" in verdicts[1]["skipped"]
+    print(f"torch {verdicts[0]['torch']}, gloo, 2 ranks: seconds per call {verdicts[0]['seconds']}")
 
-        def body(comm):
-            torch.distributed.init_thread(comm)
-            dc = DistributedController(torch_dist(), p, **options)
-            models = [fake_torch.Module(w=np.zeros(2)) for _ in dc.owned]
-            opts = [fake_torch.SGD(m.parameters(), momentum=0.5) for m in models]
-            t = nrpt.torch.Tempering(models, opts, dc, snapshot_every=10)
-            out = []
-            for k in range(150):
-                energies = [mpi_ranks.energy(int(r), k, lr) for r, lr in zip(dc.owned, t.learning_rates)]
-                out.append(t.tell(energies, iteration=k))
-                for o, lr in zip(opts, t.learning_rates):
-                    assert o.param_groups[0]["lr"] == lr
-            return mpi_ranks.record(out), t.snapshot_iterations
 
-        results = on_ranks(2, body)
-        kept = []
-        for rec, iterations in results:
-            assert_same(rec, ref)
-            kept += iterations
-        # The target level's model is recorded by whichever rank holds it: once.
-        assert sorted(kept) == list(range(0, 150, 10))
-    with fake_torch.installed():
-        with pytest.raises(ValueError, match="not initialized"):
-            torch_dist()
+def test_torch_dist_needs_an_initialized_process_group():
+    need("torch")
+    with pytest.raises(ValueError, match="not initialized"):
+        torch_dist()
 
 
 def _mpi_launcher():

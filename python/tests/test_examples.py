@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from needs import need
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -69,12 +69,23 @@ def test_exact_examples_run_as_scripts():
 
 
 def test_torch_example_runs():
-    """Needs PyTorch, which CI does not install (its PyPI wheel brings gigabytes of CUDA
-    libraries): ``nrpt.torch`` is tested there on a stand-in
-    (``test_torch_adapter.py``)."""
-    pytest.importorskip("torch", reason="PyTorch is not installed")
+    """PyTorch's spiral example, shortened (CI installs PyTorch: NRPT_REQUIRE_TORCH=1)."""
+    need("torch")
     example = load("torch_tempering")
     results = example.main(["--chains", "4", "--iterations", "300", "--thin", "10"])
     for r in results:
         assert r["samples"] == len(range(60, 300, 10))
         assert 0.0 <= r["accuracy"] <= 1.0 and r["nll"] > 0
+
+
+def test_torch_digits_example_runs_both_swap_energy_routes():
+    """The reference's model in PyTorch, shortened: both routes train (the full run's
+    figures are in the PyTorch guide), and their model averages beat chance by far."""
+    need("torch")
+    example = load("torch_digits")
+    results = example.main(["--chains", "4", "--iterations", "200", "--samples", "10"])
+    assert [r["route"] for r in results] == ["fresh", "step"]
+    for r in results:
+        assert r["samples"] == 10
+        assert r["accuracy"] > 0.8, r
+        assert len(r["swap_rates"]) == 3

@@ -103,11 +103,17 @@ def test_rates_resets_and_snapshots():
     for snap, want in zip(t.snapshots, recorded):
         np.testing.assert_array_equal(snap, want)
 
-    # The running average of the same states.
+    # The running average, of models from one start: the mean of the states a list keeps.
+    same = jnp.broadcast_to(initial_params()[:1], (P, DIM))
+    t1 = nrpt.jax.Tempering(TX, controller(), snapshot_every=5, burn_in=10)
+    run(t1, same, t1.init(same), 0, 120)
     t2 = nrpt.jax.Tempering(TX, controller(), snapshot_every=5, burn_in=10, snapshots="average")
-    run(t2, initial_params(), t2.init(initial_params()), 0, 120)
-    assert t2.snapshots == [] and t2.average_count == len(recorded)
-    np.testing.assert_allclose(t2.average, np.mean(recorded, axis=0), rtol=1e-5)
+    run(t2, same, t2.init(same), 0, 120)
+    assert t2.snapshots == [] and t2.average_count == len(t1.snapshots) == len(recorded)
+    np.testing.assert_allclose(t2.average, np.mean(t1.snapshots, axis=0), rtol=1e-5)
+    # Independently initialised models cannot be averaged.
+    with pytest.raises(ValueError, match=r"do not start from the same parameters"):
+        t2.init(initial_params())
 
 
 def test_keeping_the_state():
