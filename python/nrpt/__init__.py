@@ -21,6 +21,9 @@ rate S.
   ``KeyboardInterrupt``. Their keys are the command's names; :func:`flat` makes any
   table 1-D for ``pandas.DataFrame``, :func:`jsonable` any result plain JSON, and
   :func:`unflatten` a classifier's sample its layers.
+- :func:`fidelity`: your own predictive (the model of a reference posterior, trained
+  your way) scored against that reference as :func:`deep` scores its methods;
+  :func:`dataset`: a bundled data set and its split as arrays, as the models see them.
 - :class:`ToyExplorer`: the exploration step of the built-in toy targets over NumPy
   states, so a Python loop around a :class:`Controller` reproduces ``nrpt run``.
 - :class:`ExactController`: exact tempering around your own model and sampler
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import tempfile
 import warnings
@@ -78,8 +82,10 @@ __all__ = [
     "RUN_EXTRAS",
     "Stats",
     "ToyExplorer",
+    "dataset",
     "deep",
     "expected_round_trip",
+    "fidelity",
     "flat",
     "jsonable",
     "optimal_window",
@@ -1506,6 +1512,124 @@ def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     )
     _figures(result)
     return result
+
+
+def dataset(name: str) -> Dict[str, Any]:
+    """A bundled data set, ``"digits"`` or ``"mnist1d"``, exactly as nrpt's models see
+    it and split as nrpt splits it: what to train your own model on, so that its
+    predictive can be scored against a reference posterior with :func:`fidelity`.
+
+    Keys: ``data`` (training features, examples x features, float32), ``labels``
+    (int64), ``test_data`` and ``test_labels`` (the test split, in order),
+    ``features``, ``classes``, ``name``, ``description`` (source, licence, split rule)
+    and ``data_sha256`` (the digest a reference's ``model.data_sha256`` records). The
+    digits' features are the pixel counts divided by 16 (in [0, 1]); example i of their
+    file is a test example when ``i % 4 == 3`` (1,348 training and 449 test examples).
+    MNIST-1D's are the generator's values, split as its package splits them (12,800
+    and 3,200). ``nrpt.run`` and ``nrpt.deep`` take these data as ``dataset=name``;
+    given as arrays (``data=``, ``labels=``) they would be standardized like any
+    user's data, a different model. ``ValueError`` for another name."""
+    return _nrpt.dataset(str(name))
+
+
+def fidelity(
+    probs: Any,
+    *,
+    labels: Any,
+    dataset: str,
+    layers: Sequence[int],
+    prior_sigma: float,
+    reference: Union[str, "os.PathLike[str]"] = "digits-mlp64",
+    seed: int = 0,
+) -> Dict[str, Any]:
+    """How close your own predictive is to a reference posterior, scored as
+    :func:`deep` scores its methods.
+
+    A reference posterior is the predictive of long, converged full-batch HMC runs on
+    one model, data set and prior (``nrpt reference``; ``"digits-mlp64"`` is bundled:
+    an MLP with one hidden layer of 64 ReLU units, ``layers=[64, 64, 10]``, a N(0, 1)
+    prior on every weight and bias, on the digits). Train that same model your own
+    way (SGD, an ensemble, variational inference, ...), average its softmax outputs
+    over your samples on the reference's test examples (``nrpt.dataset(...)
+    ["test_data"]``, in order), and give:
+
+    - ``probs``: that predictive, test examples x classes, each row probabilities
+      summing to 1 (within 1e-6; a float32 softmax passes), not logits. A NumPy array
+      or anything ``np.asarray`` takes (``tensor.detach().cpu().numpy()``).
+    - ``labels``: the test labels you scored it on (integers, in order); they must be
+      the reference's test labels, which tells nrpt your split is its split.
+    - ``dataset``, ``layers``, ``prior_sigma``: the model your predictive is of (the
+      data set's name, ``"digits"`` or ``"mnist1d"``; the layer sizes ``[features,
+      hidden..., classes]``; the prior's standard deviation). Each must equal the
+      reference's (``r["reference"]["model"]``).
+    - ``reference``: a bundled reference by name, or a folder written by
+      ``nrpt reference`` (a path; a ``str`` that names a bundled reference is that
+      one, so write ``"./digits-mlp64"`` for a folder of that name).
+    - ``seed``: the bootstrap's seed, as ``nrpt deep --seed`` (0 by default there):
+      the same seed draws the same resampled test sets as that run's rows.
+
+    Returns a dict: ``accuracy``, ``nll`` (mean negative log-likelihood per test
+    example, probabilities floored at 1e-12), ``nll_sum``, ``ece`` (expected
+    calibration error, 15 bins), ``agreement`` (the share of test examples whose most
+    probable class is the reference's) and ``total_variation`` (the mean over test
+    examples of half the summed absolute differences from the reference's
+    probabilities; 0 is the reference itself, 1 disjoint), each but ``nll_sum`` with
+    ``NAME_ci``, its 95 % interval by a bootstrap over test examples (1,000
+    resamples, as ``nrpt deep``'s rows); ``test_examples``, ``level``,
+    ``resamples``, ``seed``; and ``reference``, where it came from (``source``) and
+    its description (``model``, ``sampler``, ``diagnostics``, its own ``accuracy``
+    and ``nll``, ...).
+
+    ``ValueError`` (with nrpt's message, naming what differs) for a predictive of
+    another model, labels that are not the reference's test labels (another split or
+    order), a reference whose data is not a bundled data set, a predictive of another
+    shape or a row that is not a distribution; ``TypeError`` for non-numeric
+    probabilities or non-integer labels."""
+    try:
+        p = np.asarray(probs)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"probs must be an array of probabilities: {err}") from None
+    if p.dtype.kind not in "fiu":
+        raise TypeError(f"probs must be an array of probabilities, got an array of {p.dtype}")
+    if p.ndim != 2:
+        raise ValueError(f"probs must be 2-D (test examples x classes), got shape {p.shape}")
+    try:
+        y = np.asarray(labels)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"labels must be an array of integer class labels: {err}") from None
+    if y.dtype.kind not in "iu":
+        hint = " (convert with .astype(int))" if y.dtype.kind == "f" else ""
+        raise TypeError(
+            f"labels must be an array of integer class labels 0, 1, ..., got an array of "
+            f"{y.dtype}{hint}"
+        )
+    if y.ndim != 1:
+        raise ValueError(f"labels must be 1-D (one label per test example), got shape {y.shape}")
+    if y.size and (int(y.min()) < 0 or int(y.max()) > 2**32 - 1):
+        i = int(np.argmin(y)) if int(y.min()) < 0 else int(np.argmax(y))
+        raise ValueError(f"labels: {y[i]} at position {i} is not a class label (0, 1, ...)")
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence):
+        raise TypeError(f"layers must be a list of sizes [features, hidden..., classes], got {layers!r}")
+    sizes = [operator.index(n) for n in layers]
+    if any(n < 0 for n in sizes):
+        raise ValueError(f"layers must be sizes (0 or more), got {list(layers)}")
+    seed = operator.index(seed)
+    if not 0 <= seed <= 2**32 - 1:
+        raise ValueError(f"seed must be between 0 and {2**32 - 1}, got {seed}")
+    if not isinstance(reference, (str, os.PathLike)):
+        raise TypeError(
+            f"reference must be a bundled reference's name or a folder, got {type(reference).__name__}"
+        )
+    return _nrpt.fidelity(
+        np.ascontiguousarray(p, dtype=np.float64),
+        np.ascontiguousarray(y, dtype=np.int64),
+        str(dataset),
+        sizes,
+        float(prior_sigma),
+        os.fspath(reference),
+        isinstance(reference, os.PathLike),
+        seed,
+    )
 
 
 def scale(*, progress: bool = False, **options: Any) -> Dict[str, Any]:

@@ -21,8 +21,10 @@ __all__ = [
     "RUN_EXTRAS",
     "Stats",
     "ToyExplorer",
+    "dataset",
     "deep",
     "expected_round_trip",
+    "fidelity",
     "flat",
     "jsonable",
     "optimal_window",
@@ -360,6 +362,26 @@ def deep(
     force: bool = False,
 ) -> Dict[str, Any]:
     """``nrpt deep``: ``results.json`` as a dict."""
+
+# -- your own predictive against a reference posterior --------------------------------
+
+def dataset(name: Literal["digits", "mnist1d"]) -> Dict[str, Any]:
+    """A bundled data set as nrpt's models see it: ``data``, ``labels``, ``test_data``,
+    ``test_labels`` (arrays), ``features``, ``classes``, ``name``, ``description``,
+    ``data_sha256``."""
+
+def fidelity(
+    probs: npt.ArrayLike,
+    *,
+    labels: npt.ArrayLike,
+    dataset: str,
+    layers: Sequence[int],
+    prior_sigma: float,
+    reference: _Path = "digits-mlp64",
+    seed: int = 0,
+) -> Dict[str, Any]:
+    """Your predictive scored against a reference posterior: ``accuracy``, ``nll``,
+    ``ece``, ``agreement``, ``total_variation``, each with ``_ci``, and ``reference``."""
 
 def scale(
     *,

@@ -9,7 +9,9 @@
 //!   `ExactController`), and a recorder of a core exact run for the tests;
 //! - `solver`: the optimal window and Lemma 1;
 //! - `engines`: `nrpt run`, `reproduce`, `deep` and `scale` with their results as
-//!   dictionaries of NumPy arrays instead of files, the GIL released while they run.
+//!   dictionaries of NumPy arrays instead of files, the GIL released while they run;
+//! - `fidelity`: a predictive computed elsewhere scored against a reference posterior
+//!   (nrpt-studies' `deep::external`), and the bundled data sets as arrays.
 //!
 //! Every configuration goes through the command line's own parser and validation
 //! (the Python keyword arguments become its flags), so errors read as the command's.
@@ -24,6 +26,7 @@ mod convert;
 mod engines;
 mod errors;
 mod exact;
+mod fidelity;
 mod interrupt;
 mod saved;
 mod solver;
@@ -47,6 +50,8 @@ fn _nrpt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engines::reproduce, m)?)?;
     m.add_function(wrap_pyfunction!(engines::deep, m)?)?;
     m.add_function(wrap_pyfunction!(engines::scale, m)?)?;
+    m.add_function(wrap_pyfunction!(fidelity::fidelity, m)?)?;
+    m.add_function(wrap_pyfunction!(fidelity::dataset, m)?)?;
     m.add_function(wrap_pyfunction!(config::flags, m)?)?;
     m.add_function(wrap_pyfunction!(toy::record_tempering, m)?)?;
     m.add_function(wrap_pyfunction!(exact::record_exact, m)?)?;

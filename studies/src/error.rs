@@ -206,6 +206,14 @@ pub enum ReferenceError {
         /// What is wrong.
         reason: String,
     },
+    /// No bundled reference has this name.
+    #[error("no bundled reference is named `{name}`; the bundled ones: {known}")]
+    UnknownBundled {
+        /// The name asked for.
+        name: String,
+        /// The bundled names, comma-separated.
+        known: String,
+    },
     /// It belongs to another model.
     #[error(
         "the reference in {source_name} belongs to another model: its {field} is {reference}, this run's is {model}; compute one for this model with `nrpt reference` (same --dataset/--data, --hidden and --prior-sigma)"

@@ -18,9 +18,13 @@
 //! - [`posterior`]: the classifier's posterior as an annealing path (prior to
 //!   posterior, full batch, `f64`) for nrpt-core's exact samplers; [`mod@reference`]: the
 //!   reference posterior by full-batch HMC, its files and the bundled ones;
-//! - [`experiment`]: the whole comparison of `nrpt deep`, and its protocol.
+//! - [`experiment`]: the whole comparison of `nrpt deep`, and its protocol;
+//! - [`external`]: a predictive computed outside nrpt (the reference's model trained
+//!   your own way), checked to be of the reference's model and test split, and scored
+//!   against it as `nrpt deep` scores its methods.
 
 pub mod experiment;
+pub mod external;
 pub mod fidelity;
 pub(crate) mod lossless;
 pub mod methods;

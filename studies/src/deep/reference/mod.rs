@@ -42,8 +42,9 @@ const MAX_META_BYTES: u64 = 1 << 20;
 /// The most bytes a `reference.npy` may hold (10⁷ probabilities).
 const MAX_PREDICTIVE_BYTES: u64 = 80 << 20;
 
-/// Rows of a predictive must sum to 1 within this.
-const SUM_TOLERANCE: f64 = 1e-6;
+/// Rows of a predictive must sum to 1 within this (a reference's when it is read, and a
+/// predictive scored against one, [`super::external`]).
+pub const SUM_TOLERANCE: f64 = 1e-6;
 
 /// What a reference belongs to: the same data (by content), network and prior.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,17 +249,36 @@ impl Reference {
 /// (name, `reference.json`, `reference.npy`); read through the crate's `data` link, as in
 /// `data/digits.rs`.
 const BUNDLED: &[(&str, &[u8], &[u8])] = &[(
-    "bundled digits-mlp64",
+    "digits-mlp64",
     include_bytes!("../../../data/reference/digits-mlp64/reference.json"),
     include_bytes!("../../../data/reference/digits-mlp64/reference.npy"),
 )];
 
+/// The names of the bundled references (their folders under `data/reference/`):
+/// `digits-mlp64`, the default model of `nrpt deep` on the digits.
+pub fn bundled_names() -> impl Iterator<Item = &'static str> {
+    BUNDLED.iter().map(|(name, _, _)| *name)
+}
+
+/// A bundled reference read from its bytes; its source reads `bundled NAME`.
+fn read_bundled((name, meta, npy): &(&str, &[u8], &[u8])) -> Result<Reference, ReferenceError> {
+    Reference::from_bytes(meta, npy, &format!("bundled {name}"))
+}
+
 /// Every bundled reference, read and checked.
 pub fn bundled() -> Result<Vec<Reference>, ReferenceError> {
-    BUNDLED
-        .iter()
-        .map(|(name, meta, npy)| Reference::from_bytes(meta, npy, name))
-        .collect()
+    BUNDLED.iter().map(read_bundled).collect()
+}
+
+/// The bundled reference named `name` (one of [`bundled_names`]), read and checked.
+pub fn bundled_named(name: &str) -> Result<Reference, ReferenceError> {
+    match BUNDLED.iter().find(|(n, _, _)| *n == name) {
+        Some(entry) => read_bundled(entry),
+        None => Err(ReferenceError::UnknownBundled {
+            name: name.to_string(),
+            known: bundled_names().collect::<Vec<_>>().join(", "),
+        }),
+    }
 }
 
 /// The bundled reference of `target`'s model, if there is one.
@@ -314,6 +334,22 @@ mod tests {
             }
             assert!(bundled_for(&other).unwrap().is_none());
         }
+    }
+
+    /// A bundled reference is found by its folder's name; another name is refused with
+    /// the list of the bundled ones.
+    #[test]
+    fn bundled_references_by_name() {
+        assert_eq!(bundled_names().collect::<Vec<_>>(), ["digits-mlp64"]);
+        let r = bundled_named("digits-mlp64").unwrap();
+        assert_eq!(r.source, "bundled digits-mlp64");
+        assert_eq!(r, bundled().unwrap().remove(0));
+        let e = bundled_named("digits").unwrap_err();
+        assert!(matches!(e, ReferenceError::UnknownBundled { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "no bundled reference is named `digits`; the bundled ones: digits-mlp64"
+        );
     }
 
     /// `data/README.md` states the SHA-256 of both bundled files.
