@@ -29,6 +29,20 @@ pub fn has<E: Error + 'static>(e: &anyhow::Error) -> bool {
     find::<E>(e).is_some()
 }
 
+/// Whether `e` is bad input, the user's to fix (flags, configuration, data files, a
+/// reference posterior, a shard, parameters the core refuses, an engine's invalid
+/// request): the command exits with status 2 for it, the Python package raises
+/// `ValueError`. The one list of what counts as bad input.
+pub fn is_bad_input(e: &anyhow::Error) -> bool {
+    use nrpt_sampling::engine::EngineError;
+    has::<nrpt_sampling::config::ConfigError>(e)
+        || has::<nrpt_sampling::data::DataError>(e)
+        || has::<nrpt_studies::deep::reference::ReferenceError>(e)
+        || has::<nrpt_studies::shard::ShardError>(e)
+        || has::<nrpt_core::Error>(e)
+        || matches!(find::<EngineError>(e), Some(EngineError::Invalid(_)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,7 @@ use std::process::ExitCode;
 
 use nrpt::cli::{Cli, Command, EngineArgs, MAX_THREADS};
 use nrpt::commands;
-use nrpt::errors::{all, find, has};
-use nrpt_sampling::config::ConfigError;
+use nrpt::errors::{all, find};
 use nrpt_sampling::config::{MathKind, PrecisionKind};
 use nrpt_sampling::console::StdoutError;
 use nrpt_sampling::engine::EngineError;
@@ -200,12 +199,8 @@ fn main() -> ExitCode {
         return ExitCode::from(141);
     }
     nrpt_sampling::note!("error: {e:#}");
-    // Bad input (flags, configuration, data files, a reference posterior) exits with 2.
-    if has::<ConfigError>(&e)
-        || has::<nrpt_sampling::data::DataError>(&e)
-        || has::<nrpt_studies::deep::reference::ReferenceError>(&e)
-        || has::<nrpt_studies::shard::ShardError>(&e)
-    {
+    // Bad input (flags, configuration, data files, a reference posterior, ...) exits with 2.
+    if nrpt::errors::is_bad_input(&e) {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE

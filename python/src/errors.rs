@@ -5,9 +5,7 @@
 use pyo3::PyErr;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 
-use nrpt::errors::{all, find, has};
-use nrpt_sampling::config::ConfigError;
-use nrpt_sampling::data::DataError;
+use nrpt::errors::{all, find};
 use nrpt_sampling::engine::EngineError;
 
 /// A `ValueError` with `message` (in Python's words, [`pythonic`]).
@@ -64,11 +62,7 @@ pub fn pythonic(message: &str) -> String {
 pub fn command_error(e: anyhow::Error) -> PyErr {
     let message = pythonic(&format!("{e:#}"));
     let engine = find::<EngineError>(&e);
-    let bad_input = has::<ConfigError>(&e)
-        || has::<DataError>(&e)
-        || has::<nrpt_core::Error>(&e)
-        || matches!(engine, Some(EngineError::Invalid(_)));
-    if bad_input {
+    if nrpt::errors::is_bad_input(&e) {
         PyValueError::new_err(message)
     } else if matches!(engine, Some(EngineError::Interrupted))
         || all::<nrpt_sampling::output::OutputError>(&e)

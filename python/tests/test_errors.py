@@ -28,6 +28,7 @@ import nrpt
         ("run", {"target": "classifier", "data": "/no/such/file.csv"},
          ["--target", "classifier", "--data", "/no/such/file.csv"]),
         ("deep", {"chains": 1}, ["--chains", "1"]),
+        ("deep", {"reference": "/no/such/reference"}, ["--reference", "/no/such/reference"]),
         ("reproduce", {"iterations": 10}, ["-n", "10"]),
         ("scale", {"swap_rate": "0.4,1.2"}, ["--swap-rate", "0.4,1.2"]),
     ],
