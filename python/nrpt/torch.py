@@ -646,7 +646,7 @@ def model_average(
     forward = predict or (lambda m, x: torch.softmax(m(x), dim=-1))
     saved = _copy_state(model.state_dict(), None)
     training = bool(getattr(model, "training", False))
-    total = None
+    total: Any = 0.0
     try:
         model.eval()
         with torch.no_grad():
@@ -655,7 +655,7 @@ def model_average(
                 step = len(inputs) if batch_size is None else batch_size
                 parts = [forward(model, inputs[i : i + step]) for i in range(0, len(inputs), step)]
                 probs = torch.cat(parts).to(torch.float64)
-                total = probs if total is None else total + probs
+                total = total + probs
     finally:
         model.load_state_dict(saved)
         model.train(training)
