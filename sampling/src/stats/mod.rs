@@ -10,18 +10,22 @@
 //!   Data Analysis*, 3rd ed. (BDA3), §11.4; tested against ArviZ;
 //! - [`bootstrap`]: paired percentile bootstrap intervals (Efron and Tibshirani, *An
 //!   Introduction to the Bootstrap*, 1993, ch. 13) over test examples, the same resamples
-//!   for every method compared.
+//!   for every method compared;
+//! - [`paired_t`]: Student's t interval of a mean difference over paired seeds, what a
+//!   seed changes beside what the test set does.
 //!
 //! Inputs are checked: draws, values and levels a caller got wrong come back as a
 //! [`StatsError`], never as a panic.
 
 pub mod bootstrap;
 pub mod convergence;
+pub mod paired_t;
 
 pub use bootstrap::{Bootstrap, Interval, percentile_interval, weighted_mean};
 pub use convergence::{
     Diagnoser, Diagnostics, Summary, diagnose, ess_bulk, ess_tail, rhat, split_rhat, summarize,
 };
+pub use paired_t::paired_t_interval;
 
 /// Mean and sample standard deviation (divisor n − 1; 0 for one value; NaN mean for
 /// none).
@@ -98,6 +102,20 @@ pub enum StatsError {
         /// What is wrong with it.
         #[source]
         source: Box<StatsError>,
+    },
+    /// Fewer paired repetitions (seeds) than an interval over them needs.
+    #[error("{repetitions} repetition(s): an interval over repetitions needs at least 2")]
+    TooFewRepetitions {
+        /// Repetitions given.
+        repetitions: usize,
+    },
+    /// Paired repetitions of two lengths.
+    #[error("{first} and {second} repetitions: a paired interval needs one of each per seed")]
+    UnpairedRepetitions {
+        /// Repetitions of the first.
+        first: usize,
+        /// Repetitions of the second.
+        second: usize,
     },
     /// A bootstrap over no test examples.
     #[error("no examples to resample")]

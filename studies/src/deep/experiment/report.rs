@@ -12,7 +12,7 @@ use crate::deep::fidelity::{self, Fidelity, SampleCurve, Summary};
 use crate::deep::methods::{Pretrained, Pretraining};
 use crate::deep::metrics::Scores;
 use nrpt_sampling::engine::{EnsembleTrace, Trace};
-use nrpt_sampling::stats::{Bootstrap, mean_sd};
+use nrpt_sampling::stats::{Bootstrap, mean_sd, paired_t_interval};
 use nrpt_sampling::targets::classifier::Classifier;
 
 /// One method's results (see [`crate::deep::fidelity`] for the scores).
@@ -63,6 +63,12 @@ pub struct Row {
     pub nll_minus_deo_star_ci: Option<[f64; 2]>,
     /// The same for the total variation to the reference (with a reference).
     pub total_variation_minus_deo_star_ci: Option<[f64; 2]>,
+    /// 95 % seed-paired t interval of this row's NLL minus the DEO⋆ row's at the same
+    /// rates: over the seeds' differences (the same seed's networks, batches and noise
+    /// on both sides), what the seeds alone could move; NaN with fewer than two seeds.
+    pub nll_minus_deo_star_seed_ci: Option<[f64; 2]>,
+    /// The same for the total variation to the reference (with a reference).
+    pub total_variation_minus_deo_star_seed_ci: Option<[f64; 2]>,
     /// Per-example scores for the paired comparisons.
     #[serde(skip)]
     example_nll: Vec<f64>,
@@ -168,6 +174,10 @@ pub struct Report {
     pub curves: Vec<Curves>,
     /// Scores against the number of samples averaged, per method.
     pub sample_curves: Vec<SampleCurve>,
+    /// Which source of error dominates the differences to DEO⋆: the seeds (their
+    /// t intervals, `_minus_deo_star_seed_ci`) or the test set (the paired bootstrap,
+    /// `_minus_deo_star_ci`).
+    pub interval_sources: String,
     /// What the reader must know before trusting the numbers.
     pub warnings: Vec<String>,
     /// Wall-clock seconds in all.
@@ -218,6 +228,8 @@ pub(super) fn row(
         total_variation_ci,
         nll_minus_deo_star_ci: None,
         total_variation_minus_deo_star_ci: None,
+        nll_minus_deo_star_seed_ci: None,
+        total_variation_minus_deo_star_seed_ci: None,
         example_nll: f.example_nll.clone(),
         example_total_variation: f.example_total_variation.clone(),
         round_trips_per_100_epochs: None,
@@ -237,32 +249,80 @@ fn pair_with_deo_star(
     sweep: &mut [Row],
     swaps: &mut [Row],
 ) {
-    let stars: Vec<(f64, Vec<f64>, Option<Vec<f64>>)> = main
+    let stars: Vec<Row> = main
         .iter()
         .chain(sweep.iter())
         .filter(|r| r.name.starts_with("DEO⋆"))
-        .map(|r| {
-            (
-                r.eta_factor,
-                r.example_nll.clone(),
-                r.example_total_variation.clone(),
-            )
-        })
+        .cloned()
         .collect();
     for r in main
         .iter_mut()
         .chain(sweep.iter_mut())
         .chain(swaps.iter_mut())
     {
-        let Some((_, nll, tv)) = stars.iter().find(|(f, _, _)| *f == r.eta_factor) else {
+        let Some(star) = stars.iter().find(|s| s.eta_factor == r.eta_factor) else {
             continue;
         };
-        r.nll_minus_deo_star_ci = Some(fidelity::paired_difference(&r.example_nll, nll, bootstrap));
-        r.total_variation_minus_deo_star_ci = match (&r.example_total_variation, tv) {
-            (Some(a), Some(b)) => Some(fidelity::paired_difference(a, b, bootstrap)),
+        r.nll_minus_deo_star_ci = Some(fidelity::paired_difference(
+            &r.example_nll,
+            &star.example_nll,
+            bootstrap,
+        ));
+        r.total_variation_minus_deo_star_ci =
+            match (&r.example_total_variation, &star.example_total_variation) {
+                (Some(a), Some(b)) => Some(fidelity::paired_difference(a, b, bootstrap)),
+                _ => None,
+            };
+        let by_seed = |row: &Row, f: fn(&Scores) -> Option<f64>| -> Option<Vec<f64>> {
+            row.per_seed.iter().map(f).collect()
+        };
+        let seed_ci = |f: fn(&Scores) -> Option<f64>| match (by_seed(r, f), by_seed(star, f)) {
+            (Some(a), Some(b)) => Some(
+                paired_t_interval(&a, &b, fidelity::LEVEL)
+                    .map_or([f64::NAN; 2], |i| [i.lower, i.upper]),
+            ),
             _ => None,
         };
+        let (nll, tv) = (seed_ci(|s| Some(s.nll)), seed_ci(|s| s.total_variation));
+        r.nll_minus_deo_star_seed_ci = nll;
+        r.total_variation_minus_deo_star_seed_ci = tv;
     }
+}
+
+/// Which source of error the differences to DEO⋆ are most uncertain from: for every
+/// paired difference with both intervals (NLL and total variation, every row but a
+/// DEO⋆ row against itself), whether the seeds' t interval is wider than the test-set bootstrap's.
+fn interval_sources(rows: &[&Row]) -> String {
+    let mut pairs = Vec::new();
+    for r in rows {
+        pairs.push((r.nll_minus_deo_star_seed_ci, r.nll_minus_deo_star_ci));
+        pairs.push((
+            r.total_variation_minus_deo_star_seed_ci,
+            r.total_variation_minus_deo_star_ci,
+        ));
+    }
+    let both: Vec<(f64, f64)> = pairs
+        .into_iter()
+        .filter_map(|(seed, test)| {
+            let (seed, test) = (seed?, test?);
+            let (ws, wt) = (seed[1] - seed[0], test[1] - test[0]);
+            // A DEO⋆ row against itself has two points: no comparison.
+            (ws.is_finite() && wt.is_finite() && (ws > 0.0 || wt > 0.0)).then_some((ws, wt))
+        })
+        .collect();
+    if both.is_empty() {
+        return "no difference to DEO⋆ has both intervals (one seed, or no DEO⋆ row)".to_string();
+    }
+    let seeds_wider = both.iter().filter(|(ws, wt)| ws > wt).count();
+    let verdict = if 2 * seeds_wider > both.len() {
+        "the seeds dominate: a second test set would move these differences less than a second set of seeds"
+    } else {
+        "the test set dominates: a second set of seeds would move these differences less than a second test set"
+    };
+    format!(
+        "of {} differences to DEO⋆ (NLL and total variation, every row), the seeds' t interval is wider than the test-set bootstrap's in {seeds_wider}: {verdict}; a difference is settled where both intervals exclude 0",
+        both.len()
+    )
 }
 
 /// Mean, least and most.
@@ -345,6 +405,13 @@ impl Setup<'_> {
             &mut eta_sweep,
             &mut swap_sweep,
         );
+        let interval_sources = interval_sources(
+            &methods
+                .iter()
+                .chain(&eta_sweep)
+                .chain(&swap_sweep)
+                .collect::<Vec<_>>(),
+        );
 
         Report {
             settings: s.clone(),
@@ -370,6 +437,7 @@ impl Setup<'_> {
             swap_sweep,
             curves,
             sample_curves,
+            interval_sources,
             warnings,
             seconds,
             command: nrpt_sampling::machine::command_line(),
@@ -502,6 +570,55 @@ mod tests {
             main.iter()
                 .all(|r| r.total_variation_minus_deo_star_ci.is_none())
         );
+    }
+
+    /// The seeds' interval of a difference is the t interval of the per-seed
+    /// differences, seed with seed; which source dominates follows from the widths.
+    #[test]
+    fn seed_intervals_pair_the_same_seeds() {
+        let n = 20;
+        let bootstrap = Bootstrap::new(n, 200, 1).unwrap();
+        let seeds = |nll: &[f64]| -> Vec<Scores> {
+            nll.iter()
+                .map(|&v| Scores {
+                    nll: v,
+                    ..Scores::default()
+                })
+                .collect()
+        };
+        let mut star = row_of("DEO⋆-mSGD×P4", 1.0, 1.0, n);
+        star.per_seed = seeds(&[1.0, 1.2, 0.9, 1.1]);
+        let mut other = row_of("DEO-mSGD×P4", 1.0, 1.5, n);
+        other.per_seed = seeds(&[1.5, 1.6, 1.5, 1.4]);
+        let mut main = vec![star, other];
+        pair_with_deo_star(&bootstrap, &mut main, &mut [], &mut []);
+        let want = paired_t_interval(&[1.5, 1.6, 1.5, 1.4], &[1.0, 1.2, 0.9, 1.1], 0.95).unwrap();
+        assert_eq!(
+            main[1].nll_minus_deo_star_seed_ci,
+            Some([want.lower, want.upper])
+        );
+        assert_eq!(main[0].nll_minus_deo_star_seed_ci, Some([0.0, 0.0]));
+        // No reference: no total variation, so no interval of its difference.
+        assert_eq!(main[1].total_variation_minus_deo_star_seed_ci, None);
+        // Every example has the same NLL, so the test-set bootstrap's interval is a point
+        // and the seeds' (wider) dominates.
+        let text = interval_sources(&main.iter().collect::<Vec<_>>());
+        assert!(text.starts_with("of 1 differences"), "{text}");
+        assert!(
+            text.contains("wider than the test-set bootstrap's in 1"),
+            "{text}"
+        );
+        assert!(text.contains("the seeds dominate"), "{text}");
+        // One seed: no seed interval (NaN), and the text says so when nothing has both.
+        let mut one = vec![
+            row_of("DEO⋆-mSGD×P4", 1.0, 1.0, n),
+            row_of("SWAG", 1.0, 2.0, n),
+        ];
+        one[0].per_seed = seeds(&[1.0]);
+        one[1].per_seed = seeds(&[2.0]);
+        pair_with_deo_star(&bootstrap, &mut one, &mut [], &mut []);
+        assert!(one[1].nll_minus_deo_star_seed_ci.unwrap()[0].is_nan());
+        assert!(interval_sources(&one.iter().collect::<Vec<_>>()).starts_with("no difference"));
     }
 
     #[test]
