@@ -1175,7 +1175,8 @@ def _features(key: str, value: Any) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
-def _labels(key: str, value: Any, examples: int, features_key: str) -> np.ndarray:
+def _integer_labels(key: str, value: Any) -> np.ndarray:
+    """``value`` as a NumPy array of integers, or ``TypeError`` naming ``key``."""
     try:
         y = np.asarray(value)
     except (TypeError, ValueError) as err:
@@ -1186,6 +1187,11 @@ def _labels(key: str, value: Any, examples: int, features_key: str) -> np.ndarra
             f"{key} must be an array of integer class labels 0, 1, ..., got an array of "
             f"{y.dtype}{hint}"
         )
+    return y
+
+
+def _labels(key: str, value: Any, examples: int, features_key: str) -> np.ndarray:
+    y = _integer_labels(key, value)
     if y.ndim != 1:
         raise ValueError(f"{key} must be 1-D (one label per example), got shape {y.shape}")
     if y.shape[0] != examples:
@@ -1593,16 +1599,7 @@ def fidelity(
         raise TypeError(f"probs must be an array of probabilities, got an array of {p.dtype}")
     if p.ndim != 2:
         raise ValueError(f"probs must be 2-D (test examples x classes), got shape {p.shape}")
-    try:
-        y = np.asarray(labels)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"labels must be an array of integer class labels: {err}") from None
-    if y.dtype.kind not in "iu":
-        hint = " (convert with .astype(int))" if y.dtype.kind == "f" else ""
-        raise TypeError(
-            f"labels must be an array of integer class labels 0, 1, ..., got an array of "
-            f"{y.dtype}{hint}"
-        )
+    y = _integer_labels("labels", labels)
     if y.ndim != 1:
         raise ValueError(f"labels must be 1-D (one label per test example), got shape {y.shape}")
     if y.size and (int(y.min()) < 0 or int(y.max()) > 2**32 - 1):
