@@ -30,7 +30,7 @@ pub use read::decode;
 pub(crate) use read::element_count;
 #[cfg(test)]
 pub(crate) use write::encode;
-pub use write::{encode_f32, encode_f64};
+pub use write::{encode_f32, encode_f64, encode_u16};
 
 /// The magic string every `.npy` file starts with.
 pub const MAGIC: &[u8] = b"\x93NUMPY";

@@ -13,6 +13,11 @@ pub fn encode_f64(shape: &[usize], data: &[f64]) -> Vec<u8> {
     encode_le(shape, "<f8", data.iter().map(|v| v.to_le_bytes()))
 }
 
+/// Encodes a little-endian `u16` array of `shape` in C order, as `np.save` would.
+pub fn encode_u16(shape: &[usize], data: &[u16]) -> Vec<u8> {
+    encode_le(shape, "<u2", data.iter().map(|v| v.to_le_bytes()))
+}
+
 /// The header for `shape` and `descr`, then every element's little-endian bytes.
 fn encode_le<const N: usize>(
     shape: &[usize],
@@ -233,6 +238,16 @@ mod tests {
             let bits: Vec<u64> = a.values.iter().map(|v| v.to_bits()).collect();
             let want: Vec<u64> = wide.iter().map(|v| v.to_bits()).collect();
             assert_eq!(bits, want, "{shape:?}");
+            // And in u16, every value from 0 to 65535 reachable.
+            let ints: Vec<u16> = (0..n).map(|i| (i * 4099 % 65536) as u16).collect();
+            let a = decode(&encode_u16(shape, &ints), shape.len()).unwrap();
+            assert_eq!(a.shape, shape, "{shape:?}");
+            let want: Vec<f64> = ints.iter().map(|&v| f64::from(v)).collect();
+            assert_eq!(a.values, want, "{shape:?}");
         }
+        assert_eq!(
+            &encode_u16(&[2], &[1, 65535])[..],
+            &[&header_bytes(1, "<u2", false, &[2])[..], &[1, 0, 255, 255]].concat()[..]
+        );
     }
 }

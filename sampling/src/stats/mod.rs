@@ -12,7 +12,9 @@
 //!   Introduction to the Bootstrap*, 1993, ch. 13) over test examples, the same resamples
 //!   for every method compared;
 //! - [`paired_t`]: Student's t interval of a mean difference over paired seeds, what a
-//!   seed changes beside what the test set does.
+//!   seed changes beside what the test set does;
+//! - [`two_sample`]: Welch's interval of a difference of means of unpaired
+//!   repetitions, and Fieller's interval of a ratio of paired means.
 //!
 //! Inputs are checked: draws, values and levels a caller got wrong come back as a
 //! [`StatsError`], never as a panic.
@@ -20,12 +22,14 @@
 pub mod bootstrap;
 pub mod convergence;
 pub mod paired_t;
+pub mod two_sample;
 
 pub use bootstrap::{Bootstrap, Interval, percentile_interval, weighted_mean};
 pub use convergence::{
     Diagnoser, Diagnostics, Summary, diagnose, ess_bulk, ess_tail, rhat, split_rhat, summarize,
 };
 pub use paired_t::paired_t_interval;
+pub use two_sample::{RatioInterval, fieller_ratio_interval, welch_interval};
 
 /// Mean and sample standard deviation (divisor n − 1; 0 for one value; NaN mean for
 /// none).
