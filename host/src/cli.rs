@@ -191,11 +191,13 @@ pub enum Command {
     /// independent starts, step size adapted in a warm-up that is discarded.
     ///
     /// Writes reference.npy (the posterior predictive on the test set, examples ×
-    /// classes) and reference.json (settings, R̂ and effective sample sizes of the test
-    /// log-likelihood and the predictive probabilities, acceptance, accuracy, NLL,
-    /// seconds, command, machine, date) to the output folder, and a trace figure of the
-    /// test log-likelihood of every chain. `nrpt deep --reference DIR` scores against
-    /// it; the reference of the default model and data is bundled.
+    /// classes), draws.npy.gz (the predictives of `--draws` single draws, for `nrpt
+    /// deep`'s exact-sampling row) and reference.json (settings, R̂ and effective
+    /// sample sizes of the test log-likelihood and the predictive probabilities,
+    /// acceptance, accuracy, NLL, seconds, command, machine, date) to the output
+    /// folder, and a trace figure of the test log-likelihood of every chain. `nrpt deep
+    /// --reference DIR` scores against it; the reference of the default model and data
+    /// is bundled.
     Reference(Box<ReferenceArgs>),
     /// Measure the engine's speed in chain-steps per second.
     ///
@@ -543,6 +545,11 @@ pub struct ReferenceArgs {
     /// Kept trajectories per chain.
     #[arg(long, value_name = "N")]
     pub samples: Option<u64>,
+    /// Kept trajectories whose test predictives are also stored one by one
+    /// (draws.npy.gz, the same number from every chain, evenly spaced): what `nrpt deep`
+    /// scores as its exact-sampling row; 0 stores none.
+    #[arg(long, value_name = "N", default_value_t = nrpt_studies::deep::reference::draws::DEFAULT_DRAWS)]
+    pub draws: usize,
     /// Trajectory length τ = L·ε (Izmailov et al.: πσ/2 for a prior of scale σ).
     #[arg(long, value_name = "TAU", default_value_t = std::f64::consts::FRAC_PI_2)]
     pub trajectory_length: f64,

@@ -206,6 +206,14 @@ pub enum ReferenceError {
         /// What is wrong.
         reason: String,
     },
+    /// `draws.npy.gz` is not the reference's single draws.
+    #[error("{path} is not the reference's draws: {reason}")]
+    Draws {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// No bundled reference has this name.
     #[error("no bundled reference is named `{name}`; the bundled ones: {known}")]
     UnknownBundled {

@@ -34,6 +34,7 @@ pub fn settings(args: &ReferenceArgs) -> Result<HmcSettings, ConfigError> {
         }),
         target_acceptance: args.target_acceptance,
         seed: args.seed,
+        stored_draws: args.draws,
         ..d
     };
     s.check()?;
@@ -89,7 +90,7 @@ pub fn run(args: &ReferenceArgs, json: bool, quiet: bool) -> Result<()> {
         }
         print_summary(&result)?;
         say!(
-            "\nreference.npy, reference.json and the trace in {}",
+            "\nreference.npy, draws.npy.gz, reference.json and the trace in {}",
             folder.display()
         )?;
         Ok(())

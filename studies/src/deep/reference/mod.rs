@@ -6,6 +6,8 @@
 //!
 //! - `reference.npy`: the posterior predictive, test examples × classes, `f64`: the
 //!   average over every kept sample of every chain of the softmax outputs;
+//! - `draws.npy.gz` (optional): the predictives of some of its samples one by one
+//!   ([`Draws`]), for the exact-sampling row of `nrpt deep`;
 //! - `reference.json`: a [`Meta`]: the model it belongs to ([`ModelKey`]: data and its
 //!   SHA-256, layers, prior), the sampler's settings, the convergence diagnostics (R̂
 //!   and effective sample sizes of the test log-likelihood and of the predictive
@@ -16,6 +18,7 @@
 //! given by `--reference DIR`, else a bundled one ([`bundled`]) when its key matches.
 //! A reference of another model is an error, never a silent comparison.
 
+pub mod draws;
 pub mod run;
 
 use std::path::Path;
@@ -24,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use crate::error::ReferenceError;
+pub use draws::Draws;
 pub use run::{Diagnostics, HmcSettings, Quantity, ReferenceRun};
 
 use nrpt_sampling::data::Dataset;
@@ -161,10 +165,14 @@ pub struct Reference {
     pub predictive: Vec<f64>,
     /// Where it came from (a folder, or the bundled name).
     pub source: String,
+    /// Some of its samples' predictives one by one (`None` for a reference written
+    /// without them, e.g. by nrpt before they were kept).
+    pub draws: Option<Draws>,
 }
 
 impl Reference {
-    /// Reads a reference folder (`reference.json` and `reference.npy`), checking both.
+    /// Reads a reference folder (`reference.json`, `reference.npy` and, when there,
+    /// `draws.npy.gz`), checking each.
     pub fn load(dir: &Path) -> Result<Self, ReferenceError> {
         let read = |name: &str, cap: u64| {
             let path = dir.join(name);
@@ -173,11 +181,22 @@ impl Reference {
         };
         let meta = read(META_FILE, MAX_META_BYTES)?;
         let npy = read(PREDICTIVE_FILE, MAX_PREDICTIVE_BYTES)?;
-        Self::from_bytes(&meta, &npy, &dir.display().to_string())
+        let draws = if dir.join(draws::DRAWS_FILE).exists() {
+            Some(read(draws::DRAWS_FILE, MAX_PREDICTIVE_BYTES)?)
+        } else {
+            None
+        };
+        Self::from_bytes(&meta, &npy, draws.as_deref(), &dir.display().to_string())
     }
 
-    /// A reference from the two files' bytes; `source` names them in errors.
-    pub fn from_bytes(meta: &[u8], npy: &[u8], source: &str) -> Result<Self, ReferenceError> {
+    /// A reference from its files' bytes (the draws' when there are some); `source`
+    /// names them in errors.
+    pub fn from_bytes(
+        meta: &[u8],
+        npy: &[u8],
+        draws: Option<&[u8]>,
+        source: &str,
+    ) -> Result<Self, ReferenceError> {
         let meta_err = |reason: String| ReferenceError::Meta {
             path: format!("{source}/{META_FILE}"),
             reason,
@@ -211,14 +230,23 @@ impl Reference {
                 )));
             }
         }
+        let draws = draws
+            .map(|bytes| Draws::decode(bytes, want))
+            .transpose()
+            .map_err(|reason| ReferenceError::Draws {
+                path: format!("{source}/{}", draws::DRAWS_FILE),
+                reason,
+            })?;
         Ok(Reference {
             meta,
             predictive: array.values,
             source: source.to_string(),
+            draws,
         })
     }
 
-    /// Writes `reference.npy` and `reference.json` into `dir`.
+    /// Writes `reference.npy`, `draws.npy.gz` (when it has draws) and `reference.json`
+    /// into `dir`.
     pub fn write(&self, dir: &Path) -> Result<(), nrpt_sampling::output::OutputError> {
         let shape = [
             self.meta.model.test_examples,
@@ -228,6 +256,9 @@ impl Reference {
             &dir.join(PREDICTIVE_FILE),
             &nrpt_sampling::npy::encode_f64(&shape, &self.predictive),
         )?;
+        if let Some(d) = &self.draws {
+            nrpt_sampling::output::write_atomic(&dir.join(draws::DRAWS_FILE), &d.encode(shape))?;
+        }
         nrpt_sampling::output::write_json(&dir.join(META_FILE), &self.meta)
     }
 
@@ -245,24 +276,40 @@ impl Reference {
     }
 }
 
-/// The references bundled with nrpt (under `data/reference/`, see `data/README.md`):
-/// (name, `reference.json`, `reference.npy`); read through the crate's `data` link, as in
+/// A reference bundled with nrpt: its folder's name under `data/reference/` (see
+/// `data/README.md`) and its files, read through the crate's `data` link, as in
 /// `data/digits.rs`.
-const BUNDLED: &[(&str, &[u8], &[u8])] = &[(
-    "digits-mlp64",
-    include_bytes!("../../../data/reference/digits-mlp64/reference.json"),
-    include_bytes!("../../../data/reference/digits-mlp64/reference.npy"),
-)];
+struct Bundled {
+    name: &'static str,
+    meta: &'static [u8],
+    predictive: &'static [u8],
+    draws: Option<&'static [u8]>,
+}
+
+/// The references bundled with nrpt.
+const BUNDLED: &[Bundled] = &[Bundled {
+    name: "digits-mlp64",
+    meta: include_bytes!("../../../data/reference/digits-mlp64/reference.json"),
+    predictive: include_bytes!("../../../data/reference/digits-mlp64/reference.npy"),
+    draws: Some(include_bytes!(
+        "../../../data/reference/digits-mlp64/draws.npy.gz"
+    )),
+}];
 
 /// The names of the bundled references (their folders under `data/reference/`):
 /// `digits-mlp64`, the default model of `nrpt deep` on the digits.
 pub fn bundled_names() -> impl Iterator<Item = &'static str> {
-    BUNDLED.iter().map(|(name, _, _)| *name)
+    BUNDLED.iter().map(|b| b.name)
 }
 
 /// A bundled reference read from its bytes; its source reads `bundled NAME`.
-fn read_bundled((name, meta, npy): &(&str, &[u8], &[u8])) -> Result<Reference, ReferenceError> {
-    Reference::from_bytes(meta, npy, &format!("bundled {name}"))
+fn read_bundled(b: &Bundled) -> Result<Reference, ReferenceError> {
+    Reference::from_bytes(
+        b.meta,
+        b.predictive,
+        b.draws,
+        &format!("bundled {}", b.name),
+    )
 }
 
 /// Every bundled reference, read and checked.
@@ -272,7 +319,7 @@ pub fn bundled() -> Result<Vec<Reference>, ReferenceError> {
 
 /// The bundled reference named `name` (one of [`bundled_names`]), read and checked.
 pub fn bundled_named(name: &str) -> Result<Reference, ReferenceError> {
-    match BUNDLED.iter().find(|(n, _, _)| *n == name) {
+    match BUNDLED.iter().find(|b| b.name == name) {
         Some(entry) => read_bundled(entry),
         None => Err(ReferenceError::UnknownBundled {
             name: name.to_string(),
@@ -352,12 +399,12 @@ mod tests {
         );
     }
 
-    /// `data/README.md` states the SHA-256 of both bundled files.
+    /// `data/README.md` states the SHA-256 of every bundled file.
     #[test]
     fn the_readme_states_the_bundled_checksums() {
         let readme = include_str!("../../../../data/README.md");
-        for (_, meta, npy) in BUNDLED {
-            for bytes in [meta, npy] {
+        for b in BUNDLED {
+            for bytes in [b.meta, b.predictive].into_iter().chain(b.draws) {
                 let hex: String = Sha256::digest(bytes)
                     .iter()
                     .map(|b| format!("{b:02x}"))
@@ -388,25 +435,25 @@ mod tests {
         let shape = [r.meta.model.test_examples, 10];
         let moved = nrpt_sampling::npy::encode_f64(&shape, &values);
         assert!(matches!(
-            Reference::from_bytes(&meta, &moved, "x"),
+            Reference::from_bytes(&meta, &moved, None, "x"),
             Err(ReferenceError::Predictive { .. })
         ));
         // Another shape than the description's.
         let short =
             nrpt_sampling::npy::encode_f64(&[shape[0] - 1, 10], &values[..values.len() - 10]);
-        let e = Reference::from_bytes(&meta, &short, "x").unwrap_err();
+        let e = Reference::from_bytes(&meta, &short, None, "x").unwrap_err();
         assert!(e.to_string().contains("shape"), "{e}");
         // Truncated bytes, a description of another format, not JSON.
         assert!(matches!(
-            Reference::from_bytes(&meta, &npy[..npy.len() / 2], "x"),
+            Reference::from_bytes(&meta, &npy[..npy.len() / 2], None, "x"),
             Err(ReferenceError::Predictive { .. })
         ));
         let text = String::from_utf8(meta.clone()).unwrap();
         let future = text.replacen("\"format\": 1", "\"format\": 99", 1);
-        let e = Reference::from_bytes(future.as_bytes(), &npy, "x").unwrap_err();
+        let e = Reference::from_bytes(future.as_bytes(), &npy, None, "x").unwrap_err();
         assert!(e.to_string().contains("format 99"), "{e}");
         assert!(matches!(
-            Reference::from_bytes(b"{", &npy, "x"),
+            Reference::from_bytes(b"{", &npy, None, "x"),
             Err(ReferenceError::Meta { .. })
         ));
         // A missing folder names the file.

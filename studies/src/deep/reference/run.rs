@@ -82,6 +82,10 @@ pub struct HmcSettings {
     pub decay: f64,
     /// Seed.
     pub seed: u32,
+    /// Kept trajectories whose predictives are stored one by one (`draws.npy.gz`,
+    /// [`super::draws::pick`]); 0 in a reference written before draws were kept.
+    #[serde(default)]
+    pub stored_draws: usize,
 }
 
 impl Default for HmcSettings {
@@ -96,6 +100,7 @@ impl Default for HmcSettings {
             target_acceptance: 0.8,
             decay: 0.6,
             seed: 0,
+            stored_draws: super::draws::DEFAULT_DRAWS,
         }
     }
 }
@@ -413,6 +418,14 @@ pub fn run(
         .collect();
     let rhat_max = rhats.iter().copied().fold(f64::NAN, f64::max);
     let above = rhats.iter().filter(|&&r| r > 1.1).count() as f64 / rhats.len().max(1) as f64;
+    let picked = super::draws::pick(s.chains, m, s.stored_draws);
+    let per_draw = n * classes;
+    let mut kept = Vec::with_capacity(picked.len() * per_draw);
+    for &(c, j) in &picked {
+        kept.extend_from_slice(&chains[c].probs[j * per_draw..(j + 1) * per_draw]);
+    }
+    let draws = (!picked.is_empty()).then(|| super::Draws::quantize(&kept, per_draw));
+    drop(kept);
     let diagnostics = Diagnostics {
         test_log_likelihood,
         predictive_quantities: rhats.len(),
@@ -433,7 +446,10 @@ pub fn run(
     let meta = Meta {
         format: FORMAT,
         model: ModelKey::of(target),
-        sampler: *s,
+        sampler: HmcSettings {
+            stored_draws: picked.len(),
+            ..*s
+        },
         diagnostics,
         accuracy: scores.correct.iter().sum::<f64>() / nf,
         nll: scores.nll.iter().sum::<f64>() / nf,
@@ -448,6 +464,7 @@ pub fn run(
             meta,
             predictive,
             source: "this run".to_string(),
+            draws,
         },
         test_log_likelihood: chains.into_iter().map(|c| c.test_ll).collect(),
     })
