@@ -172,19 +172,26 @@ pub enum Command {
     /// MNIST-1D with `--dataset mnist1d`), sampled by tempered momentum-SGD chains with
     /// the optimal window (DEO⋆) and with W = 1 (DEO), against an mSGD ensemble,
     /// cyclical SGHMC and SWAG on equal gradient budgets, all started from pre-trained
-    /// networks.
+    /// networks; beside them DEO⋆ with an SGHMC target level (one that samples),
+    /// several cyclical SGHMC chains and MultiSWAG from as many pre-trained networks as
+    /// DEO⋆ has chains, and, when the reference stores single draws, exact sampling:
+    /// model averages of as many of the reference's own HMC draws as the methods keep.
     ///
     /// Prints, for the pre-trained networks and each method's Bayesian model average,
     /// the test accuracy, negative log-likelihood and calibration error and, against a
     /// reference posterior (`nrpt reference`; bundled for the default model on the
     /// digits), the agreement of top classes and the total variation: each the mean ±
     /// sd over seeds with a 95 % paired-bootstrap interval over test examples, and the
-    /// NLL and total variation paired against DEO⋆'s; round trips per 100 epochs and
-    /// swap rates. Learning rates follow `--eta-rule` (scaled to the paper's SGD
-    /// temperature by default). Writes results.json, table.csv, curves of the scores
-    /// against the samples averaged and figures (round trips against epochs, accuracy
-    /// by level, learning rates, swap rates; PNG and SVG with CSV) to the output
-    /// folder.
+    /// NLL and total variation paired against DEO⋆'s, over the test examples and over
+    /// the seeds; each method's predictive entropy, mini-batch gradients per seed
+    /// (pre-training counted) and total variation in excess of exact sampling's at the
+    /// same number of samples; round trips per 100 epochs over the whole run and after
+    /// the burn-in with Lemma 1's prediction at the measured swap rates, and the swap
+    /// rates. Learning rates follow `--eta-rule` (scaled to the paper's SGD temperature
+    /// by default). Writes results.json, table.csv, curves of the scores against the
+    /// samples averaged and figures (round trips against epochs, accuracy by level,
+    /// learning rates, swap rates, total variation against samples; PNG and SVG with
+    /// CSV) to the output folder.
     Deep(Box<DeepArgs>),
     /// A reference posterior for `nrpt deep`: full-batch Hamiltonian Monte Carlo on the
     /// classifier's posterior (the same data, network and prior), several chains from

@@ -1508,8 +1508,9 @@ def deep(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
         for key in ("epochs", "round_trips", "ladder", "pair_indicator_rates", "accuracy_by_level"):
             c[key] = np.asarray(c[key], dtype=float)
     for row in result["methods"] + result["eta_sweep"] + result["swap_sweep"]:
-        if row.get("pair_indicator_rates") is not None:
-            row["pair_indicator_rates"] = np.asarray(row["pair_indicator_rates"])
+        for key in ("pair_indicator_rates", "steady_pair_indicator_rates"):
+            if row.get(key) is not None:
+                row[key] = np.asarray(row[key])
     result["curve_columns"] = _stacked(
         result["curves"], ("epochs", "round_trips", "ladder", "pair_indicator_rates")
     )

@@ -200,7 +200,8 @@ def test_deep_equals_the_command(cli, tmp_path):
                   backend="cpu")
     assert_same(r, report)
     names = [m["name"] for m in r["methods"]]
-    assert len(names) == 6 and names[0].startswith("pre-trained") and names[1].startswith("DEO⋆")
+    assert len(names) == 9 and names[0].startswith("pre-trained") and names[1].startswith("DEO⋆")
+    assert names[6:] == ["DEO⋆-SGHMC×P3", "cycSGHMC×P3", "MultiSWAG×P3"]
     assert r["command"].startswith("nrpt deep --ensembles=1 --epochs=3 ")
     curve = r["curves"][0]
     assert curve["ladder"].shape == (len(curve["epochs"]), 3)

@@ -577,6 +577,8 @@ fn print_table(r: &Report) -> Result<(), StdoutError> {
         )?;
     }
     say!("  {}", r.interval_sources)?;
+    print_exact_and_compute(r)?;
+    print_round_trips(r)?;
     for m in r.methods.iter().chain(&r.swap_sweep) {
         if let Some(rates) = &m.pair_indicator_rates {
             let list: Vec<String> = rates.iter().map(|v| format!("{v:.3}")).collect();
@@ -585,6 +587,88 @@ fn print_table(r: &Report) -> Result<(), StdoutError> {
     }
     for w in &r.warnings {
         say!("warning: {w}")?;
+    }
+    Ok(())
+}
+
+/// Each row beside exact sampling at the same number of samples, and what it cost.
+fn print_exact_and_compute(r: &Report) -> Result<(), StdoutError> {
+    match (&r.exact_sampling, &r.reference) {
+        (Some(e), Some(reference)) => say!(
+            "\nagainst exact sampling: model averages of K of the reference's own HMC draws ({} draws, {} disjoint realisations of K = {}); entropy of the reference's predictive {:.4} nats",
+            e.draws,
+            e.realisations,
+            e.samples,
+            reference.entropy
+        )?,
+        _ => say!(
+            "\nno exact-sampling baseline (the reference has no draws, or there is no reference)"
+        )?,
+    }
+    say!(
+        "{:<26} {:>4} {:>14} {:>18} {:>10} {:>10} {:>28}",
+        "method",
+        "K",
+        "gradients/seed",
+        "entropy (nats)",
+        "TV",
+        "exact TV",
+        "excess TV [95 % Welch]"
+    )?;
+    for m in r.methods.iter().chain(&r.eta_sweep).chain(&r.swap_sweep) {
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "—".to_string());
+        say!(
+            "{:<26} {:>4} {:>14} {:>18} {:>10} {:>10} {:>28}",
+            m.name,
+            m.samples,
+            format!("{:.3e}", m.gradient_evaluations),
+            format!("{:.4} ± {:.4}", m.entropy, m.entropy_sd),
+            or_dash(m.total_variation.map(|v| format!("{v:.4}"))),
+            or_dash(m.exact_total_variation.map(|v| format!("{v:.4}"))),
+            or_dash(
+                m.total_variation_excess
+                    .zip(m.total_variation_excess_ci)
+                    .map(|(v, c)| format!("{v:+.4} [{:+.4}, {:+.4}]", c[0], c[1]))
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// The tempering rows' round trips: whole run, steady state with its interval, Lemma 1
+/// at the steady rates; then DEO⋆ over DEO.
+fn print_round_trips(r: &Report) -> Result<(), StdoutError> {
+    say!(
+        "\nround trips per 100 epochs: whole run; after the burn-in (steady) [95 % t interval over seeds]; Lemma 1 at the steady pair rates"
+    )?;
+    for m in r.methods.iter().chain(&r.swap_sweep) {
+        let (Some(whole), Some(steady), Some(ci), Some(lemma)) = (
+            m.round_trips_per_100_epochs,
+            m.steady_round_trips_per_100_epochs,
+            m.steady_round_trips_per_100_epochs_ci,
+            m.lemma1_round_trips_per_100_epochs,
+        ) else {
+            continue;
+        };
+        say!(
+            "{:<26} whole {whole:>6.1}   steady {steady:>6.1} [{:.1}, {:.1}]   Lemma 1 {lemma:>6.1} ({:.0} % of it reached)",
+            m.name,
+            ci[0],
+            ci[1],
+            100.0 * steady / lemma
+        )?;
+    }
+    if let Some(q) = &r.round_trip_ratio {
+        say!(
+            "DEO⋆ / DEO: {:.2} over the whole run, {:.2} in the steady state {}; Lemma 1 at the measured rates: {:.2}",
+            q.whole_run,
+            q.steady,
+            q.steady_ci.map_or_else(
+                || "(no bounded interval: DEO's round trips are not clearly above 0)".to_string(),
+                |c| format!("[95 % Fieller interval {:.2}, {:.2}]", c[0], c[1])
+            ),
+            q.lemma1
+        )?;
     }
     Ok(())
 }
@@ -657,6 +741,18 @@ pub fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
         "total_variation_minus_deo_star_seed_ci_high",
         "round_trips_per_100_epochs",
         "round_trips_per_100_epochs_sd",
+        "exact_sampling",
+        "entropy",
+        "entropy_sd",
+        "exact_total_variation",
+        "total_variation_excess",
+        "total_variation_excess_ci_low",
+        "total_variation_excess_ci_high",
+        "gradient_evaluations",
+        "steady_round_trips_per_100_epochs",
+        "steady_round_trips_per_100_epochs_ci_low",
+        "steady_round_trips_per_100_epochs_ci_high",
+        "lemma1_round_trips_per_100_epochs",
         "seconds",
     ]);
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.6}"));
@@ -699,6 +795,18 @@ pub fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
             opt(m.total_variation_minus_deo_star_seed_ci.map(|c| c[1])),
             opt(m.round_trips_per_100_epochs),
             opt(m.round_trips_per_100_epochs_sd),
+            m.exact_sampling.to_string(),
+            f(m.entropy),
+            f(m.entropy_sd),
+            opt(m.exact_total_variation),
+            opt(m.total_variation_excess),
+            opt(m.total_variation_excess_ci.map(|c| c[0])),
+            opt(m.total_variation_excess_ci.map(|c| c[1])),
+            format!("{:.0}", m.gradient_evaluations),
+            opt(m.steady_round_trips_per_100_epochs),
+            opt(m.steady_round_trips_per_100_epochs_ci.map(|c| c[0])),
+            opt(m.steady_round_trips_per_100_epochs_ci.map(|c| c[1])),
+            opt(m.lemma1_round_trips_per_100_epochs),
             format!("{:.3}", m.seconds),
         ]);
     }
@@ -792,6 +900,12 @@ fn sample_curve_figures(dir: &Path, r: &Report) -> Result<()> {
         "Agreement with the reference posterior against the samples averaged (mean over seeds)",
         "share of test examples with the reference's top class",
         &|c| c.agreement.clone(),
+    )?;
+    draw(
+        "samples_total_variation",
+        "Total variation to the reference against the samples averaged (exact: HMC draws)",
+        "mean total variation per test example",
+        &|c| c.total_variation.clone(),
     )
 }
 

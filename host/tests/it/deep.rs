@@ -42,9 +42,26 @@ fn deep_reports_every_method() {
             "DEO-mSGD×P4",
             "mSGD×P4",
             "cycSGHMC×T4",
-            "SWAG×T4"
+            "SWAG×T4",
+            "DEO⋆-SGHMC×P4",
+            "cycSGHMC×P4",
+            "MultiSWAG×P4",
+            "HMC draws (exact)×K4",
         ]
     );
+    // Exact sampling: the bundled reference's 480 draws in 120 realisations of K = 4.
+    let exact = &v["exact_sampling"];
+    assert_eq!(
+        (&exact["draws"], &exact["samples"], &exact["realisations"]),
+        (
+            &serde_json::json!(480),
+            &serde_json::json!(4),
+            &serde_json::json!(120)
+        ),
+        "{exact}"
+    );
+    let reference_entropy = number(&v["reference"], "entropy");
+    assert!(reference_entropy > 0.0, "{}", v["reference"]);
     let reference = &v["reference"];
     assert!(reference.is_object(), "{reference}");
     assert!(
@@ -57,7 +74,20 @@ fn deep_reports_every_method() {
         assert!(number(r, "nll") > 0.0 && number(r, "ece") >= 0.0);
         assert!(number(r, "seconds") >= 0.0);
         assert!(r["samples"].as_u64().unwrap() > 0, "{r}");
-        assert_eq!(r["per_seed"].as_array().unwrap().len(), 2);
+        let exact = r["exact_sampling"].as_bool().unwrap();
+        let repetitions = if exact { 120 } else { 2 };
+        assert_eq!(r["per_seed"].as_array().unwrap().len(), repetitions);
+        assert!(number(r, "gradient_evaluations") > 0.0, "{r}");
+        assert!(number(r, "entropy") >= 0.0, "{r}");
+        if !exact {
+            // Every method beside exact sampling at its own K: the excess is its TV
+            // minus exact sampling's, inside its interval.
+            let excess = number(r, "total_variation_excess");
+            let tv_exact = number(r, "exact_total_variation");
+            assert!((excess - (number(r, "total_variation") - tv_exact)).abs() < 1e-12);
+            let ci = r["total_variation_excess_ci"].as_array().unwrap();
+            assert!(ci[0].as_f64().unwrap() <= excess && excess <= ci[1].as_f64().unwrap());
+        }
         let agreement = number(r, "agreement");
         assert!((0.5..=1.0).contains(&agreement), "{r}");
         let tv = number(r, "total_variation");
@@ -79,6 +109,26 @@ fn deep_reports_every_method() {
             );
         }
     }
+    // Compute counted: the methods from P pre-trained networks cost more than those
+    // from one, by the pre-training of the other P − 1 (the same sampling budget).
+    let grads = |i: usize| number(&rows[i], "gradient_evaluations");
+    assert!(grads(1) > grads(4) && grads(1) == grads(3) && grads(8) == grads(1));
+    assert!(grads(0) < grads(1));
+    for i in [1, 2, 6] {
+        let r = &rows[i];
+        let steady = number(r, "steady_round_trips_per_100_epochs");
+        assert!(steady >= 0.0, "{r}");
+        assert!(number(r, "lemma1_round_trips_per_100_epochs") > 0.0, "{r}");
+        assert_eq!(
+            r["steady_pair_indicator_rates"].as_array().unwrap().len(),
+            3
+        );
+    }
+    assert!(
+        v["round_trip_ratio"].is_object(),
+        "{}",
+        v["round_trip_ratio"]
+    );
     for r in &rows[1..3] {
         number(r, "round_trips_per_100_epochs");
         assert_eq!(r["pair_indicator_rates"].as_array().unwrap().len(), 3);
@@ -93,6 +143,7 @@ fn deep_reports_every_method() {
         "results.json",
         "table.csv",
         "samples_curves.csv",
+        "samples_total_variation.png",
         "fig7a_round_trips.png",
         "fig7a_round_trips.svg",
         "fig7a_round_trips.csv",

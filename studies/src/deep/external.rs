@@ -383,10 +383,7 @@ pub fn score_predictive(
         level: LEVEL,
         resamples: RESAMPLES,
         seed,
-        reference: ReferenceSummary {
-            source: reference.source.clone(),
-            meta: reference.meta.clone(),
-        },
+        reference: ReferenceSummary::of(reference),
     })
 }
 

@@ -35,6 +35,9 @@ pub struct Scores {
     /// Mean total variation from the reference's predictive (with a reference).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_variation: Option<f64>,
+    /// Mean entropy of the predictive, −(1/n) Σ_i Σ_k p_ik log p_ik (nats): below the
+    /// reference posterior's, the average is too sure of itself (under-dispersed).
+    pub entropy: f64,
     /// Samples averaged.
     pub samples: usize,
 }
@@ -87,6 +90,7 @@ impl Bma {
                 nll: f64::NAN,
                 nll_sum: f64::NAN,
                 ece: f64::NAN,
+                entropy: f64::NAN,
                 ..Scores::default()
             };
         }
@@ -119,6 +123,11 @@ impl Samples {
         let at = self.probs.len();
         self.probs.resize(at + self.examples * self.classes, 0.0);
         predict(target, theta, x, &mut self.probs[at..]);
+    }
+
+    /// Adds a predictive computed elsewhere (n × C, as [`Samples::push`] would).
+    pub fn push_predictive(&mut self, probs: &[f32]) {
+        self.probs.extend_from_slice(probs);
     }
 
     /// Samples held.
@@ -229,8 +238,27 @@ pub(crate) fn score_against(
         },
         agreement: s.agreement.as_deref().map(mean),
         total_variation: s.total_variation.as_deref().map(mean),
+        entropy: mean_entropy(probs, classes),
         samples: 0,
     }
+}
+
+/// The mean over rows of a predictive (n × C) of its entropy −Σ_k p_k log p_k, in nats,
+/// with 0 log 0 = 0; 0 for no rows.
+pub fn mean_entropy(probs: &[f64], classes: usize) -> f64 {
+    let rows = probs.chunks_exact(classes.max(1));
+    let n = rows.len();
+    if n == 0 {
+        return 0.0;
+    }
+    rows.map(|row| {
+        -row.iter()
+            .filter(|&&p| p > 0.0)
+            .map(|&p| p * p.ln())
+            .sum::<f64>()
+    })
+    .sum::<f64>()
+        / n as f64
 }
 
 #[cfg(test)]
@@ -278,6 +306,17 @@ mod tests {
         let both = Samples::interleave(&[mk(&[[1.0, 0.0], [0.9, 0.1]]), mk(&[[0.0, 1.0]])]);
         assert_eq!(both.probs, vec![1.0, 0.0, 0.0, 1.0, 0.9, 0.1]);
         assert!(Samples::new(1, 2).average().iter().all(|v| v.is_nan()));
+    }
+
+    /// Entropy by hand: a uniform row over 4 classes has log 4, a certain row 0; the
+    /// mean of the two.
+    #[test]
+    fn entropy_of_known_rows() {
+        let probs = [0.25, 0.25, 0.25, 0.25, 0.0, 1.0, 0.0, 0.0];
+        assert!((mean_entropy(&probs, 4) - 4f64.ln() / 2.0).abs() < 1e-15);
+        assert_eq!(mean_entropy(&[], 4), 0.0);
+        let s = score(&probs, &[0, 1], 4);
+        assert_eq!(s.entropy, mean_entropy(&probs, 4));
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! Bayesian model average (BMA) of the collected samples. This module builds those
 //! runs for a classifier target ([`Classifier`]: data, network, mini-batch, prior):
 //!
-//! - [`tempering_job`], [`Rates`], [`Sampling`]: the tempering jobs over the classifier,
-//!   with learning rates and the buffer in the paper's units (see [`Rates`]);
+//! - [`tempering_job`], [`Rates`], [`Sampling`], [`TargetLevel`]: the tempering jobs
+//!   over the classifier, with learning rates and the buffer in the paper's units (see
+//!   [`Rates`]) and the paper's noise-free target level or SGHMC there;
 //! - [`methods`]: pre-training, the ensemble, cyclical SGHMC and SWAG;
 //! - [`metrics`]: the samples' predictives and their average's accuracy, NLL and
 //!   calibration error; [`fidelity`]: the same per example, agreement and total
@@ -23,6 +24,7 @@
 //!   your own way), checked to be of the reference's model and test split, and scored
 //!   against it as `nrpt deep` scores its methods.
 
+pub mod exact_sampling;
 pub mod experiment;
 pub mod external;
 pub mod fidelity;
@@ -57,9 +59,7 @@ pub fn tempering_job(target: &Classifier, s: &Sampling) -> Result<Job, ConfigErr
         explorer: Explorer::Momentum {
             momentum: r.momentum,
         },
-        // Every level is an optimizer, as in the paper's ResNet runs: the noise of
-        // the mini-batches is the only noise.
-        temperatures: Temperatures::Constant(0.0),
+        temperatures: s.target_level.temperatures(),
         ladder_min: r.eta_min / n,
         ladder_max: r.eta_max / n,
         initial_buffer: r.buffer * n,
@@ -98,6 +98,44 @@ pub fn tempering_job(target: &Classifier, s: &Sampling) -> Result<Job, ConfigErr
         record: s.record,
         initial_states: s.initial_states.clone(),
     })
+}
+
+/// What the target level (the smallest learning rate) of a tempering run over a
+/// classifier runs; the levels above are noise-free momentum SGD either way.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetLevel {
+    /// Momentum SGD without injected noise, as in the paper's ResNet runs (the noise of
+    /// the mini-batches is the only noise): an optimizer whose stationary law, at a
+    /// constant learning rate, is SGD's, not a stated posterior.
+    #[default]
+    Msgd,
+    /// SGHMC at temperature 1: momentum SGD plus Gaussian noise √(2(1 − μ)η) per
+    /// coordinate (η in the energy's units), the discretized Langevin dynamics whose
+    /// stationary law is the posterior itself (Chen, Fox and Guestrin, "Stochastic
+    /// gradient Hamiltonian Monte Carlo", ICML 2014), as the paper's theory assumes at
+    /// the target and `nrpt run --target classifier` runs it.
+    Sghmc,
+}
+
+impl TargetLevel {
+    /// The temperatures of the levels: 0 everywhere, or 1 at the target and 0 above.
+    pub fn temperatures(self) -> Temperatures {
+        match self {
+            TargetLevel::Msgd => Temperatures::Constant(0.0),
+            TargetLevel::Sghmc => Temperatures::SgdExplorers,
+        }
+    }
+
+    /// The explorer's name in a row's name: `mSGD` or `SGHMC`.
+    pub fn label(self) -> &'static str {
+        match self {
+            TargetLevel::Msgd => "mSGD",
+            TargetLevel::Sghmc => "SGHMC",
+        }
+    }
 }
 
 /// Learning rates and the buffer in the paper's units: for the mean loss per
@@ -175,6 +213,8 @@ pub struct Sampling {
     pub rates: Rates,
     /// The rules (the paper's by default).
     pub rules: Rules,
+    /// What the target level runs (the paper's noise-free mSGD by default).
+    pub target_level: TargetLevel,
     /// Base seed.
     pub seed: u32,
     /// What to record.
@@ -192,6 +232,7 @@ impl Default for Sampling {
             scheme: Scheme::Deo { window: 1 },
             rates: Rates::default(),
             rules: Rules::PAPER,
+            target_level: TargetLevel::Msgd,
             seed: 0,
             record: Record::NOTHING,
             initial_states: None,

@@ -13,7 +13,7 @@ use super::records::{MethodRecords, Records, SeedScores, SeedTempering};
 use super::{Kind, Setup, sample_record};
 use crate::deep::methods::{self, ChainSettings, CyclicalSettings, SwagSettings, evenly};
 use crate::deep::metrics::{Samples, score_against};
-use crate::deep::{Rates, Sampling, tempering_job};
+use crate::deep::{Rates, Sampling, TargetLevel, tempering_job};
 use nrpt_sampling::engine::{Backend, EngineError, Job, RunOutput};
 use nrpt_sampling::error::ConfigError;
 use nrpt_sampling::targets::classifier::Classifier;
@@ -95,8 +95,8 @@ impl Setup<'_> {
             let rates = planned.rates;
             let (per_seed, tempering) = match planned.kind {
                 Kind::Pretrained => continue,
-                Kind::Tempering(scheme) => {
-                    let (a, b) = self.tempering(scheme, rates, &seeds, &states, backend)?;
+                Kind::Tempering(scheme, level) => {
+                    let (a, b) = self.tempering(scheme, level, rates, &seeds, &states, backend)?;
                     (a, Some(b))
                 }
                 Kind::Ensemble => {
@@ -118,47 +118,72 @@ impl Setup<'_> {
                         .collect::<Result<_, EngineError>>()?;
                     (per_seed, None)
                 }
-                Kind::Cyclical => {
-                    let cyclical = CyclicalSettings {
-                        cycles: s.samples.div_ceil(s.samples_per_cycle) as u64,
-                        per_cycle: s.samples_per_cycle,
-                        sampling: s.cycle_sampling,
-                    };
+                Kind::Cyclical | Kind::CyclicalChains => {
+                    let (cyclical, length, chains_of) = self.cyclical(planned.kind);
                     let per_seed = (0..n)
                         .into_par_iter()
                         .map(|i| {
-                            let mut all = methods::cyclical_sghmc(
-                                &chains,
-                                first + i,
-                                start(i, 1),
-                                long,
-                                rates.eta_max / n_ex,
-                                &cyclical,
-                            )?;
+                            let mut all = if chains_of == 1 {
+                                methods::cyclical_sghmc(
+                                    &chains,
+                                    first + i,
+                                    0,
+                                    start(i, 1),
+                                    length,
+                                    rates.eta_max / n_ex,
+                                    &cyclical,
+                                )?
+                            } else {
+                                methods::cyclical_sghmc_chains(
+                                    &chains,
+                                    first + i,
+                                    start(i, p),
+                                    length,
+                                    rates.eta_max / n_ex,
+                                    &cyclical,
+                                )?
+                            };
                             all.truncate(s.samples);
                             Ok(self.scorer.seed(&all))
                         })
                         .collect::<Result<_, EngineError>>()?;
                     (per_seed, None)
                 }
-                Kind::Swag => {
+                Kind::Swag | Kind::MultiSwag => {
+                    let multi = matches!(planned.kind, Kind::MultiSwag);
                     let swag = SwagSettings {
                         burn_in: s.burn_in,
                         every: (target.iterations_per_epoch().round() as u64).max(1),
                         rank: s.swag_rank,
-                        draws: s.samples,
+                        draws: if multi {
+                            s.samples.div_ceil(p)
+                        } else {
+                            s.samples
+                        },
                     };
                     let per_seed = (0..n)
                         .into_par_iter()
                         .map(|i| {
-                            let all = methods::swag(
-                                &chains,
-                                first + i,
-                                start(i, 1),
-                                long,
-                                rates.eta_max / n_ex,
-                                &swag,
-                            )?;
+                            let mut all = if multi {
+                                methods::multi_swag(
+                                    &chains,
+                                    first + i,
+                                    start(i, p),
+                                    iterations,
+                                    rates.eta_max / n_ex,
+                                    &swag,
+                                )?
+                            } else {
+                                methods::swag(
+                                    &chains,
+                                    first + i,
+                                    start(i, 1),
+                                    long,
+                                    rates.eta_max / n_ex,
+                                    &swag,
+                                )?
+                            };
+                            all.truncate(s.samples);
                             Ok(self.scorer.seed(&all))
                         })
                         .collect::<Result<_, EngineError>>()?;
@@ -182,11 +207,33 @@ impl Setup<'_> {
         })
     }
 
+    /// Cyclical SGHMC's settings for a row of `kind` (×T or ×P), the iterations of each
+    /// of its chains and their number: ×T one chain P times as long, ×P a chain of the
+    /// sampling phase's length from every pre-trained network; either way ⌈K/chains⌉
+    /// samples per chain in cycles of `samples_per_cycle`, after the burn-in share.
+    pub(super) fn cyclical(&self, kind: Kind) -> (CyclicalSettings, u64, usize) {
+        let (s, p) = (self.s, self.s.chains);
+        let chains = kind.networks(p);
+        let length = if chains == 1 {
+            self.iterations * p as u64
+        } else {
+            self.iterations
+        };
+        let settings = CyclicalSettings {
+            cycles: s.samples.div_ceil(chains).div_ceil(s.samples_per_cycle) as u64,
+            per_cycle: s.samples_per_cycle,
+            sampling: s.cycle_sampling,
+            burn_in: (s.burn_in * length as f64) as u64,
+        };
+        (settings, length, chains)
+    }
+
     /// A tempering run over the seeds `seeds`, from their pre-trained `states`: its
     /// seeds' scores and details.
     fn tempering(
         &self,
         scheme: Scheme,
+        target_level: TargetLevel,
         rates: Rates,
         seeds: &Range<usize>,
         states: &Arc<Vec<f32>>,
@@ -206,6 +253,7 @@ impl Setup<'_> {
                 iterations: self.iterations,
                 scheme,
                 rates,
+                target_level,
                 seed: s.seed,
                 record,
                 rules: s.rules,

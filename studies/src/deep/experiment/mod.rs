@@ -2,6 +2,9 @@
 //! gradient budgets with the same number of samples, seed by seed, scored on the test
 //! set against the labels and against a reference posterior.
 //!
+//! Kept whole past 600 lines: the protocol, the settings with their checks and the
+//! plan of rows are read against each other; a quarter of the file is their tests.
+//!
 //! # The protocol (stated for users in the book: `docs/src/guide/deep.md`)
 //!
 //! 1. **Learning rates by a stated rule** ([`EtaRule`]): the paper's rates (per
@@ -15,12 +18,18 @@
 //!    schedule from η_max to 0, stopped when the NLL on a validation split carved
 //!    from the training set stops improving; the pre-trained networks are their own
 //!    row.
-//! 3. **Equal samples**: every sampling method's model average holds `samples`
-//!    samples per seed (K), collected after the same burn-in share of its run (the
-//!    pre-trained row averages its P networks); curves of NLL and agreement against
-//!    the number of samples for every method.
+//! 3. **Equal samples, compute counted**: every sampling method's model average holds
+//!    `samples` samples per seed (K), collected after the same burn-in share of its run
+//!    (the pre-trained row averages its P networks); curves of NLL, agreement and total
+//!    variation against the number of samples for every method; every row's mini-batch
+//!    gradients per seed, the pre-training of its starting networks included.
 //! 4. **Baselines as their authors run them**: cyclical SGHMC keeps several samples
-//!    per cycle; SWAG collects after a burn-in.
+//!    per cycle, SWAG collects after a burn-in; each as one long chain (×T) and from
+//!    every pre-trained network (cycSGHMC×P, MultiSWAG×P), as DEO⋆ starts; DEO⋆ also
+//!    with a target level that samples ([`TargetLevel::Sghmc`]). With a reference that
+//!    has draws, exact sampling too: model averages of K of the reference's HMC draws
+//!    ([`crate::deep::exact_sampling`]), a row of their own, and every row's total
+//!    variation beside theirs at its K.
 //! 5. **Scores with intervals**: accuracy, NLL, ECE, and with a reference posterior
 //!    agreement and total variation ([`super::fidelity`]), each the mean over seeds
 //!    with its spread and a paired-bootstrap interval over test examples.
@@ -52,7 +61,7 @@ use serde::{Deserialize, Serialize};
 use super::fidelity;
 use super::methods::{self, Pretraining};
 use super::reference::Reference;
-use super::{Rates, Sampling, tempering_job};
+use super::{Rates, Sampling, TargetLevel, tempering_job};
 use nrpt_sampling::data::Dataset;
 use nrpt_sampling::engine::{Backend, Record};
 use nrpt_sampling::error::ConfigError;
@@ -60,12 +69,17 @@ use nrpt_sampling::stats::Bootstrap;
 use nrpt_sampling::targets::classifier::{Classifier, ClassifierTarget};
 
 mod collect;
+mod exact_baseline;
+mod paired;
 mod records;
 mod report;
+mod round_trips;
 mod scorer;
 
+pub use exact_baseline::ExactSummary;
 pub use records::{MethodRecords, Records, SeedScores, SeedTempering};
 pub use report::{Curves, PretrainSummary, ReferenceSummary, Report, Row};
+pub use round_trips::RoundTripRatio;
 
 use records::inputs_digest;
 use scorer::Scorer;
@@ -195,14 +209,28 @@ fn check(s: &Settings, iterations: u64) -> Result<(), ConfigError> {
 enum Kind {
     /// The pre-trained networks.
     Pretrained,
-    /// A tempering run with this window.
-    Tempering(Scheme),
+    /// A tempering run with this window and target level.
+    Tempering(Scheme, TargetLevel),
     /// The mSGD ensemble.
     Ensemble,
-    /// Cyclical SGHMC.
+    /// Cyclical SGHMC, one chain ×T.
     Cyclical,
-    /// SWAG.
+    /// SWAG, one chain ×T.
     Swag,
+    /// Cyclical SGHMC, a chain from each pre-trained network (×P).
+    CyclicalChains,
+    /// MultiSWAG, from each pre-trained network (×P).
+    MultiSwag,
+}
+
+impl Kind {
+    /// The pre-trained networks the method starts from, of the P of a seed.
+    fn networks(self, p: usize) -> usize {
+        match self {
+            Kind::Cyclical | Kind::Swag => 1,
+            _ => p,
+        }
+    }
 }
 
 /// Where a row goes in the report.
@@ -275,6 +303,7 @@ impl<'a> Setup<'a> {
                 iterations,
                 scheme: Scheme::Deo { window: 1 },
                 rates,
+                target_level: TargetLevel::Msgd,
                 seed: s.seed,
                 record: sample_record(iterations, warmup, s.samples),
                 rules: s.rules,
@@ -327,19 +356,33 @@ impl<'a> Setup<'a> {
                 } else {
                     format!(", η×{factor}")
                 };
-                for (name, kind) in [
+                let msgd = TargetLevel::Msgd;
+                let mut rows = vec![
                     (
                         format!("DEO⋆-mSGD×P{p}{suffix}"),
-                        Kind::Tempering(star(p, rates.swap_rate)?),
+                        Kind::Tempering(star(p, rates.swap_rate)?, msgd),
                     ),
                     (
                         format!("DEO-mSGD×P{p}{suffix}"),
-                        Kind::Tempering(Scheme::Deo { window: 1 }),
+                        Kind::Tempering(Scheme::Deo { window: 1 }, msgd),
                     ),
                     (format!("mSGD×P{p}{suffix}"), Kind::Ensemble),
                     (format!("cycSGHMC×T{p}{suffix}"), Kind::Cyclical),
                     (format!("SWAG×T{p}{suffix}"), Kind::Swag),
-                ] {
+                ];
+                // The main table's extra rows: DEO⋆ with a target level that samples, and
+                // the single-chain baselines from all P pre-trained networks.
+                if group == Group::Main {
+                    rows.extend([
+                        (
+                            format!("DEO⋆-SGHMC×P{p}"),
+                            Kind::Tempering(star(p, rates.swap_rate)?, TargetLevel::Sghmc),
+                        ),
+                        (format!("cycSGHMC×P{p}"), Kind::CyclicalChains),
+                        (format!("MultiSWAG×P{p}"), Kind::MultiSwag),
+                    ]);
+                }
+                for (name, kind) in rows {
                     plan.push(Planned {
                         name,
                         kind,
@@ -362,7 +405,7 @@ impl<'a> Setup<'a> {
         for &rate in &s.swap_sweep {
             plan.push(Planned {
                 name: format!("DEO⋆-mSGD×P{p}, S = {rate}"),
-                kind: Kind::Tempering(star(p, rate)?),
+                kind: Kind::Tempering(star(p, rate)?, TargetLevel::Msgd),
                 rates: Rates {
                     swap_rate: rate,
                     ..rates
@@ -557,6 +600,7 @@ mod tests {
         };
         let mut want = vec!["pre-trained×P4".to_string()];
         want.extend(methods(""));
+        want.extend(["DEO⋆-SGHMC×P4", "cycSGHMC×P4", "MultiSWAG×P4"].map(String::from));
         want.extend(methods(", η×0.5"));
         want.extend(methods(", η×2"));
         want.push("DEO⋆-mSGD×P4, S = 0.3".into());
@@ -583,16 +627,20 @@ mod tests {
             };
             assert_eq!(p.rates.swap_rate, rate, "{}", p.name);
             match p.kind {
-                Kind::Tempering(Scheme::Deo { window }) if p.name.starts_with("DEO⋆") => {
-                    assert_eq!(window, star(rate), "{}", p.name)
+                Kind::Tempering(Scheme::Deo { window }, level) if p.name.starts_with("DEO⋆") => {
+                    assert_eq!(window, star(rate), "{}", p.name);
+                    let sghmc = p.name.starts_with("DEO⋆-SGHMC");
+                    assert_eq!(level == TargetLevel::Sghmc, sghmc, "{}", p.name);
                 }
-                Kind::Tempering(Scheme::Deo { window }) => assert_eq!(window, 1),
-                Kind::Tempering(other) => panic!("{}: {other:?}", p.name),
+                Kind::Tempering(Scheme::Deo { window }, level) => {
+                    assert_eq!((window, level), (1, TargetLevel::Msgd))
+                }
+                Kind::Tempering(other, _) => panic!("{}: {other:?}", p.name),
                 _ => assert!(!p.name.starts_with("DEO"), "{}", p.name),
             }
         }
         let groups = [Group::Main, Group::EtaSweep, Group::SwapSweep]
             .map(|g| setup.plan.iter().filter(|p| p.group == g).count());
-        assert_eq!(groups, [6, 10, 1]);
+        assert_eq!(groups, [9, 10, 1]);
     }
 }

@@ -185,7 +185,7 @@ impl Setup<'_> {
                     .map_err(|why| bad(format!("seed {e}: {why}")))?;
             }
             match (planned.kind, &m.tempering) {
-                (Kind::Tempering(_), Some(t)) => {
+                (Kind::Tempering(..), Some(t)) => {
                     if t.len() != n {
                         return Err(bad(format!("{} tempering records for {n} seeds", t.len())));
                     }
@@ -194,7 +194,7 @@ impl Setup<'_> {
                             .map_err(|why| bad(format!("seed {e}: {why}")))?;
                     }
                 }
-                (Kind::Tempering(_), None) => return Err(bad("no tempering records".into())),
+                (Kind::Tempering(..), None) => return Err(bad("no tempering records".into())),
                 (_, Some(_)) => return Err(bad("tempering records of no tempering run".into())),
                 (_, None) => {}
             }

@@ -1,19 +1,19 @@
 //! The report of a comparison from its records: every row's scores with their spread
-//! and intervals, the paired differences against DEO⋆, the tempering runs' round
-//! trips, swap rates and curves, what pre-training gave, and the warnings.
+//! and intervals, the paired differences against DEO⋆ ([`super::paired`]), the
+//! tempering runs' round trips, swap rates and curves ([`super::round_trips`]), the
+//! gradients each row cost and the exact-sampling baseline
+//! ([`super::exact_baseline`]), what pre-training gave, and the warnings.
 
-use nrpt_core::window::Scheme;
 use serde::Serialize;
 
-use super::records::SeedTempering;
+use super::exact_baseline::ExactSummary;
+use super::paired::{interval_sources, pair_with_deo_star};
+use super::round_trips::{RoundTripRatio, round_trip_ratio, tempering_details};
 use super::{Group, Kind, Records, Settings, Setup};
-use crate::deep::Rates;
-use crate::deep::fidelity::{self, Fidelity, SampleCurve, Summary};
+use crate::deep::fidelity::{Fidelity, SampleCurve, Summary};
 use crate::deep::methods::{Pretrained, Pretraining};
 use crate::deep::metrics::Scores;
-use nrpt_sampling::engine::{EnsembleTrace, Trace};
-use nrpt_sampling::stats::{Bootstrap, mean_sd, paired_t_interval};
-use nrpt_sampling::targets::classifier::Classifier;
+use nrpt_sampling::stats::mean_sd;
 
 /// One method's results (see [`crate::deep::fidelity`] for the scores).
 #[derive(Clone, Debug, Serialize)]
@@ -69,11 +69,39 @@ pub struct Row {
     pub nll_minus_deo_star_seed_ci: Option<[f64; 2]>,
     /// The same for the total variation to the reference (with a reference).
     pub total_variation_minus_deo_star_seed_ci: Option<[f64; 2]>,
+    /// Whether this is the exact-sampling row: model averages of K of the reference
+    /// run's own HMC draws, its "seeds" independent realisations of them (see
+    /// [`crate::deep::exact_sampling`]); no seed-paired interval then.
+    pub exact_sampling: bool,
+    /// Mean entropy of the model average's predictive (nats), mean over seeds: below
+    /// the reference's (`reference.entropy`), the average is too sure of itself.
+    pub entropy: f64,
+    /// Its standard deviation over seeds.
+    pub entropy_sd: f64,
+    /// The total variation of exact sampling at this row's number of samples K: the
+    /// mean over the realisations of K reference draws (with a reference that has
+    /// draws).
+    pub exact_total_variation: Option<f64>,
+    /// This row's total variation minus exact sampling's at the same K: what the
+    /// method adds to the noise of averaging K samples (its bias, and its samples'
+    /// correlation).
+    pub total_variation_excess: Option<f64>,
+    /// Its 95 % Welch interval over this row's seeds and exact sampling's
+    /// realisations; NaN with fewer than two of either.
+    pub total_variation_excess_ci: Option<[f64; 2]>,
+    /// Mini-batch gradient evaluations per seed, pre-training of the networks the
+    /// method starts from included (for the exact-sampling row, the reference run's
+    /// full-batch gradients times N/B: what they cost in mini-batch gradients).
+    pub gradient_evaluations: f64,
     /// Per-example scores for the paired comparisons.
     #[serde(skip)]
-    example_nll: Vec<f64>,
+    pub(super) example_nll: Vec<f64>,
     #[serde(skip)]
-    example_total_variation: Option<Vec<f64>>,
+    pub(super) example_total_variation: Option<Vec<f64>>,
+    /// Per seed: round trips per 100 epochs over the whole run, in the steady state,
+    /// and Lemma 1's (tempering rows), for the ratio of DEO⋆ to DEO.
+    #[serde(skip)]
+    pub(super) trips_per_seed: Option<[Vec<f64>; 3]>,
     /// Standard round trips per 100 epochs (tempering rows), mean over seeds.
     pub round_trips_per_100_epochs: Option<f64>,
     /// Its standard deviation.
@@ -81,6 +109,16 @@ pub struct Row {
     /// Per pair, the measured share of iterations with swap indicator 1, mean over
     /// seeds (tempering rows; the target is `swap_rate`).
     pub pair_indicator_rates: Option<Vec<f64>>,
+    /// Round trips per 100 epochs in the steady state: from the first trace entry at
+    /// or after the burn-in to the last, mean over seeds (tempering rows).
+    pub steady_round_trips_per_100_epochs: Option<f64>,
+    /// Its 95 % t interval over seeds (NaN with one seed).
+    pub steady_round_trips_per_100_epochs_ci: Option<[f64; 2]>,
+    /// Lemma 1's round trips per 100 epochs at each seed's steady-state pair rates
+    /// (rejection 1 − indicator rate per pair, this row's window), mean over seeds.
+    pub lemma1_round_trips_per_100_epochs: Option<f64>,
+    /// Per pair, the indicator rates of the steady state, mean over seeds.
+    pub steady_pair_indicator_rates: Option<Vec<f64>>,
     /// Samples averaged per seed.
     pub samples: usize,
     /// Wall-clock seconds of the method, all seeds.
@@ -134,6 +172,21 @@ pub struct ReferenceSummary {
     /// machine, date.
     #[serde(flatten)]
     pub meta: crate::deep::reference::Meta,
+    /// Mean entropy of its predictive (nats), the level a method's `entropy` is read
+    /// against.
+    pub entropy: f64,
+}
+
+impl ReferenceSummary {
+    /// The summary of `r`.
+    pub fn of(r: &crate::deep::reference::Reference) -> Self {
+        let classes = r.meta.model.layers.last().copied().unwrap_or(1);
+        ReferenceSummary {
+            source: r.source.clone(),
+            meta: r.meta.clone(),
+            entropy: crate::deep::metrics::mean_entropy(&r.predictive, classes),
+        }
+    }
 }
 
 /// Everything `nrpt deep` reports.
@@ -174,6 +227,11 @@ pub struct Report {
     pub curves: Vec<Curves>,
     /// Scores against the number of samples averaged, per method.
     pub sample_curves: Vec<SampleCurve>,
+    /// The exact-sampling baseline's make-up (with a reference that has draws).
+    pub exact_sampling: Option<ExactSummary>,
+    /// DEO⋆'s round trips over DEO's (the main rows), whole run and steady state, beside
+    /// Lemma 1's ratio at their measured rates.
+    pub round_trip_ratio: Option<RoundTripRatio>,
     /// Which source of error dominates the differences to DEO⋆: the seeds (their
     /// t intervals, `_minus_deo_star_seed_ci`) or the test set (the paired bootstrap,
     /// `_minus_deo_star_ci`).
@@ -230,99 +288,27 @@ pub(super) fn row(
         total_variation_minus_deo_star_ci: None,
         nll_minus_deo_star_seed_ci: None,
         total_variation_minus_deo_star_seed_ci: None,
+        exact_sampling: false,
+        entropy: mean_sd(&per_seed.iter().map(|s| s.entropy).collect::<Vec<_>>()).0,
+        entropy_sd: mean_sd(&per_seed.iter().map(|s| s.entropy).collect::<Vec<_>>()).1,
+        exact_total_variation: None,
+        total_variation_excess: None,
+        total_variation_excess_ci: None,
+        gradient_evaluations: f64::NAN,
         example_nll: f.example_nll.clone(),
         example_total_variation: f.example_total_variation.clone(),
+        trips_per_seed: None,
         round_trips_per_100_epochs: None,
         round_trips_per_100_epochs_sd: None,
         pair_indicator_rates: None,
+        steady_round_trips_per_100_epochs: None,
+        steady_round_trips_per_100_epochs_ci: None,
+        lemma1_round_trips_per_100_epochs: None,
+        steady_pair_indicator_rates: None,
         samples,
         seconds,
         per_seed,
     }
-}
-
-/// Fills every row's paired differences against the DEO⋆ row of the same rates (the
-/// main rows' DEO⋆ for the swap sweep).
-fn pair_with_deo_star(
-    bootstrap: &Bootstrap,
-    main: &mut [Row],
-    sweep: &mut [Row],
-    swaps: &mut [Row],
-) {
-    let stars: Vec<Row> = main
-        .iter()
-        .chain(sweep.iter())
-        .filter(|r| r.name.starts_with("DEO⋆"))
-        .cloned()
-        .collect();
-    for r in main
-        .iter_mut()
-        .chain(sweep.iter_mut())
-        .chain(swaps.iter_mut())
-    {
-        let Some(star) = stars.iter().find(|s| s.eta_factor == r.eta_factor) else {
-            continue;
-        };
-        r.nll_minus_deo_star_ci = Some(fidelity::paired_difference(
-            &r.example_nll,
-            &star.example_nll,
-            bootstrap,
-        ));
-        r.total_variation_minus_deo_star_ci =
-            match (&r.example_total_variation, &star.example_total_variation) {
-                (Some(a), Some(b)) => Some(fidelity::paired_difference(a, b, bootstrap)),
-                _ => None,
-            };
-        let by_seed = |row: &Row, f: fn(&Scores) -> Option<f64>| -> Option<Vec<f64>> {
-            row.per_seed.iter().map(f).collect()
-        };
-        let seed_ci = |f: fn(&Scores) -> Option<f64>| match (by_seed(r, f), by_seed(star, f)) {
-            (Some(a), Some(b)) => Some(
-                paired_t_interval(&a, &b, fidelity::LEVEL)
-                    .map_or([f64::NAN; 2], |i| [i.lower, i.upper]),
-            ),
-            _ => None,
-        };
-        let (nll, tv) = (seed_ci(|s| Some(s.nll)), seed_ci(|s| s.total_variation));
-        r.nll_minus_deo_star_seed_ci = nll;
-        r.total_variation_minus_deo_star_seed_ci = tv;
-    }
-}
-
-/// Which source of error the differences to DEO⋆ are most uncertain from: for every
-/// paired difference with both intervals (NLL and total variation, every row but a
-/// DEO⋆ row against itself), whether the seeds' t interval is wider than the test-set bootstrap's.
-fn interval_sources(rows: &[&Row]) -> String {
-    let mut pairs = Vec::new();
-    for r in rows {
-        pairs.push((r.nll_minus_deo_star_seed_ci, r.nll_minus_deo_star_ci));
-        pairs.push((
-            r.total_variation_minus_deo_star_seed_ci,
-            r.total_variation_minus_deo_star_ci,
-        ));
-    }
-    let both: Vec<(f64, f64)> = pairs
-        .into_iter()
-        .filter_map(|(seed, test)| {
-            let (seed, test) = (seed?, test?);
-            let (ws, wt) = (seed[1] - seed[0], test[1] - test[0]);
-            // A DEO⋆ row against itself has two points: no comparison.
-            (ws.is_finite() && wt.is_finite() && (ws > 0.0 || wt > 0.0)).then_some((ws, wt))
-        })
-        .collect();
-    if both.is_empty() {
-        return "no difference to DEO⋆ has both intervals (one seed, or no DEO⋆ row)".to_string();
-    }
-    let seeds_wider = both.iter().filter(|(ws, wt)| ws > wt).count();
-    let verdict = if 2 * seeds_wider > both.len() {
-        "the seeds dominate: a second test set would move these differences less than a second set of seeds"
-    } else {
-        "the test set dominates: a second set of seeds would move these differences less than a second test set"
-    };
-    format!(
-        "of {} differences to DEO⋆ (NLL and total variation, every row), the seeds' t interval is wider than the test-set bootstrap's in {seeds_wider}: {verdict}; a difference is settled where both intervals exclude 0",
-        both.len()
-    )
 }
 
 /// Mean, least and most.
@@ -378,9 +364,10 @@ impl Setup<'_> {
         for (planned, m) in self.plan.iter().zip(&records.methods) {
             let (mut row, curve) = self.scorer.score(&planned.name, m, planned.factor);
             let details = match (planned.kind, &m.tempering) {
-                (Kind::Tempering(scheme), Some(t)) => Some(tempering_details(
+                (Kind::Tempering(scheme, _), Some(t)) => Some(tempering_details(
                     model,
                     self.iterations,
+                    self.warmup,
                     scheme,
                     planned.rates,
                     &planned.name,
@@ -399,6 +386,15 @@ impl Setup<'_> {
                 Group::SwapSweep => swap_sweep.push(row),
             }
         }
+        self.count_gradients(records, &mut methods, &mut eta_sweep, &mut swap_sweep);
+        let exact_sampling = self.exact_baseline(
+            &mut methods,
+            &mut sample_curves,
+            &mut eta_sweep,
+            &mut swap_sweep,
+            &mut warnings,
+        );
+        let round_trip_ratio = round_trip_ratio(&methods);
         pair_with_deo_star(
             &self.scorer.bootstrap,
             &mut methods,
@@ -428,15 +424,14 @@ impl Setup<'_> {
                 inclusive_iterations: false,
             }),
             pretraining,
-            reference: self.reference.map(|r| ReferenceSummary {
-                source: r.source.clone(),
-                meta: r.meta.clone(),
-            }),
+            reference: self.reference.map(ReferenceSummary::of),
             methods,
             eta_sweep,
             swap_sweep,
             curves,
             sample_curves,
+            exact_sampling,
+            round_trip_ratio,
             interval_sources,
             warnings,
             seconds,
@@ -448,178 +443,31 @@ impl Setup<'_> {
     }
 }
 
-/// Round trips, swap rates and curves of a tempering run of `iterations` iterations
-/// from its seeds' records, into its row.
-fn tempering_details(
-    model: &Classifier,
-    iterations: u64,
-    scheme: Scheme,
-    rates: Rates,
-    name: &str,
-    per_seed: &[SeedTempering],
-    r: &mut Row,
-) -> Curves {
-    let e = per_seed.len();
-    let p = per_seed.first().map_or(0, |t| t.accuracy_by_level.len());
-    let per_epoch = model.iterations_per_epoch();
-    let epochs = iterations as f64 / per_epoch;
-    let trips: Vec<f64> = per_seed
-        .iter()
-        .map(|t| t.round_trips as f64 * 100.0 / epochs)
-        .collect();
-    let (rt, rt_sd) = mean_sd(&trips);
-    let pair_rates: Vec<f64> = (0..p.saturating_sub(1))
-        .map(|l| {
-            per_seed
-                .iter()
-                .map(|t| t.indicators[l] as f64 / iterations as f64)
-                .sum::<f64>()
-                / e as f64
-        })
-        .collect();
-    r.window = Some(scheme.window_code());
-    r.swap_rate = Some(rates.swap_rate);
-    r.round_trips_per_100_epochs = Some(rt);
-    r.round_trips_per_100_epochs_sd = Some(rt_sd);
-    r.pair_indicator_rates = Some(pair_rates);
-    let n = model.examples() as f64;
-    let accuracy_by_level = (0..p)
-        .map(|l| {
-            let accs: Vec<f64> = per_seed.iter().map(|t| t.accuracy_by_level[l]).collect();
-            mean_sd(&accs).0
-        })
-        .collect();
-    let traces: Vec<EnsembleTrace> = per_seed.iter().map(|t| t.trace.clone()).collect();
-    let t = Trace::merge(&traces);
-    Curves {
-        name: name.to_string(),
-        epochs: t.iterations.iter().map(|&k| k as f64 / per_epoch).collect(),
-        round_trips: t.round_trips.iter().map(|&r| r as f64 / e as f64).collect(),
-        ladder: t
-            .ladder
-            .iter()
-            .map(|l| l.iter().map(|&eta| eta * n).collect())
-            .collect(),
-        pair_indicator_rates: t.indicator_rate,
-        accuracy_by_level,
-    }
+/// A row named `name` at rates × `factor` whose NLL is `nll` on every one of `n` test
+/// examples, for the tests of the report's parts.
+#[cfg(test)]
+pub(super) fn row_of(name: &str, factor: f64, nll: f64, n: usize) -> Row {
+    let s = Summary {
+        value: 0.0,
+        sd: 0.0,
+        ci: [0.0; 2],
+    };
+    let f = Fidelity {
+        accuracy: s,
+        nll: s,
+        nll_sum: 0.0,
+        ece: s,
+        agreement: None,
+        total_variation: None,
+        example_nll: vec![nll; n],
+        example_total_variation: None,
+    };
+    row(name, &f, Vec::new(), 1, 0.0, factor)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A row named `name` at rates × `factor` whose NLL is `nll` on every one of `n`
-    /// test examples.
-    fn row_of(name: &str, factor: f64, nll: f64, n: usize) -> Row {
-        let s = Summary {
-            value: 0.0,
-            sd: 0.0,
-            ci: [0.0; 2],
-        };
-        let f = Fidelity {
-            accuracy: s,
-            nll: s,
-            nll_sum: 0.0,
-            ece: s,
-            agreement: None,
-            total_variation: None,
-            example_nll: vec![nll; n],
-            example_total_variation: None,
-        };
-        row(name, &f, Vec::new(), 1, 0.0, factor)
-    }
-
-    /// Every row is compared with the DEO⋆ row of its own rates (the main one for the
-    /// swap sweep), over the same resampled examples; a row at rates without a DEO⋆ row
-    /// gets no comparison.
-    #[test]
-    fn rows_are_paired_with_the_deo_star_row_of_their_rates() {
-        let n = 20;
-        let bootstrap = Bootstrap::new(n, 200, 1).unwrap();
-        let mut main = vec![
-            row_of("DEO⋆-mSGD×P4", 1.0, 1.0, n),
-            row_of("mSGD×P4", 1.0, 1.5, n),
-        ];
-        let mut sweep = vec![
-            row_of("DEO⋆-mSGD×P4, η×2", 2.0, 3.0, n),
-            row_of("mSGD×P4, η×2", 2.0, 2.0, n),
-        ];
-        let mut swaps = vec![
-            row_of("DEO⋆-mSGD×P4, S = 0.3", 1.0, 1.25, n),
-            row_of("mSGD×P4, η×0.5", 0.5, 2.0, n),
-        ];
-        pair_with_deo_star(&bootstrap, &mut main, &mut sweep, &mut swaps);
-        let close = |r: &Row, d: f64| {
-            let ci = r
-                .nll_minus_deo_star_ci
-                .unwrap_or_else(|| panic!("{}", r.name));
-            assert!(
-                (ci[0] - d).abs() < 1e-12 && (ci[1] - d).abs() < 1e-12,
-                "{}: {ci:?} vs {d}",
-                r.name
-            );
-        };
-        close(&main[0], 0.0);
-        close(&main[1], 0.5);
-        close(&sweep[0], 0.0);
-        close(&sweep[1], -1.0);
-        close(&swaps[0], 0.25);
-        assert_eq!(swaps[1].nll_minus_deo_star_ci, None);
-        assert!(
-            main.iter()
-                .all(|r| r.total_variation_minus_deo_star_ci.is_none())
-        );
-    }
-
-    /// The seeds' interval of a difference is the t interval of the per-seed
-    /// differences, seed with seed; which source dominates follows from the widths.
-    #[test]
-    fn seed_intervals_pair_the_same_seeds() {
-        let n = 20;
-        let bootstrap = Bootstrap::new(n, 200, 1).unwrap();
-        let seeds = |nll: &[f64]| -> Vec<Scores> {
-            nll.iter()
-                .map(|&v| Scores {
-                    nll: v,
-                    ..Scores::default()
-                })
-                .collect()
-        };
-        let mut star = row_of("DEO⋆-mSGD×P4", 1.0, 1.0, n);
-        star.per_seed = seeds(&[1.0, 1.2, 0.9, 1.1]);
-        let mut other = row_of("DEO-mSGD×P4", 1.0, 1.5, n);
-        other.per_seed = seeds(&[1.5, 1.6, 1.5, 1.4]);
-        let mut main = vec![star, other];
-        pair_with_deo_star(&bootstrap, &mut main, &mut [], &mut []);
-        let want = paired_t_interval(&[1.5, 1.6, 1.5, 1.4], &[1.0, 1.2, 0.9, 1.1], 0.95).unwrap();
-        assert_eq!(
-            main[1].nll_minus_deo_star_seed_ci,
-            Some([want.lower, want.upper])
-        );
-        assert_eq!(main[0].nll_minus_deo_star_seed_ci, Some([0.0, 0.0]));
-        // No reference: no total variation, so no interval of its difference.
-        assert_eq!(main[1].total_variation_minus_deo_star_seed_ci, None);
-        // Every example has the same NLL, so the test-set bootstrap's interval is a point
-        // and the seeds' (wider) dominates.
-        let text = interval_sources(&main.iter().collect::<Vec<_>>());
-        assert!(text.starts_with("of 1 differences"), "{text}");
-        assert!(
-            text.contains("wider than the test-set bootstrap's in 1"),
-            "{text}"
-        );
-        assert!(text.contains("the seeds dominate"), "{text}");
-        // One seed: no seed interval (NaN), and the text says so when nothing has both.
-        let mut one = vec![
-            row_of("DEO⋆-mSGD×P4", 1.0, 1.0, n),
-            row_of("SWAG", 1.0, 2.0, n),
-        ];
-        one[0].per_seed = seeds(&[1.0]);
-        one[1].per_seed = seeds(&[2.0]);
-        pair_with_deo_star(&bootstrap, &mut one, &mut [], &mut []);
-        assert!(one[1].nll_minus_deo_star_seed_ci.unwrap()[0].is_nan());
-        assert!(interval_sources(&one.iter().collect::<Vec<_>>()).starts_with("no difference"));
-    }
 
     #[test]
     fn the_spread_is_the_mean_the_least_and_the_most() {

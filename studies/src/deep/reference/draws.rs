@@ -1,7 +1,7 @@
 //! Single draws of the reference posterior: the predictive of some of the reference
 //! run's kept HMC samples, one by one, for the exact-sampling baseline of `nrpt deep`
 //! (what a model average of K genuine posterior draws scores against the reference,
-//! [`crate::deep::fidelity::exact`]).
+//! [`crate::deep::exact_sampling`]).
 //!
 //! # The file
 //!

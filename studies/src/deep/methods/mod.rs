@@ -10,6 +10,10 @@
 //! Every method returns its samples' predictives on the test set in the order it
 //! collected them ([`Samples`]), so that the comparison can average the same number
 //! of samples for every method and draw curves against that number.
+//!
+//! Here: the chain every method runs (`run_chain`), pre-training and the mSGD
+//! ensemble; `cyclical` holds cyclical SGHMC (×T and ×P), `swag` SWAG and
+//! MultiSWAG.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -21,9 +25,16 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::metrics::{Samples, score};
+
+mod cyclical;
+mod swag;
+pub(crate) use cyclical::{
+    CyclicalSettings, cyclical_iterations, cyclical_sghmc, cyclical_sghmc_chains,
+};
 use nrpt_sampling::data::{Dataset, Split};
 use nrpt_sampling::engine::EngineError;
 use nrpt_sampling::targets::classifier::{ClassifierTarget, initial_parameters, predict};
+pub(crate) use swag::{SwagSettings, multi_swag, swag};
 
 /// The methods that are chains of their own (the tempering runs are engine jobs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,10 +43,14 @@ pub enum Method {
     Pretrain,
     /// The mSGD ensemble.
     Ensemble,
-    /// Cyclical SGHMC.
+    /// Cyclical SGHMC, one long chain (×T).
     CyclicalSghmc,
-    /// SWAG.
+    /// SWAG, one long chain (×T).
     Swag,
+    /// Cyclical SGHMC, a chain from each of the P pre-trained networks (×P).
+    CyclicalSghmcChains,
+    /// MultiSWAG: SWAG from each of the P pre-trained networks (×P).
+    MultiSwag,
 }
 
 impl Method {
@@ -46,6 +61,8 @@ impl Method {
             Method::Ensemble => 0x454e_534d,
             Method::CyclicalSghmc => 0x4359_4353,
             Method::Swag => 0x5357_4147,
+            Method::CyclicalSghmcChains => 0x4359_4350,
+            Method::MultiSwag => 0x4d53_5741,
         };
         seed.wrapping_add(offset)
     }
@@ -317,179 +334,6 @@ pub fn ensemble(
     Ok(Samples::interleave(&members))
 }
 
-/// The iterations at which cyclical SGHMC keeps samples: `per_cycle` of them spaced
-/// evenly over the sampling stage (the last `sampling` share) of each of the `cycles`
-/// cycles of `length` iterations, the last at the cycle's end.
-pub(crate) fn cycle_samples(cycles: u64, length: u64, sampling: f64, per_cycle: usize) -> Vec<u64> {
-    let stage = ((sampling * length as f64).round() as u64).clamp(1, length.max(1));
-    (0..cycles)
-        .flat_map(|c| {
-            let end = (c + 1) * length;
-            evenly(end - stage, end, per_cycle)
-        })
-        .collect()
-}
-
-/// Cyclical SGHMC's settings.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub(crate) struct CyclicalSettings {
-    /// Cycles over the run.
-    pub cycles: u64,
-    /// Samples kept per cycle.
-    pub per_cycle: usize,
-    /// Share of each cycle that samples (the rest explores).
-    pub sampling: f64,
-}
-
-/// Cyclical SGHMC (Zhang, Li, Zhang, Chen and Wilson, "Cyclical stochastic gradient
-/// MCMC for Bayesian deep learning", ICLR 2020) ×T: one chain from `start`,
-/// `iterations` in `s.cycles` cycles of a cosine learning rate from `eta` down to 0,
-/// plain momentum SGD in the first `1 − s.sampling` of each cycle (exploration) and
-/// SGHMC at temperature 1 (noise √(2(1 − μ)η) per coordinate) in the rest (sampling),
-/// where it keeps `s.per_cycle` samples ([`cycle_samples`]), as Zhang et al. keep
-/// several per cycle.
-pub(crate) fn cyclical_sghmc(
-    c: &ChainSettings,
-    e: usize,
-    start: &[f32],
-    iterations: u64,
-    eta: f64,
-    s: &CyclicalSettings,
-) -> Result<Samples, EngineError> {
-    let data = &c.target.data;
-    let seed = Method::CyclicalSghmc.seed(c.seed);
-    let cycles = s.cycles.max(1);
-    let length = (iterations / cycles).max(1);
-    let keep = cycle_samples(cycles, length, s.sampling, s.per_cycle);
-    let (mu, sampling) = (c.momentum, s.sampling);
-    let schedule = move |k: u64| {
-        let phase = (k % length) as f64 / length as f64;
-        let lr = 0.5 * eta * ((std::f64::consts::PI * phase).cos() + 1.0);
-        let sigma = if phase >= 1.0 - sampling {
-            (2.0 * (1.0 - mu) * lr).sqrt()
-        } else {
-            0.0
-        };
-        (lr, sigma)
-    };
-    let mut theta = start.to_vec();
-    let mut v = vec![0.0f32; theta.len()];
-    let mut samples = Samples::new(data.test.len(), data.classes);
-    run_chain(
-        &c.target,
-        &mut theta,
-        &mut v,
-        (seed, e as u32),
-        0,
-        0,
-        length * cycles,
-        mu,
-        &schedule,
-        |k, th| {
-            if keep.binary_search(&k).is_ok() {
-                samples.push(&c.target, th, &data.test.x);
-            }
-            ControlFlow::Continue(())
-        },
-    )?;
-    Ok(samples)
-}
-
-/// SWAG's settings.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub(crate) struct SwagSettings {
-    /// Share of the run before the first moment is collected (SWA's burn-in; Maddox et
-    /// al. start collecting after 75 % of a run from scratch, here the run starts from
-    /// pre-trained networks).
-    pub burn_in: f64,
-    /// Iterations between collected moments.
-    pub every: u64,
-    /// Rank K of the low-rank part (the last K deviations).
-    pub rank: usize,
-    /// Networks drawn from the fitted Gaussian.
-    pub draws: usize,
-}
-
-/// SWAG (Maddox, Izmailov, Garipov, Vetrov and Wilson, "A simple baseline for
-/// Bayesian uncertainty in deep learning", NeurIPS 2019) ×T: one chain from `start` at
-/// the constant rate `eta` for `iterations`; after the burn-in, every `s.every`
-/// iterations its state updates the running mean and second moment of θ and joins the
-/// last `s.rank` deviations; then `s.draws` networks
-/// θ = θ̄ + Σ_diag^{1/2} z₁/√2 + D z₂/√(2(K − 1)) (z₁, z₂ standard normal, D the K
-/// deviations θ_i − θ̄_i) are drawn. The normals come from the INIT stream of the
-/// method's seed.
-pub(crate) fn swag(
-    c: &ChainSettings,
-    e: usize,
-    start: &[f32],
-    iterations: u64,
-    eta: f64,
-    s: &SwagSettings,
-) -> Result<Samples, EngineError> {
-    let data = &c.target.data;
-    let d = start.len();
-    let seed = Method::Swag.seed(c.seed);
-    let (mut mean, mut sq) = (vec![0.0f64; d], vec![0.0f64; d]);
-    let mut deviations: Vec<Vec<f32>> = Vec::with_capacity(s.rank);
-    let mut n = 0.0f64;
-    let mut theta = start.to_vec();
-    let mut v = vec![0.0f32; d];
-    let first = (s.burn_in * iterations as f64) as u64;
-    let every = s.every.max(1);
-    run_chain(
-        &c.target,
-        &mut theta,
-        &mut v,
-        (seed, e as u32),
-        0,
-        0,
-        iterations,
-        c.momentum,
-        &|_| (eta, 0.0),
-        |k, th| {
-            if k < first || !(k + 1 - first).is_multiple_of(every) {
-                return ControlFlow::Continue(());
-            }
-            n += 1.0;
-            for ((m, q), &t) in mean.iter_mut().zip(sq.iter_mut()).zip(th) {
-                let t = f64::from(t);
-                *m += (t - *m) / n;
-                *q += (t * t - *q) / n;
-            }
-            if deviations.len() == s.rank {
-                deviations.remove(0);
-            }
-            deviations.push(th.iter().zip(&mean).map(|(&t, &m)| t - m as f32).collect());
-            ControlFlow::Continue(())
-        },
-    )?;
-    let mut samples = Samples::new(data.test.len(), data.classes);
-    let k = deviations.len();
-    let mut rng = PhiloxStream::new(seed, e as u32, 0, 0, streams::INIT);
-    let mut z1 = vec![0.0f32; d];
-    let mut z2 = vec![0.0f32; k.max(1)];
-    let mut sample = vec![0.0f32; d];
-    let low_rank = if k > 1 {
-        (2.0 * (k - 1) as f64).sqrt().recip()
-    } else {
-        0.0
-    };
-    for _ in 0..s.draws {
-        fill_normals(&mut rng, &mut z1);
-        fill_normals(&mut rng, &mut z2);
-        for (j, out) in sample.iter_mut().enumerate() {
-            let var = (sq[j] - mean[j] * mean[j]).max(0.0);
-            let mut x = mean[j] + var.sqrt() * f64::from(z1[j]) / std::f64::consts::SQRT_2;
-            for (dev, &z) in deviations.iter().zip(&z2) {
-                x += low_rank * f64::from(dev[j]) * f64::from(z);
-            }
-            *out = x as f32;
-        }
-        samples.push(&c.target, &sample, &data.test.x);
-    }
-    Ok(samples)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,14 +345,6 @@ mod tests {
         assert_eq!(evenly(0, 3, 5), vec![0, 1, 2]);
         assert!(evenly(5, 5, 3).is_empty());
         assert!(evenly(0, 5, 0).is_empty());
-    }
-
-    #[test]
-    fn cycles_keep_their_samples_in_the_sampling_stage() {
-        // Two cycles of 100, sampling in the last 20: 3 samples each, 6 apart.
-        let k = cycle_samples(2, 100, 0.2, 3);
-        assert_eq!(k, vec![87, 93, 99, 187, 193, 199]);
-        assert!(k.iter().all(|&i| i % 100 >= 80));
     }
 
     #[test]
