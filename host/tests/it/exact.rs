@@ -88,7 +88,11 @@ fn gaussian_path_reports_the_barrier_and_log_z() {
         "batch_means"
     };
     assert_eq!(v["log_z_se_source"], source, "{v}");
-    assert_eq!(v["log_z_ensembles"].as_array().map(Vec::len), Some(3), "{v}");
+    assert_eq!(
+        v["log_z_ensembles"].as_array().map(Vec::len),
+        Some(3),
+        "{v}"
+    );
     assert!(sf > 0.0 && sr > 0.0 && f <= r + 4.0 * sf.hypot(sr), "{v}");
     // A healthy run: no diagnostic fires. Λ̂'s batch-means error is small but not
     // zero, and the Gaussian-swap correction lies above Σ r̂, near Λ.
