@@ -113,8 +113,7 @@ impl Advice<'_> {
     fn longer_run(self) -> &'static str {
         match self {
             Advice::Command(_) => {
-                "run more --iterations (the measured round is about half of them) or more \
-                 --ensembles"
+                "run more --iterations (the measured round is about half of them)"
             }
             Advice::Controller => "run more iterations (the last round is about half of them)",
         }
