@@ -286,7 +286,7 @@ fn run(a: &Args, quiet: bool) -> anyhow::Result<Summary> {
         ensembles: out.ensembles.len(),
         iterations_run: out.iterations_run,
         pilots: out.pilots.clone(),
-        recommended_chains: Recommended::for_barrier(pooled.lambda),
+        recommended_chains: out.recommended(&pooled),
         warnings: diagnostics(&out, &pooled, Advice::Command(&a.explorer)),
         pooled,
         log_evidence_closed_form: truth,

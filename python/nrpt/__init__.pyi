@@ -278,6 +278,8 @@ def run(
     leapfrog_steps: Optional[int] = None,
     exact: Optional[bool] = None,
     quick: Optional[bool] = None,
+    ais: Optional[int] = None,
+    ais_steps: Optional[int] = None,
     momentum: Optional[float] = None,
     buffer: Optional[float] = None,
     noise: Optional[float] = None,

@@ -12,7 +12,7 @@ use nrpt_core::exact::{
     LevelRecord, MalaOptions, PairRecord, RoundReport, StartStates,
 };
 use nrpt_core::swap::flags;
-use nrpt_studies::exact::{ControllerSettings, ExactController, Recommended, log_z_mean};
+use nrpt_studies::exact::{ControllerSettings, ExactController, log_z_mean};
 
 use crate::convert::{array1, reshape2, to_dict};
 use crate::errors::value_error;
@@ -257,10 +257,10 @@ impl NativeExactController {
             .transpose()
     }
 
-    /// The chains both rules recommend for the last round's Λ̂.
+    /// The chains both rules recommend for the last round's Λ̂ (`lower_bound`: true where
+    /// Λ̂ saturates and both are "at least").
     fn recommended_chains<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let lambda = self.inner.barrier().map_or(f64::NAN, |b| b.global());
-        to_dict(py, &Recommended::for_barrier(lambda))
+        to_dict(py, &self.inner.recommended())
     }
 
     /// The warnings of the last round, each saying what to do.

@@ -4,9 +4,11 @@
 //! explorers by default. It reports the communication barrier Λ̂ of a real posterior,
 //! log Z = log p(y | X), the model evidence (the prior is normalized), and the test
 //! accuracy and NLL of the posterior predictive of the target level's samples. The path
-//! has no closed forms: `closed_form` is `null`. The run itself is
-//! [`posterior::run_exact`]; this command reads the configuration, writes the summary
-//! and prints it.
+//! has no closed forms: `closed_form` is `null`; with `--ais N` an independent estimate
+//! of log Z by annealed importance sampling on the same path
+//! ([`nrpt_studies::exact::ais`]) runs after it, and the summary says whether the two
+//! agree. The run itself is [`posterior::run_exact`]; this command reads the
+//! configuration, writes the summary and prints it.
 
 use std::time::Instant;
 
@@ -17,7 +19,8 @@ use super::gaussian_path::{ExactSummary, summary_of};
 use crate::progress::Progress;
 use nrpt_sampling::config::{ConfigError, ExplorerKind, RunConfig, WindowSpec};
 use nrpt_sampling::output::{OutDir, OutPolicy, write_json};
-use nrpt_studies::deep::posterior::{self, Predictive};
+use nrpt_studies::deep::posterior::{self, ClassifierPath, Predictive};
+use nrpt_studies::exact::ais::{self, Agreement, AisOutcome, AisSettings};
 use nrpt_studies::exact::{self, AUTO_RULE, Chains, ClosedForm, ExactOutcome, ExactSettings};
 
 /// The caps of `--quick`: chains, ensembles, iterations.
@@ -120,6 +123,32 @@ pub(crate) struct ClassifierExactSummary {
     pub run: ExactSummary<Option<ClosedForm>>,
     /// The posterior predictive of the target level's samples on the test set.
     pub predictive: Predictive,
+    /// With `--ais N`: log Z by annealed importance sampling and its agreement with the
+    /// exact run's (`null` without).
+    pub ais: Option<AisCheck>,
+}
+
+/// An independent estimate of log Z beside the exact run's.
+#[derive(Debug, Serialize)]
+pub(crate) struct AisCheck {
+    /// The annealed importance sampling run (log Z, its delta-method error, the effective
+    /// particles, every log weight).
+    #[serde(flatten)]
+    pub outcome: AisOutcome,
+    /// Exact tempering's log Z minus AIS's, with the combined error, and whether they
+    /// agree (within 2.576 combined standard errors).
+    pub agreement: Agreement,
+}
+
+/// The AIS settings of a configuration: `--ais` particles, `--ais-steps` steps, the exact
+/// run's explorer and seed (`None` without `--ais`).
+pub fn ais_settings(c: &RunConfig, s: &ExactSettings) -> Option<AisSettings> {
+    (c.ais > 0).then_some(AisSettings {
+        particles: c.ais,
+        steps: c.ais_steps,
+        explorer: s.explorer,
+        seed: s.seed,
+    })
 }
 
 /// Runs the command's exact classifier branch.
@@ -134,14 +163,42 @@ pub fn run(
     let target = &nrpt_sampling::targets::classifier::model(config)?;
     let s = settings(config, target.dim())?;
     exact::check(&s)?;
+    let ais_settings = ais_settings(config, &s);
+    if let Some(a) = &ais_settings {
+        ais::check(a)?;
+    }
     let out_dir = OutDir::prepare(&config.out, policy)?;
     let started = Instant::now();
     let progress = Progress::new("run", s.iterations * s.ensembles as u64, quiet);
     let out = posterior::run_exact(target, &s, &|n| progress.inc(n))?;
     progress.finish();
     let predictive = posterior::predictive(target, &out);
+    let mut summary = summarize(config, &s, &out, target.data.train.len(), predictive);
+    if let Some(a) = &ais_settings {
+        let transitions = (ais::TUNING_PARTICLES + a.particles) as u64 * u64::from(a.steps - 1);
+        let progress = Progress::new("ais", transitions, quiet);
+        let outcome = ais::run_ais(a, &|| Ok(ClassifierPath::new(target)), &|n| progress.inc(n))?;
+        progress.finish();
+        let p = &summary.run.pooled;
+        let agreement = Agreement::of((p.log_z, p.log_z_se), (outcome.log_z, outcome.log_z_se));
+        summary.run.warnings.extend(outcome.warnings());
+        if !agreement.agree {
+            summary.run.warnings.push(format!(
+                "exact tempering's log Z = {:.3} ± {:.3} and annealed importance sampling's \
+                 {:.3} ± {:.3} are {:.1} combined standard errors apart (more than {}): one of \
+                 them, or both errors, cannot be trusted; run more --iterations (and \
+                 --ensembles), or more --ais-steps",
+                p.log_z,
+                p.log_z_se,
+                outcome.log_z,
+                outcome.log_z_se,
+                agreement.standard_errors_apart,
+                ais::AGREEMENT_SE
+            ));
+        }
+        summary.ais = Some(AisCheck { outcome, agreement });
+    }
     let seconds = started.elapsed().as_secs_f64();
-    let summary = summarize(config, &s, &out, target.data.train.len(), predictive);
     write_json(&out_dir.path().join("summary.json"), &summary)?;
     let folder = out_dir.commit()?;
     super::after_commit(&folder, || report(&summary, seconds, strict, json))
@@ -160,6 +217,7 @@ fn summarize(
         ensembles: s.ensembles,
         run: summary_of(config, s, out, None),
         predictive,
+        ais: None,
     }
 }
 
@@ -187,9 +245,10 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
                 .map_or("undefined".to_string(), |v| format!("{v:.3}"))
         )?;
         say!(
-            "  log Z = log p(y|X) = {:.3} ± {:.3} (forward {:.3} ± {:.3}, reverse {:.3} ± {:.3})",
+            "  log Z = log p(y|X) = {:.3} ± {:.3} (error from {}; forward {:.3} ± {:.3}, reverse {:.3} ± {:.3})",
             p.log_z,
             p.log_z_se,
+            p.log_z_se_source.describe(),
             p.log_z_forward,
             p.log_z_forward_se,
             p.log_z_reverse,
@@ -207,6 +266,26 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
             q.accuracy,
             q.nll
         )?;
+        if let Some(a) = &summary.ais {
+            let o = &a.outcome;
+            say!(
+                "  annealed importance sampling: log Z = {:.3} ± {:.3} ({} particles, effective {:.1}; {}; {} acceptance {:.3}): {} exact tempering's ({:+.3}, {:.1} combined standard errors)",
+                o.log_z,
+                o.log_z_se,
+                o.particles,
+                o.effective_particles,
+                o.schedule,
+                o.explorer,
+                o.acceptance,
+                if a.agreement.agree {
+                    "agrees with"
+                } else {
+                    "DISAGREES with"
+                },
+                a.agreement.difference,
+                a.agreement.standard_errors_apart
+            )?;
+        }
         Ok(())
     })
 }

@@ -39,7 +39,9 @@ pub struct ExactSummary<C = ClosedForm> {
     pub pilots: Vec<PilotSummary>,
     /// Chains the two rules recommend for the measured Λ̂: `cost_optimal` (P − 1 ≈ 2Λ̂,
     /// the most round trips per chain-iteration) and `near_limit_5_percent` (the fewest
-    /// chains within 5 % of the limit rate 1/(2 + 2Λ), for chains run in parallel).
+    /// chains within 5 % of the limit rate 1/(2 + 2Λ), for chains run in parallel);
+    /// `lower_bound` true when Λ̂ saturates (pairs reject more than half of their swaps on
+    /// average, or one never swaps), so both are "at least".
     pub recommended_chains: Recommended,
     /// Window W of the main run (0: SEO).
     pub window: u32,
@@ -210,7 +212,7 @@ pub(crate) fn summary_of<C>(
         },
         pilot: out.pilot().copied(),
         pilots: out.pilots.clone(),
-        recommended_chains: Recommended::for_barrier(pooled.lambda),
+        recommended_chains: out.recommended(&pooled),
         window: out.window,
         window_swap_rate: out.window_swap_rate,
         iterations_run: out.iterations_run,
@@ -340,10 +342,11 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         p.rejection_range.1
     )?;
     say!(
-        "log Z = {:.4} ± {:.4} (closed form {:.4}): mean of the forward {:.4} ± {:.4} and reverse {:.4} ± {:.4} stepping stones, error (SE_f + SE_r)/2",
+        "log Z = {:.4} ± {:.4} (closed form {:.4}; error from {}): mean of the forward {:.4} ± {:.4} and reverse {:.4} ± {:.4} stepping stones",
         p.log_z,
         p.log_z_se,
         cf.log_z,
+        p.log_z_se_source.describe(),
         p.log_z_forward,
         p.log_z_forward_se,
         p.log_z_reverse,
@@ -363,9 +366,16 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         s.recommended_chains.cost_optimal,
         s.recommended_chains.near_limit_5_percent,
     ) {
-        say!(
-            "chains for this Λ̂: {c} (most round trips per chain-iteration), {n} (within 5 % of the limit, for chains in parallel)"
-        )?;
+        if s.recommended_chains.lower_bound {
+            say!(
+                "chains for this Λ̂: at least {c} (most round trips per chain-iteration) and at least {n} (within 5 % of the limit): Λ̂ only bounds the barrier from below with {} chains",
+                s.chains
+            )?;
+        } else {
+            say!(
+                "chains for this Λ̂: {c} (most round trips per chain-iteration), {n} (within 5 % of the limit, for chains in parallel)"
+            )?;
+        }
     }
     say!("wrote {}", s.config.out.display())
 }

@@ -52,6 +52,62 @@ fn exact_softmax_regression_reports_lambda_log_z_and_accuracy() {
     assert!(out.join("summary.json").exists());
 }
 
+/// `--ais`: the summary holds the AIS estimate beside the exact one and their agreement
+/// (the difference and combined error as the exact and AIS figures give them), with one
+/// log weight per particle; `--ais 1` is refused with status 2 before anything runs.
+#[test]
+fn ais_estimates_log_z_beside_the_exact_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a");
+    let mut args = vec![
+        "run",
+        "--target",
+        "classifier",
+        "--exact",
+        "--hidden",
+        "0",
+        "-p",
+        "3",
+        "-n",
+        "32",
+        "-e",
+        "2",
+        "--leapfrog-steps",
+        "3",
+        "--ais",
+        "3",
+        "--ais-steps",
+        "20",
+        "--json",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let v = json_of(&nrpt(&args));
+    let a = &v["ais"];
+    let (z, se) = (number(a, "log_z"), number(a, "log_z_se"));
+    assert!(z.is_finite() && z < 0.0 && se.is_finite(), "{a}");
+    assert_eq!(a["log_weights"].as_array().map(Vec::len), Some(3), "{a}");
+    assert_eq!(a["particles"], 3);
+    assert_eq!(a["explorer"], "hmc");
+    let g = &a["agreement"];
+    let (ez, ese) = (number(&v, "log_z"), number(&v, "log_z_se"));
+    assert_eq!(number(g, "difference"), ez - z, "{g}");
+    assert_eq!(number(g, "combined_se"), ese.hypot(se), "{g}");
+    let apart = number(g, "standard_errors_apart");
+    assert_eq!(g["agree"], apart <= 2.576, "{g}");
+    // Two ensembles: the stated error names its source.
+    assert!(v["log_z_se_between_ensembles"].is_number(), "{v}");
+    let one = out.to_str().unwrap().to_string() + "1";
+    args.truncate(args.len() - 1);
+    args.push(&one);
+    let i = args.iter().position(|a| *a == "--ais").unwrap();
+    args[i + 1] = "1";
+    let o = nrpt(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ais"), "{}", stderr(&o));
+}
+
 #[test]
 fn exact_is_refused_on_other_targets() {
     let dir = tempfile::tempdir().unwrap();

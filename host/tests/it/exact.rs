@@ -70,14 +70,29 @@ fn gaussian_path_reports_the_barrier_and_log_z() {
     assert_eq!(v["chains"], 12);
     assert!(v["pilot"].is_null(), "a fixed P and window need no pilot");
     assert_eq!(v["pilots"], serde_json::json!([]));
-    // log Z is the mean of the two stepping stones, its error (SE_f + SE_r)/2.
+    // log Z is the mean of the two stepping stones; its error the larger of the batch
+    // means' (SE_f + SE_r)/2 and the spread of the ensembles, named.
     let (f, r) = (number(&v, "log_z_forward"), number(&v, "log_z_reverse"));
     let (sf, sr) = (
         number(&v, "log_z_forward_se"),
         number(&v, "log_z_reverse_se"),
     );
     assert_eq!(z, 0.5 * (f + r), "{v}");
-    assert_eq!(se, 0.5 * (sf + sr), "{v}");
+    let batch_means = number(&v, "log_z_se_batch_means");
+    let between = number(&v, "log_z_se_between_ensembles");
+    assert_eq!(batch_means, 0.5 * (sf + sr), "{v}");
+    assert_eq!(se, batch_means.max(between), "{v}");
+    let source = if between > batch_means {
+        "between_ensembles"
+    } else {
+        "batch_means"
+    };
+    assert_eq!(v["log_z_se_source"], source, "{v}");
+    assert_eq!(
+        v["log_z_ensembles"].as_array().map(Vec::len),
+        Some(3),
+        "{v}"
+    );
     assert!(sf > 0.0 && sr > 0.0 && f <= r + 4.0 * sf.hypot(sr), "{v}");
     // A healthy run: no diagnostic fires. Λ̂'s batch-means error is small but not
     // zero, and the Gaussian-swap correction lies above Σ r̂, near Λ.
@@ -311,8 +326,11 @@ fn too_few_chains_are_named_with_the_chains_to_use() {
         .find(|w| w.contains("reject more than half"))
         .unwrap_or_else(|| panic!("{warnings:?}"));
     assert!(rejections.contains("--chains auto"), "{rejections}");
+    // Σ r̂ saturates with 4 chains: the chains are a lower bound, said so.
+    assert_eq!(v["recommended_chains"]["lower_bound"], true, "{v}");
     assert!(
-        rejections.contains(&format!("suggests {chains} chains")),
+        rejections.contains(&format!("at least {chains} chains"))
+            && rejections.contains("only a lower bound"),
         "{rejections}"
     );
     assert!(

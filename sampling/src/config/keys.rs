@@ -300,6 +300,18 @@ keys! {
         flag bool [long, num_args = 0..=1, default_missing_value = "true",
                    value_name = "BOOL"] => set!(quick),
         used |c, _| c.exact;
+    /// With --exact on the classifier: also estimate log Z by annealed importance
+    /// sampling (Neal 2001) with this many independent particles, each annealed from the
+    /// prior to the posterior, and say whether the two estimates agree within their
+    /// errors; 0: off [0].
+    ais: usize = 0, [],
+        flag usize [long, value_name = "PARTICLES"] => set!(ais),
+        used |c, _| c.exact;
+    /// With --ais: annealing steps K of every particle, on the schedule β_k = (k/K)^4, one
+    /// explorer transition each (2 to 10000000) [2000].
+    ais_steps: u32 = 2000, [],
+        flag u32 [long, value_name = "K"] => set!(ais_steps),
+        used |c, _| c.exact && c.ais > 0;
     /// Momentum of msgd, in [0, 1).
     momentum: f64 = 0.9, [],
         flag f64 [long] => set!(momentum),

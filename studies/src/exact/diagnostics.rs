@@ -7,11 +7,14 @@
 //!   Λ̂ asks for more chains than the run had, or a pair that never swapped in the
 //!   measured round of an ensemble: too few chains. Σ r̂ then underestimates Λ (each
 //!   r̂ ≤ 1), the stepping stone rests on rare weights, and the warning gives the chains
-//!   that Λ̂ (and its Gaussian-swap correction) suggest. The condition on Λ̂ is there
+//!   that Λ̂ (and its Gaussian-swap correction) suggest, as "at least" where Λ̂ only
+//!   bounds the barrier ([`super::barrier_saturated`]). The condition on Λ̂ is there
 //!   because `--chains auto`'s own rule, P − 1 ≈ 2Λ, puts the equal rejection Λ/(P − 1)
 //!   at 0.5 give or take the rounding of P (0.517 for Λ = 3.62, P = 8): rejections a
 //!   little above 0.5 at the P that Λ̂ recommends are the rule working, not a fault.
-//! - No round trip in the measured round of an ensemble.
+//! - No round trip in the measured round of an ensemble, or fewer than
+//!   [`MIN_ROUND_TRIPS`]: log Z's standard error is then unreliable
+//!   ([`super::log_z_error`]).
 //! - Forward and reverse stepping stones more than [`STEPPING_STONE_SE`] combined
 //!   standard errors apart (√(SE_f² + SE_r²): the two share their states, so the errors
 //!   are positively correlated and this overstates the noise of the difference; the
@@ -48,7 +51,7 @@
 
 use nrpt_core::exact::{ExactExplorer, PairRecord, recommended_chains};
 
-use super::{AUTO_RULE, ExactOutcome, Pooled};
+use super::{AUTO_RULE, ExactOutcome, MIN_ROUND_TRIPS, Pooled};
 
 /// Pairs rejecting more than this share of their swaps give a warning.
 pub const MAX_REJECTION: f64 = 0.5;
@@ -103,6 +106,16 @@ impl Advice<'_> {
         match self {
             Advice::Command(_) => "--iterations",
             Advice::Controller => "iterations",
+        }
+    }
+
+    /// A longer measured round, as the reader asks for it.
+    fn longer_run(self) -> &'static str {
+        match self {
+            Advice::Command(_) => {
+                "run more --iterations (the measured round is about half of them)"
+            }
+            Advice::Controller => "run more iterations (the last round is about half of them)",
         }
     }
 
@@ -182,23 +195,36 @@ pub fn diagnostics(out: &ExactOutcome, pooled: &Pooled, advice: Advice<'_>) -> V
         .first()
         .and_then(|e| e.last())
         .map_or(0, |r| r.iterations);
-    let tripless = out
+    let trips: Vec<u64> = out
         .ensembles
         .iter()
-        .filter(|en| en.last().is_some_and(|r| r.round_trips == 0))
-        .count();
+        .map(|en| en.last().map_or(0, |r| r.round_trips))
+        .collect();
+    let tripless = trips.iter().filter(|&&t| t == 0).count();
+    let few = trips.iter().filter(|&&t| t < MIN_ROUND_TRIPS).count();
+    let fewest = trips.iter().copied().min().unwrap_or(0);
+    let more_chains = if high.is_empty() && stuck.is_empty() {
+        ""
+    } else {
+        ", with more chains (above)"
+    };
     if tripless > 0 {
         w.push(format!(
             "no round trip in {} ({measured} iterations) of {tripless} of {ensembles} \
              ensemble(s): no replica went from the reference (β = 0) to the target (β = 1) \
-             and back, so nothing shows that the levels mix; run more {}{}",
+             and back, so nothing shows that the levels mix, and log Z's standard error is \
+             unreliable (likely too small); run more {}{more_chains}",
             advice.round(),
             advice.iterations(),
-            if high.is_empty() && stuck.is_empty() {
-                ""
-            } else {
-                ", with more chains (above)"
-            }
+        ));
+    } else if few > 0 {
+        w.push(format!(
+            "only {fewest} round trip(s) in {} ({measured} iterations) of at least one of \
+             {ensembles} ensemble(s), fewer than {MIN_ROUND_TRIPS}: the states are renewed \
+             from the reference too rarely for log Z's standard error to be reliable (it is \
+             likely too small); {}{more_chains}",
+            advice.round(),
+            advice.longer_run(),
         ));
     }
     let combined = pooled.log_z_forward_se.hypot(pooled.log_z_reverse_se);
@@ -290,19 +316,32 @@ fn too_few_chains(
     let by_corrected = pooled
         .barrier_gaussian_corrected
         .and_then(|c| recommended_chains(c, AUTO_RULE).ok());
+    let bound = out.recommended(pooled).lower_bound;
     let mut verdict = format!(
         "{} chains are too few: Λ̂, log Z and the round trips are unreliable. Λ̂ = {:.3}",
         out.chains, pooled.lambda
     );
+    if bound {
+        verdict.push_str(&format!(
+            " is only a lower bound of the barrier (each pair's rejection is at most 1, so \
+             Σ r̂ ≤ P − 1 = {}, and it saturates when pairs reject this often)",
+            out.chains - 1
+        ));
+    }
     if let Some(n) = by_lambda {
-        verdict.push_str(&format!(" suggests {n} chains (P − 1 ≈ 2Λ̂)"));
+        if bound {
+            verdict.push_str(&format!(": at least {n} chains (P − 1 ≈ 2Λ̂)"));
+        } else {
+            verdict.push_str(&format!(" suggests {n} chains (P − 1 ≈ 2Λ̂)"));
+        }
     }
     if let (Some(c), Some(n)) = (pooled.barrier_gaussian_corrected, by_corrected)
         && by_lambda.is_none_or(|m| n > m)
     {
         verdict.push_str(&format!(
             "; Σ r̂ underestimates Λ when pairs reject this often, and its Gaussian-swap \
-             correction {c:.3} suggests {n}"
+             correction {c:.3} suggests {}{n}",
+            if bound { "at least " } else { "" }
         ));
     }
     let most = by_lambda.max(by_corrected).filter(|&n| n > out.chains);

@@ -35,7 +35,7 @@
 //! steps above, the memory it may plan); `pilot` the pilots and their enlargement,
 //! `rounds` the rounds of one ensemble and `buffers` what they borrow; `pooled` the
 //! estimates pooled over ensembles ([`Pooled`], [`Recommended`], [`lemma1_rate`]);
-//! [`diagnostics()`] the warnings, [`tables`] the tables a run writes and [`told`] the
+//! [`log_z_error`] the error stated for log Z; [`diagnostics()`] the warnings, [`tables`] the tables a run writes and [`told`] the
 //! controller told the log-likelihoods by a caller's own loop.
 //!
 //! [`exact`]: nrpt_core::exact
@@ -51,19 +51,22 @@ use nrpt_sampling::config::{ConfigError, MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS,
 use nrpt_sampling::engine::OnProgress;
 use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES};
 
+pub mod ais;
 mod buffers;
 pub mod diagnostics;
+pub mod log_z_error;
 mod pilot;
 mod pooled;
 mod rounds;
 pub mod tables;
 pub mod told;
 pub use diagnostics::{Advice, diagnostics, gaussian_corrected_barrier, window_warning};
+pub use log_z_error::{LogZErrorSource, MIN_ROUND_TRIPS, StatedError, stated_error};
 pub use pilot::{
     MAX_PILOT_CHAINS, MAX_PILOTS, PILOT_CHAINS, PILOT_MAX_MEAN_REJECTION, PILOT_TARGET_SHARE,
     PilotSummary, next_pilot_chains, pilot_too_coarse,
 };
-pub use pooled::{Pooled, Recommended, lemma1_rate, log_z_mean};
+pub use pooled::{Pooled, Recommended, barrier_saturated, lemma1_rate, log_z_mean};
 pub use rounds::rounds_for;
 pub use told::{ControllerSettings, ControllerSummary, ExactController, SavedError};
 
@@ -473,12 +476,19 @@ mod tests {
         );
         assert!(out.pilots.is_empty());
         assert_eq!(
-            (p.log_z, p.log_z_se),
+            (p.log_z, p.log_z_se_batch_means),
             log_z_mean(
                 (p.log_z_forward, p.log_z_forward_se),
                 (p.log_z_reverse, p.log_z_reverse_se)
             )
         );
+        // The stated error is the larger of the batch means' and the ensembles' spread.
+        let between = p.log_z_se_between_ensembles.unwrap();
+        assert_eq!(p.log_z_se, p.log_z_se_batch_means.max(between));
+        let spread = (p.log_z_ensembles[0] - p.log_z_ensembles[1]).abs() / 2.0;
+        assert!((between - spread).abs() < 1e-12, "{between} vs {spread}");
+        let mean = (p.log_z_ensembles[0] + p.log_z_ensembles[1]) / 2.0;
+        assert!((p.log_z - mean).abs() < 1e-12);
         // The same seed gives the same bits.
         let again = run(&s, &nrpt_sampling::engine::unobserved)
             .unwrap()

@@ -1,12 +1,14 @@
 //! The pooled estimates of an exact run, from the measurement round of every ensemble:
-//! Λ̂ and its errors, log Z from the forward and reverse stepping stones, round trips
-//! measured and predicted (Lemma 1), the profile λ̂(β), and the chains the rules
-//! recommend for the barrier measured.
+//! Λ̂ and its errors, log Z from the forward and reverse stepping stones with the error
+//! the run states for it ([`super::log_z_error`]), round trips measured and predicted
+//! (Lemma 1), the profile λ̂(β), and the chains the rules recommend for the barrier
+//! measured (a lower bound where Σ r̂ saturates).
 
 use nrpt_core::exact::{Barrier, ChainRule, PairRecord, RoundReport, recommended_chains};
 use serde::{Deserialize, Serialize};
 
-use super::{ExactOutcome, gaussian_corrected_barrier};
+use super::log_z_error::{LogZErrorSource, stated_error};
+use super::{ExactOutcome, PILOT_MAX_MEAN_REJECTION, gaussian_corrected_barrier};
 use nrpt_sampling::stats::mean_sd;
 
 /// The pooled estimates of a run, from the measurement round of every ensemble.
@@ -24,12 +26,27 @@ pub struct Pooled {
     /// an estimator of Λ in general. `None` when a pair rejected every swap.
     pub barrier_gaussian_corrected: Option<f64>,
     /// log Z: the mean of the forward and reverse stepping stones
-    /// ([`log_z_mean`]: (`log_z_forward` + `log_z_reverse`)/2).
+    /// ([`log_z_mean`]: (`log_z_forward` + `log_z_reverse`)/2), mean over ensembles.
     pub log_z: f64,
-    /// Its standard error, (SE_f + SE_r)/2: the two estimates share their states, and
-    /// this is the largest the error of their mean can be whatever their correlation
-    /// ([`log_z_mean`]).
+    /// Its standard error, as the run states it: the larger of `log_z_se_batch_means`
+    /// and `log_z_se_between_ensembles` (the latter only with two ensembles or more;
+    /// [`super::log_z_error`]). Which one it is: `log_z_se_source`.
     pub log_z_se: f64,
+    /// Where `log_z_se` comes from.
+    pub log_z_se_source: LogZErrorSource,
+    /// The within-ensemble error: (SE_f + SE_r)/2 of the pooled stepping stones, each
+    /// √(Σ SE_e²)/E from every ensemble's batch means over its measured round (the two
+    /// share their states, and this is the largest the error of their mean can be
+    /// whatever their correlation: [`log_z_mean`]). It misses every correlation longer
+    /// than a batch (`measured_iterations`/32 iterations).
+    pub log_z_se_batch_means: f64,
+    /// The between-ensemble error: sd(`log_z_ensembles`)/√E, the spread of independent
+    /// ensembles (each with its own start, pilot, grid and step sizes); `None` with one
+    /// ensemble.
+    pub log_z_se_between_ensembles: Option<f64>,
+    /// log Z of each ensemble (the mean of its forward and reverse stepping stones), in
+    /// order.
+    pub log_z_ensembles: Vec<f64>,
     /// The forward stepping stone, mean over ensembles (biased low by O(1/N)).
     pub log_z_forward: f64,
     /// Its standard error: √(Σ SE_e²)/E from each ensemble's batch means.
@@ -95,6 +112,17 @@ impl ExactOutcome {
             pooled_se(&|r| r.log_normalizer_reverse.standard_error),
         );
         let log_z = log_z_mean(forward, reverse);
+        let log_z_ensembles: Vec<f64> = last
+            .iter()
+            .map(|r| {
+                log_z_mean(
+                    (r.log_normalizer.value, 0.0),
+                    (r.log_normalizer_reverse.value, 0.0),
+                )
+                .0
+            })
+            .collect();
+        let stated = stated_error(log_z.1, &log_z_ensembles);
         let lemma1: Vec<f64> = self
             .ensembles
             .iter()
@@ -109,7 +137,11 @@ impl ExactOutcome {
             lambda_se: pooled_se(&|r| r.global_barrier_standard_error),
             barrier_gaussian_corrected: corrected.filter(|c| !c.is_empty()).map(|c| mean_sd(&c).0),
             log_z: log_z.0,
-            log_z_se: log_z.1,
+            log_z_se: stated.standard_error,
+            log_z_se_source: stated.source,
+            log_z_se_batch_means: log_z.1,
+            log_z_se_between_ensembles: stated.between_ensembles,
+            log_z_ensembles,
             log_z_forward: forward.0,
             log_z_forward_se: forward.1,
             log_z_reverse: reverse.0,
@@ -169,17 +201,63 @@ pub struct Recommended {
     /// The fewest chains within 5 % of the limit rate 1/(2 + 2Λ̂), for chains run in
     /// parallel ([`ChainRule::NEAR_LIMIT_5_PERCENT`]).
     pub near_limit_5_percent: Option<usize>,
+    /// Whether Λ̂ only bounds the barrier from below, and so both numbers are "at least"
+    /// rather than recommendations ([`barrier_saturated`]): Σ r̂ cannot exceed P − 1, and
+    /// it falls short of Λ once pairs reject more than half of their swaps on average or a
+    /// pair never swaps.
+    pub lower_bound: bool,
 }
 
 impl Recommended {
-    /// Both rules for the barrier `lambda` (`None` where a rule cannot answer: Λ̂ NaN,
-    /// negative or too large).
+    /// Both rules for a barrier `lambda` known not to be saturated (a closed form, say):
+    /// `None` where a rule cannot answer (Λ̂ NaN, negative or too large).
     pub fn for_barrier(lambda: f64) -> Self {
         let by = |rule| recommended_chains(lambda, rule).ok();
         Recommended {
             cost_optimal: by(ChainRule::CostOptimal),
             near_limit_5_percent: by(ChainRule::NEAR_LIMIT_5_PERCENT),
+            lower_bound: false,
         }
+    }
+
+    /// Both rules for Λ̂ = `lambda` measured with `chains` chains, lower bounds when
+    /// [`barrier_saturated`] says so (`never_swapped`: a pair of the measured round made
+    /// no swap).
+    pub fn for_measured(lambda: f64, chains: usize, never_swapped: bool) -> Self {
+        Recommended {
+            lower_bound: barrier_saturated(lambda, chains, never_swapped),
+            ..Self::for_barrier(lambda)
+        }
+    }
+}
+
+/// Whether Λ̂ = Σ r̂ measured with `chains` chains is only a lower bound of Λ: a pair
+/// never swapped (`never_swapped`; its r̂ = 1 however large its share of the barrier),
+/// or the mean rejection Λ̂/(P − 1) exceeds [`PILOT_MAX_MEAN_REJECTION`] (NaN counts).
+///
+/// Each r̂ ≤ 1, so Σ r̂ ≤ P − 1 whatever Λ is, and a pair's rejection grows ever more
+/// slowly with its share of the barrier as it approaches 1 (for Gaussian swaps
+/// r = erf(Λ_pair √π/2): 0.5 at Λ_pair = 0.54, 0.9 at 1.31). Past a mean of 0.5 the
+/// cost-optimal rule P − 1 ≈ 2Λ̂ asks for more chains than the run had, an extrapolation
+/// beyond any grid measured from a Σ r̂ that can only be low: the same criterion as a
+/// pilot too coarse to choose P ([`super::pilot_too_coarse`]).
+pub fn barrier_saturated(lambda: f64, chains: usize, never_swapped: bool) -> bool {
+    let pairs = chains.saturating_sub(1).max(1) as f64;
+    never_swapped || lambda.is_nan() || lambda / pairs > PILOT_MAX_MEAN_REJECTION
+}
+
+impl ExactOutcome {
+    /// Whether a pair never swapped in the measured round of some ensemble.
+    pub fn any_pair_never_swapped(&self) -> bool {
+        self.ensembles
+            .iter()
+            .any(|en| en.pairs.iter().any(|p| p.accepted() == 0))
+    }
+
+    /// The chains the rules recommend for the measured Λ̂ of `pooled` (lower bounds where
+    /// it saturates).
+    pub fn recommended(&self, pooled: &Pooled) -> Recommended {
+        Recommended::for_measured(pooled.lambda, self.chains, self.any_pair_never_swapped())
     }
 }
 

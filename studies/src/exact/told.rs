@@ -443,6 +443,14 @@ impl ExactController {
         diagnostics(&out, &pooled, Advice::Controller)
     }
 
+    /// The chains both rules recommend for the last completed round's Λ̂, lower bounds
+    /// where it saturates ([`Recommended::for_measured`]; `None`s before the first round).
+    pub fn recommended(&self) -> Recommended {
+        let out = self.outcome();
+        let lambda = self.pooled().map_or(f64::NAN, |p| p.lambda);
+        Recommended::for_measured(lambda, out.chains, out.any_pair_never_swapped())
+    }
+
     /// Everything a caller reports: settings, counts, the grid, [`Pooled`] of the last
     /// round, the chains recommended for its Λ̂ and the warnings.
     pub fn summary(&self) -> ControllerSummary {
@@ -454,9 +462,7 @@ impl ExactController {
             measured_iterations: self.last_round().map_or(0, |r| r.iterations),
             stats: self.progress.stats,
             betas: self.b.betas.clone(),
-            recommended_chains: Recommended::for_barrier(
-                pooled.as_ref().map_or(f64::NAN, |p| p.lambda),
-            ),
+            recommended_chains: self.recommended(),
             pooled,
             warnings: self.warnings(),
         }
