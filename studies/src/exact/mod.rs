@@ -35,8 +35,10 @@
 //! steps above, the memory it may plan); `pilot` the pilots and their enlargement,
 //! `rounds` the rounds of one ensemble and `buffers` what they borrow; `pooled` the
 //! estimates pooled over ensembles ([`Pooled`], [`Recommended`], [`lemma1_rate`]);
-//! [`log_z_error`] the error stated for log Z; [`diagnostics()`] the warnings, [`tables`] the tables a run writes and [`told`] the
-//! controller told the log-likelihoods by a caller's own loop.
+//! [`log_z_error`] the error stated for log Z; [`ais`] annealed importance sampling,
+//! the independent estimate of log Z to check against; [`diagnostics()`] the warnings,
+//! [`tables`] the tables a run writes and [`told`] the controller told the
+//! log-likelihoods by a caller's own loop.
 //!
 //! [`exact`]: nrpt_core::exact
 
