@@ -370,7 +370,7 @@ pub struct DeepArgs {
     pub action: Option<DeepAction>,
     /// A short version that runs in under a minute on the digits: 3 ensembles, 1,300
     /// sampling iterations per chain (60 epochs of the digits), at most 1,300 of
-    /// pre-training, 30 samples per method.
+    /// pre-training, 60 samples per method (as the full run).
     #[arg(long)]
     pub quick: bool,
     /// Independent ensembles: repetitions of every method, each from its own random
@@ -391,7 +391,7 @@ pub struct DeepArgs {
     #[arg(long, default_value_t = 20.0, value_name = "E")]
     pub patience: f64,
     /// Samples in every method's model average, per ensemble, collected after the burn-in
-    /// (default 60, 30 with --quick).
+    /// (default 60, also with --quick).
     #[arg(long, value_name = "K")]
     pub samples: Option<usize>,
     /// Share of every method's sampling run before its first sample.

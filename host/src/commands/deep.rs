@@ -100,9 +100,7 @@ pub fn settings(args: &DeepArgs, per_epoch: f64) -> Result<Settings, ConfigError
             defaults.epochs
         }),
         burn_in: args.burn_in,
-        samples: args
-            .samples
-            .unwrap_or(if args.quick { 30 } else { defaults.samples }),
+        samples: args.samples.unwrap_or(defaults.samples),
         rates: Rates {
             eta_min: args.eta_min,
             eta_max: args.eta_max,
