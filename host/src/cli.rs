@@ -172,12 +172,12 @@ pub enum Command {
     /// MNIST-1D with `--dataset mnist1d`), sampled by tempered momentum-SGD chains with
     /// the optimal window (DEO⋆) and with W = 1 (DEO), against an mSGD ensemble,
     /// cyclical SGHMC and SWAG on equal gradient budgets, all started from pre-trained
-    /// networks; beside them DEO⋆ with an SGHMC target level (one that samples),
-    /// several cyclical SGHMC chains and MultiSWAG from as many pre-trained networks as
-    /// DEO⋆ has chains, and, when the reference stores single draws, exact sampling:
-    /// model averages of as many of the reference's own HMC draws as the methods keep.
+    /// networks.
     ///
-    /// Prints, for the pre-trained networks and each method's Bayesian model average,
+    /// Beside them: DEO⋆ with an SGHMC target level (one that samples), cyclical SGHMC
+    /// and MultiSWAG from as many pre-trained networks as DEO⋆ has chains, and, when
+    /// the reference stores single draws, exact sampling: model averages of as many of
+    /// the reference's own HMC draws as the methods keep. Prints, for the pre-trained networks and each method's Bayesian model average,
     /// the test accuracy, negative log-likelihood and calibration error and, against a
     /// reference posterior (`nrpt reference`; bundled for the default model on the
     /// digits), the agreement of top classes and the total variation: each the mean ±
@@ -554,7 +554,8 @@ pub struct ReferenceArgs {
     pub samples: Option<u64>,
     /// Kept trajectories whose test predictives are also stored one by one
     /// (draws.npy.gz, the same number from every chain, evenly spaced): what `nrpt deep`
-    /// scores as its exact-sampling row; 0 stores none.
+    /// scores as its exact-sampling row. Rounded down to a multiple of --chains (at
+    /// least one per chain, at most every kept trajectory); 0 stores none.
     #[arg(long, value_name = "N", default_value_t = nrpt_studies::deep::reference::draws::DEFAULT_DRAWS)]
     pub draws: usize,
     /// Trajectory length τ = L·ε (Izmailov et al.: πσ/2 for a prior of scale σ).
