@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::records::MethodRecords;
-use super::report::Row;
+use super::row::Row;
 use super::{Kind, Records, Setup};
 use crate::deep::exact_sampling::ExactSampling;
 use crate::deep::fidelity::{self, SampleCurve};

@@ -74,12 +74,14 @@ mod paired;
 mod records;
 mod report;
 mod round_trips;
+mod row;
 mod scorer;
 
 pub use exact_baseline::ExactSummary;
 pub use records::{MethodRecords, Records, SeedScores, SeedTempering};
-pub use report::{Curves, PretrainSummary, ReferenceSummary, Report, Row};
+pub use report::{PretrainSummary, ReferenceSummary, Report};
 pub use round_trips::RoundTripRatio;
+pub use row::{Curves, Row};
 
 use records::inputs_digest;
 use scorer::Scorer;

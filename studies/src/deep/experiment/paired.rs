@@ -2,7 +2,7 @@
 //! variation over the test set's bootstrap resamples and over the seeds, and which of
 //! the two sources of error limits the comparisons more.
 
-use super::report::Row;
+use super::row::Row;
 use crate::deep::fidelity;
 use crate::deep::metrics::Scores;
 use nrpt_sampling::stats::{Bootstrap, paired_t_interval};
@@ -98,7 +98,7 @@ pub(super) fn interval_sources(rows: &[&Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deep::experiment::report::row_of;
+    use crate::deep::experiment::row::row_of;
 
     /// Every row is compared with the DEO⋆ row of its own rates (the main one for the
     /// swap sweep), over the same resampled examples; a row at rates without a DEO⋆ row

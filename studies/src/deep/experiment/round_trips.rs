@@ -6,7 +6,7 @@ use nrpt_core::window::Scheme;
 use serde::Serialize;
 
 use super::records::SeedTempering;
-use super::report::{Curves, Row};
+use super::row::{Curves, Row};
 use crate::deep::Rates;
 use crate::deep::fidelity;
 use nrpt_sampling::engine::{EnsembleTrace, Trace};
@@ -207,7 +207,7 @@ fn mean_interval(values: &[f64], level: f64) -> Result<nrpt_sampling::stats::Int
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deep::experiment::report::row_of;
+    use crate::deep::experiment::row::row_of;
 
     /// A trace of 4 entries every 100 iterations (per epoch 10): the steady state
     /// starts at the first entry at or after the burn-in (150 → entry at 200) and runs

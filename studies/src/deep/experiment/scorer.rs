@@ -3,7 +3,7 @@
 //! number of samples.
 
 use super::records::{MethodRecords, SeedScores};
-use super::report::{Row, row};
+use super::row::{Row, row};
 use crate::deep::fidelity::{self, PointScores, SampleCurve};
 use crate::deep::metrics::{Samples, Scores, score_against};
 use nrpt_sampling::stats::Bootstrap;
