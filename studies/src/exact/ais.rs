@@ -12,7 +12,7 @@
 //! ```
 //!
 //! T_k one explorer transition (an HMC trajectory or MALA steps of nrpt-core, the same
-//! code exact tempering explores with) that leaves π_{β_k} invariant. Then E[w] =
+//! code exact tempering explores with) that leaves π_{β_k} invariant. Then E\[w\] =
 //! Z(1)/Z(0) exactly, whatever the schedule and however poorly T_k mixes (a poor T_k only
 //! widens the spread of the weights). The particles are independent runs (own Philox
 //! streams, no resampling), and the estimate pools all their weights:
