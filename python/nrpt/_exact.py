@@ -451,11 +451,13 @@ class ExactController:
         return None if r is None else r["predicted_round_trips_per_1000"]
 
     @property
-    def recommended_chains(self) -> Dict[str, Optional[int]]:
+    def recommended_chains(self) -> Dict[str, Union[int, bool, None]]:
         """The chains the measured Λ̂ asks for: ``cost_optimal`` (P - 1 ≈ 2Λ̂: the most
         round trips per unit of work) and ``near_limit_5_percent`` (the fewest within 5 %
-        of the limit 1/(2 + 2Λ), for chains run in parallel); ``None`` before the
-        first round ends."""
+        of the limit 1/(2 + 2Λ), for chains run in parallel), ``None`` before the
+        first round ends; ``lower_bound`` is ``True`` where Λ̂ saturates (pairs reject
+        more than half of their swaps on average, or one never swapped), so that both
+        are "at least" that many."""
         return self._native.recommended_chains()
 
     @property

@@ -351,7 +351,8 @@ def test_settings_and_the_window_warning():
     fresh = nrpt.ExactController(4)
     assert fresh.log_z is None and fresh.barrier() is None and fresh.last_round is None
     assert fresh.lambda_profile([0.5]) is None and fresh.equal_barrier_grid(6) is None
-    assert fresh.recommended_chains == {"cost_optimal": None, "near_limit_5_percent": None}
+    assert fresh.recommended_chains == {
+        "cost_optimal": None, "near_limit_5_percent": None, "lower_bound": False}
     assert fresh.summary()["iteration"] == 0
     assert "ExactController(chains=4" in repr(fresh)
 

@@ -444,11 +444,16 @@ impl ExactController {
     }
 
     /// The chains both rules recommend for the last completed round's Λ̂, lower bounds
-    /// where it saturates ([`Recommended::for_measured`]; `None`s before the first round).
+    /// where it saturates ([`Recommended::for_measured`]; `None`s, and no lower bound,
+    /// before the first round).
     pub fn recommended(&self) -> Recommended {
         let out = self.outcome();
-        let lambda = self.pooled().map_or(f64::NAN, |p| p.lambda);
-        Recommended::for_measured(lambda, out.chains, out.any_pair_never_swapped())
+        match self.pooled() {
+            Some(p) => {
+                Recommended::for_measured(p.lambda, out.chains, out.any_pair_never_swapped())
+            }
+            None => Recommended::for_barrier(f64::NAN),
+        }
     }
 
     /// Everything a caller reports: settings, counts, the grid, [`Pooled`] of the last
