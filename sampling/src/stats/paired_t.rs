@@ -38,16 +38,19 @@ pub fn paired_t_interval(a: &[f64], b: &[f64], level: f64) -> Result<Interval, S
     }
     let n = d.len() as f64;
     let (mean, sd) = mean_sd(&d);
-    let t = StudentsT::new(0.0, 1.0, n - 1.0)
-        .map_err(|_| StatsError::TooFewRepetitions {
-            repetitions: d.len(),
-        })?
-        .inverse_cdf(0.5 + level / 2.0);
-    let half = t * sd / n.sqrt();
+    let half = t_quantile(n - 1.0, level, d.len())? * sd / n.sqrt();
     Ok(Interval {
         lower: mean - half,
         upper: mean + half,
     })
+}
+
+/// The two-sided `level` quantile of Student's t with `df` degrees of freedom, t such
+/// that P(|T| ≤ t) = `level`; an error naming `repetitions` when `df` is not positive.
+pub(super) fn t_quantile(df: f64, level: f64, repetitions: usize) -> Result<f64, StatsError> {
+    Ok(StudentsT::new(0.0, 1.0, df)
+        .map_err(|_| StatsError::TooFewRepetitions { repetitions })?
+        .inverse_cdf(0.5 + level / 2.0))
 }
 
 #[cfg(test)]

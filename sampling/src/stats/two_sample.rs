@@ -12,16 +12,8 @@
 //!   inequality in ρ; bounded only when b̄ is clearly away from 0 (otherwise
 //!   [`RatioInterval::Unbounded`]): the round trips of DEO⋆ over DEO's, seed by seed.
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
+use super::paired_t::t_quantile;
 use super::{Interval, StatsError, mean_sd};
-
-/// The two-sided `level` quantile of Student's t with `df` degrees of freedom.
-fn t_quantile(df: f64, level: f64, repetitions: usize) -> Result<f64, StatsError> {
-    Ok(StudentsT::new(0.0, 1.0, df)
-        .map_err(|_| StatsError::TooFewRepetitions { repetitions })?
-        .inverse_cdf(0.5 + level / 2.0))
-}
 
 /// Checks a level and that every value is finite.
 fn check(values: &[&[f64]], level: f64) -> Result<(), StatsError> {

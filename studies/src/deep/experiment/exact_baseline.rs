@@ -131,8 +131,9 @@ impl Setup<'_> {
             .chain(swaps.iter_mut())
             .filter(|r| !r.exact_sampling)
         {
-            let tv_exact = match by_k.iter().find(|(kk, _)| *kk == r.samples) {
-                Some((_, v)) => v.clone(),
+            // Exact sampling's total variations at this K, computed once per K.
+            let at = match by_k.iter().position(|(kk, _)| *kk == r.samples) {
+                Some(at) => at,
                 None => {
                     let v: Vec<f64> = exact
                         .samples(r.samples)
@@ -142,19 +143,20 @@ impl Setup<'_> {
                                 .total_variation
                         })
                         .collect();
-                    by_k.push((r.samples, v.clone()));
-                    v
+                    by_k.push((r.samples, v));
+                    by_k.len() - 1
                 }
             };
+            let tv_exact = &by_k[at].1;
             let ours: Option<Vec<f64>> = r.per_seed.iter().map(|s| s.total_variation).collect();
             let (Some(ours), false) = (ours, tv_exact.is_empty()) else {
                 continue;
             };
-            let exact_mean = mean_sd(&tv_exact).0;
+            let exact_mean = mean_sd(tv_exact).0;
             r.exact_total_variation = Some(exact_mean);
             r.total_variation_excess = Some(mean_sd(&ours).0 - exact_mean);
             r.total_variation_excess_ci = Some(
-                welch_interval(&ours, &tv_exact, fidelity::LEVEL)
+                welch_interval(&ours, tv_exact, fidelity::LEVEL)
                     .map_or([f64::NAN; 2], |i| [i.lower, i.upper]),
             );
         }

@@ -149,6 +149,7 @@ pub(super) fn row(
     let opt = |s: &Option<Summary>| (s.map(|s| s.value), s.map(|s| s.sd), s.map(|s| s.ci));
     let (agreement, agreement_sd, agreement_ci) = opt(&f.agreement);
     let (total_variation, total_variation_sd, total_variation_ci) = opt(&f.total_variation);
+    let (entropy, entropy_sd) = mean_sd(&per_seed.iter().map(|s| s.entropy).collect::<Vec<_>>());
     Row {
         name: name.to_string(),
         window: None,
@@ -175,8 +176,8 @@ pub(super) fn row(
         nll_minus_deo_star_seed_ci: None,
         total_variation_minus_deo_star_seed_ci: None,
         exact_sampling: false,
-        entropy: mean_sd(&per_seed.iter().map(|s| s.entropy).collect::<Vec<_>>()).0,
-        entropy_sd: mean_sd(&per_seed.iter().map(|s| s.entropy).collect::<Vec<_>>()).1,
+        entropy,
+        entropy_sd,
         exact_total_variation: None,
         total_variation_excess: None,
         total_variation_excess_ci: None,

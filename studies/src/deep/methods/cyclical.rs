@@ -4,10 +4,9 @@
 
 use std::ops::ControlFlow;
 
-use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{ChainSettings, Method, evenly, run_chain};
+use super::{ChainSettings, Method, evenly, from_every_network, run_chain};
 use crate::deep::metrics::Samples;
 use nrpt_sampling::engine::EngineError;
 
@@ -139,14 +138,10 @@ pub(crate) fn cyclical_sghmc_chains(
     eta: f64,
     s: &CyclicalSettings,
 ) -> Result<Samples, EngineError> {
-    let d = c.target.dim();
     let seed = Method::CyclicalSghmcChains.seed(c.seed);
-    let members: Vec<Samples> = start
-        .par_chunks(d)
-        .enumerate()
-        .map(|(r, net)| cycling(c, (seed, e as u32), r as u32, net, iterations, eta, s))
-        .collect::<Result<_, EngineError>>()?;
-    Ok(Samples::interleave(&members))
+    from_every_network(c, start, |r, net| {
+        cycling(c, (seed, e as u32), r, net, iterations, eta, s)
+    })
 }
 
 #[cfg(test)]

@@ -304,32 +304,44 @@ pub fn ensemble(
     let d = c.target.dim();
     let data = &c.target.data;
     let seed = Method::Ensemble.seed(c.seed);
+    from_every_network(c, start, |r, s| {
+        let mut theta = s.to_vec();
+        let mut v = vec![0.0f32; d];
+        let mut samples = Samples::new(data.test.len(), data.classes);
+        run_chain(
+            &c.target,
+            &mut theta,
+            &mut v,
+            (seed, e as u32),
+            r,
+            0,
+            iterations,
+            c.momentum,
+            &|_| (eta, 0.0),
+            |k, th| {
+                if keep.binary_search(&k).is_ok() {
+                    samples.push(&c.target, th, &data.test.x);
+                }
+                ControlFlow::Continue(())
+            },
+        )?;
+        Ok(samples)
+    })
+}
+
+/// A chain from every pre-trained network of `start` (P·D values), in parallel:
+/// `chain(r, network)` runs replica r from network r; the chains' samples interleaved
+/// (the first of every chain, then the second, …). The ensemble, cyclical SGHMC ×P and
+/// MultiSWAG start so.
+pub(crate) fn from_every_network(
+    c: &ChainSettings,
+    start: &[f32],
+    chain: impl Fn(u32, &[f32]) -> Result<Samples, EngineError> + Sync + Send,
+) -> Result<Samples, EngineError> {
     let members: Vec<Samples> = start
-        .par_chunks(d)
+        .par_chunks(c.target.dim())
         .enumerate()
-        .map(|(r, s)| {
-            let mut theta = s.to_vec();
-            let mut v = vec![0.0f32; d];
-            let mut samples = Samples::new(data.test.len(), data.classes);
-            run_chain(
-                &c.target,
-                &mut theta,
-                &mut v,
-                (seed, e as u32),
-                r as u32,
-                0,
-                iterations,
-                c.momentum,
-                &|_| (eta, 0.0),
-                |k, th| {
-                    if keep.binary_search(&k).is_ok() {
-                        samples.push(&c.target, th, &data.test.x);
-                    }
-                    ControlFlow::Continue(())
-                },
-            )?;
-            Ok(samples)
-        })
+        .map(|(r, network)| chain(r as u32, network))
         .collect::<Result<_, EngineError>>()?;
     Ok(Samples::interleave(&members))
 }

@@ -4,10 +4,9 @@
 use std::ops::ControlFlow;
 
 use nrpt_core::rng::{PhiloxStream, fill_normals, streams};
-use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{ChainSettings, Method, run_chain};
+use super::{ChainSettings, Method, from_every_network, run_chain};
 use crate::deep::metrics::Samples;
 use nrpt_sampling::engine::EngineError;
 
@@ -65,14 +64,10 @@ pub(crate) fn multi_swag(
     eta: f64,
     s: &SwagSettings,
 ) -> Result<Samples, EngineError> {
-    let d = c.target.dim();
     let seed = Method::MultiSwag.seed(c.seed);
-    let members: Vec<Samples> = start
-        .par_chunks(d)
-        .enumerate()
-        .map(|(r, net)| swag_chain(c, (seed, e as u32), r as u32, net, iterations, eta, s))
-        .collect::<Result<_, EngineError>>()?;
-    Ok(Samples::interleave(&members))
+    from_every_network(c, start, |r, net| {
+        swag_chain(c, (seed, e as u32), r, net, iterations, eta, s)
+    })
 }
 
 /// One SWAG chain on the streams `key`, replica `chain`: its mini-batches from the STEP
