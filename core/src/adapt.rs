@@ -359,12 +359,17 @@ pub fn jacobi_level(
     (grow_below, grow_above): (f64, f64),
     (floor, ceiling): (f64, f64),
 ) -> f64 {
-    let from_below = below + (here - below).max(0.0) * grow_below;
-    let from_above = above - (above - here).max(0.0) * grow_above;
+    // `if d > 0 { d } else { 0 }` is `d.max(0.0)` for every d, NaN included (it gives 0),
+    // in one vector instruction (`maxpd`); likewise the guard, whose ends are finite.
+    let positive = |d: f64| if d > 0.0 { d } else { 0.0 };
+    let from_below = below + positive(here - below) * grow_below;
+    let from_above = above - positive(above - here) * grow_above;
     // The raw update can leave [η₀, η_{P−1}] (it does on the paper's toy, as in the
     // authors' code) but never reaches zero or infinity: a learning rate must stay
     // positive and finite (the guard never acts in the paper's settings).
-    (0.5 * (from_below + from_above)).max(floor).min(ceiling)
+    let mid = 0.5 * (from_below + from_above);
+    let raised = if mid > floor { mid } else { floor };
+    if raised < ceiling { raised } else { ceiling }
 }
 
 /// The [`LadderUpdate::InPlace`] update of one inner rate η_l: `below` is η_{l−1}

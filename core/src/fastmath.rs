@@ -48,8 +48,26 @@ pub fn ln(x: f32) -> f32 {
     // A subnormal x is scaled by 2²³ first and 23 taken off its exponent.
     let subnormal = x < f32::MIN_POSITIVE;
     let xs = if subnormal { x * TWO_POW_23 } else { x };
+    let y = ln_scaled(xs, if subnormal { 150 } else { 127 });
+    // The special values: +∞ → +∞, 0 → −∞, negative or NaN → NaN.
+    let y = if x == f32::INFINITY { x } else { y };
+    let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
+    if x >= 0.0 { y } else { f32::NAN }
+}
+
+/// [`ln`] of a positive normal finite `x` (what [`crate::rng::uniform_f32`] gives): the
+/// same bits, without the subnormal scaling and the special values' selects.
+#[inline(always)]
+pub fn ln_normal(x: f32) -> f32 {
+    ln_scaled(x, 127)
+}
+
+/// The logarithm of a positive normal `xs` whose exponent has bias `bias` (127, or 150
+/// for a subnormal scaled by 2²³).
+#[inline(always)]
+fn ln_scaled(xs: f32, bias: i32) -> f32 {
     let bits = xs.to_bits();
-    let mut e = ((bits >> 23) & 0xff) as i32 - if subnormal { 150 } else { 127 };
+    let mut e = ((bits >> 23) & 0xff) as i32 - bias;
     let mut m = f32::from_bits((bits & 0x007f_ffff) | 0x3f80_0000);
     // Move m from [1, 2) to [√½, √2) so that |s| stays small.
     if m > core::f32::consts::SQRT_2 {
@@ -62,11 +80,7 @@ pub fn ln(x: f32) -> f32 {
     let ln_m = 2.0 * s * p;
     // ln 2 split in two parts so that e · LN2_HI is exact.
     let ef = e as f32;
-    let y = ef * LN2_HI + (ln_m + ef * LN2_LO);
-    // The special values: +∞ → +∞, 0 → −∞, negative or NaN → NaN.
-    let y = if x == f32::INFINITY { x } else { y };
-    let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
-    if x >= 0.0 { y } else { f32::NAN }
+    ef * LN2_HI + (ln_m + ef * LN2_LO)
 }
 
 /// ln 2 in two parts: the high part has 9 significant bits, so that n · `LN2_HI` is
@@ -149,15 +163,66 @@ const C10: f32 = f32::from_bits(0xc1d368f9); // −(2π)¹⁰/10! = -26.4262568
 /// turns.
 #[inline(always)]
 pub fn sin_cos_2pi(x: f32) -> (f32, f32) {
-    let r = x - round_nearest(x);
-    let q = round_nearest(4.0 * r);
+    sin_cos_2pi_with(x, round_nearest)
+}
+
+/// [`sin_cos_2pi`] with the nearest-integer function `round` (ties to even; the sign of
+/// a zero result does not matter): [`round_nearest`], or the processor's instruction
+/// where one is at hand (`f32::round_ties_even` in std, one `vroundps` on x86), which
+/// gives the same bits.
+#[inline(always)]
+pub fn sin_cos_2pi_with(x: f32, round: impl Fn(f32) -> f32) -> (f32, f32) {
+    let r = x - round(x);
+    let q = round(4.0 * r);
     let f = r - 0.25 * q;
+    let (sin, cos) = quarter_turns(f, q);
+    if x.is_finite() {
+        (sin, cos)
+    } else {
+        (f32::NAN, f32::NAN)
+    }
+}
+
+/// `sin_cos_2pi(uniform_f32(word))`, the same bits, with the argument reduced on the
+/// word's bits: u = t·2⁻²⁴ with t = 2⌊word/2⁹⌋ + 1 odd, so r = u − round(u) is
+/// (t − 2²⁴·𝟙(t > 2²³))·2⁻²⁴ (t read as a signed 24-bit number), the quarter turn
+/// q = round(4r) is an integer shift (no ties: the numerator is odd) and f = r − q/4
+/// is exact; no special values.
+#[inline(always)]
+pub fn sin_cos_2pi_uniform(word: u32) -> (f32, f32) {
+    let (f, q) = quarter_turn_uniform(word);
+    quarter_turns(f, q)
+}
+
+/// The reduction of [`sin_cos_2pi_uniform`]: `(f, q)` with 2πu = 2πf + qπ/2 for
+/// u = `uniform_f32(word)`, f ∈ [−⅛, ⅛] and q ∈ {−2, …, 2} (as `f32`), exactly what
+/// [`sin_cos_2pi`]'s reduction of u gives (for engines with their own polynomials).
+#[inline(always)]
+pub fn quarter_turn_uniform(word: u32) -> (f32, f32) {
+    // t · 2⁸ = (word with its low 9 bits cleared) + 2⁸; an arithmetic shift back
+    // extends bit 23 of t as its sign.
+    let r = (((word & !0x1ff) | 0x100) as i32) >> 8;
+    let q = (r + (1 << 21)) >> 22;
+    let f = (r - (q << 22)) as f32 * (1.0 / 16_777_216.0);
+    (f, q as f32)
+}
+
+/// The Taylor polynomials at f ∈ [−⅛, ⅛] rotated by q ∈ {−2, …, 2} quarter turns.
+#[inline(always)]
+fn quarter_turns(f: f32, q: f32) -> (f32, f32) {
     let f2 = f * f;
     let s = f * (S1 + f2 * (S3 + f2 * (S5 + f2 * (S7 + f2 * S9))));
     let c = 1.0 + f2 * (C2 + f2 * (C4 + f2 * (C6 + f2 * (C8 + f2 * C10))));
-    // q in {−2, −1, 0, 1, 2}; rotate (s, c) by q quarter turns: odd q swaps sine and
-    // cosine, and the signs follow the quadrant. Selects on floats only (no float to
-    // integer conversion), so that the compiler can vectorize it.
+    rotate_quarter_turns(s, c, q)
+}
+
+/// `(sin, cos)` of an angle q quarter turns past the one whose sine and cosine are
+/// `(s, c)`, q ∈ {−2, −1, 0, 1, 2} (as `f32`).
+#[inline(always)]
+pub fn rotate_quarter_turns(s: f32, c: f32, q: f32) -> (f32, f32) {
+    // Odd q swaps sine and cosine, and the signs follow the quadrant. Selects on
+    // floats only (no float to integer conversion), so that the compiler can
+    // vectorize it.
     let odd = q.abs() == 1.0;
     let half = q.abs() == 2.0;
     let sin = if odd {
@@ -174,16 +239,48 @@ pub fn sin_cos_2pi(x: f32) -> (f32, f32) {
     } else {
         c
     };
-    if x.is_finite() {
-        (sin, cos)
-    } else {
-        (f32::NAN, f32::NAN)
-    }
+    (sin, cos)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reductions that give the same bits: on a uniform's word, and with the
+    /// standard library's rounding; and `ln_normal` on every uniform.
+    #[test]
+    fn specialised_forms_give_the_same_bits() {
+        let bits = |(s, c): (f32, f32)| (s.to_bits(), c.to_bits());
+        for m in 0..1u32 << 23 {
+            // The low nine bits of a word do not reach the uniform.
+            let w = (m << 9) | (m % 512);
+            let u = crate::rng::uniform_f32(w);
+            assert_eq!(
+                bits(sin_cos_2pi_uniform(w)),
+                bits(sin_cos_2pi(u)),
+                "word {w:#x}"
+            );
+            assert_eq!(ln_normal(u).to_bits(), ln(u).to_bits(), "{u}");
+        }
+        // std's round_ties_even is round_nearest, on a spread of every f32 pattern.
+        let mut x = 0u32;
+        loop {
+            let f = f32::from_bits(x);
+            let (a, b) = (f.round_ties_even(), round_nearest(f));
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{f:e}"
+            );
+            assert_eq!(
+                bits(sin_cos_2pi_with(f, f32::round_ties_even)),
+                bits(sin_cos_2pi(f))
+            );
+            match x.checked_add(4099) {
+                Some(n) => x = n,
+                None => break,
+            }
+        }
+    }
 
     /// Deterministic spread of test points (a Weyl sequence).
     fn points(n: u32, scale: f64) -> impl Iterator<Item = f64> {

@@ -20,7 +20,9 @@ pub use normal::{
     UnitDraw, box_muller_f32, box_muller_f64, fill_normals, normal_pair, uniform_draw, uniform_f32,
     uniform_f64,
 };
-pub use philox::{Philox4x32, philox4x32_10, philox4x32_10_keyed_lanes, philox4x32_10_lanes};
+pub use philox::{
+    KeyedLanes, Philox4x32, philox4x32_10, philox4x32_10_keyed_lanes, philox4x32_10_lanes,
+};
 pub use stream::{ENSEMBLE_WIDE, MAX_REPLICAS, PhiloxStream, counter, streams};
 
 pub use rand_core::{Rng, SeedableRng, TryRng};

@@ -68,10 +68,10 @@ pub fn uniform_f64(word: u32) -> f64 {
 /// [`crate::fastmath`]'s `ln` and `sin_cos_2pi`.
 #[inline]
 pub fn box_muller_f32(w0: u32, w1: u32) -> (f32, f32) {
-    let u1 = uniform_f32(w0);
-    let u2 = uniform_f32(w1);
-    let r = libm::sqrtf(-2.0 * crate::fastmath::ln(u1));
-    let (s, c) = crate::fastmath::sin_cos_2pi(u2);
+    // ln of a uniform (always positive and normal), sin/cos of a uniform from its word:
+    // `ln(u1)` and `sin_cos_2pi(u2)`, the same bits.
+    let r = libm::sqrtf(-2.0 * crate::fastmath::ln_normal(uniform_f32(w0)));
+    let (s, c) = crate::fastmath::sin_cos_2pi_uniform(w1);
     (r * c, r * s)
 }
 

@@ -24,10 +24,18 @@ impl Modes2d {
     /// gradient at the same point needs them: engines that keep them skip two sines).
     #[inline(always)]
     pub fn energy_and_sines<F: Float>(a: F, b: F) -> (F, F, F) {
+        Modes2d::energy_and_sines_by(a, b, F::sin_cos_2pi)
+    }
+
+    /// [`Modes2d::energy_and_sines`] with `sin_cos` for `x ↦ (sin 2πx, cos 2πx)` (an
+    /// engine's form of [`Float::sin_cos_2pi`] with the same bits, such as
+    /// [`crate::fastmath::sin_cos_2pi_with`] and the processor's rounding).
+    #[inline(always)]
+    pub fn energy_and_sines_by<F: Float>(a: F, b: F, sin_cos: impl Fn(F) -> (F, F)) -> (F, F, F) {
         let r2 = a * a + b * b;
         let wall = F::from_f64(Modes2d::WALL);
-        let (sa, ca) = a.sin_cos_2pi();
-        let (sb, cb) = b.sin_cos_2pi();
+        let (sa, ca) = sin_cos(a);
+        let (sb, cb) = sin_cos(b);
         let mut u = F::from_f64(0.2) * r2 - F::from_f64(2.0) * (ca + cb);
         if r2 > wall {
             u += r2 - wall;

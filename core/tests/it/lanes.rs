@@ -6,8 +6,8 @@ use crate::common;
 
 use nrpt_core::Error;
 use nrpt_core::driver::{Temperatures, Tempering, TemperingOptions};
-use nrpt_core::index::{IndexStats, TripState};
-use nrpt_core::lanes::{LaneExchange, LaneRules, PairLanes};
+use nrpt_core::index::IndexStats;
+use nrpt_core::lanes::{LaneExchange, LaneRules, ON, PairLanes, mask, pack, replica_of, trip_of};
 use nrpt_core::rules::{BufferProjection, LadderUpdate, PairEnergies, Rules, SweepOrder};
 use nrpt_core::swap::{SwapRule, flags};
 use nrpt_core::target::{Modes2d, Noisy};
@@ -20,10 +20,9 @@ struct Lanes<const L: usize> {
     energies: Vec<[f32; L]>,
     ladder: Vec<[f64; L]>,
     replica: Vec<[u32; L]>,
-    trips: Vec<[TripState; L]>,
-    gates: Vec<[bool; L]>,
-    indicator: Vec<[bool; L]>,
-    swapped: Vec<[bool; L]>,
+    gates: Vec<[u32; L]>,
+    indicator: Vec<[u32; L]>,
+    swapped: Vec<[u32; L]>,
     pairs: Vec<PairLanes<L>>,
     buffer: [f64; L],
     stats: [IndexStats; L],
@@ -35,7 +34,6 @@ impl<const L: usize> Lanes<L> {
             energies: &self.energies,
             ladder: &mut self.ladder,
             replica: &mut self.replica,
-            trips: &mut self.trips,
             gates: &mut self.gates,
             indicator: &mut self.indicator,
             swapped: &mut self.swapped,
@@ -56,9 +54,26 @@ fn options(rules: Rules, window: u32, ensemble: u32) -> TemperingOptions {
     }
 }
 
+/// A non-finite energy for some (iteration, lane, level), told to both sides when
+/// `corrupt`: NaN, +∞ and −∞ each about once in 50 energies.
+fn corrupted(corrupt: bool, k: u64, i: usize, l: usize) -> Option<f32> {
+    let h = (k as usize * 31 + i * 7 + l * 13) % 150;
+    match h {
+        _ if !corrupt => None,
+        0..=2 => Some(f32::NAN),
+        3..=5 => Some(f32::INFINITY),
+        6..=8 => Some(f32::NEG_INFINITY),
+        _ => None,
+    }
+}
+
 /// Runs L drivers and the lanes side by side for `iters` iterations and compares
-/// everything after each one.
+/// everything after each one; with `corrupt`, some energies are made non-finite.
 fn compare<const L: usize>(rules: Rules, window: u32, p: usize, iters: u64) {
+    compare_with::<L>(rules, window, p, iters, false);
+}
+
+fn compare_with<const L: usize>(rules: Rules, window: u32, p: usize, iters: u64, corrupt: bool) {
     let mut owned: Vec<Owned<f32>> = (0..L).map(|_| Owned::new(p, 2)).collect();
     let mut runs: Vec<_> = owned
         .iter_mut()
@@ -76,13 +91,12 @@ fn compare<const L: usize>(rules: Rules, window: u32, p: usize, iters: u64) {
     let mut lanes = Lanes::<L> {
         energies: vec![[0.0; L]; p],
         ladder: by_level(&|i, l| runs[i].storage().ladder()[l]),
-        replica: (0..p).map(|l| [l as u32; L]).collect(),
-        trips: (0..p)
-            .map(|l| std::array::from_fn(|i| runs[i].storage().trips()[l]))
+        replica: (0..p)
+            .map(|l| std::array::from_fn(|i| pack(l as u32, runs[i].storage().trips()[l])))
             .collect(),
-        gates: vec![[true; L]; p - 1],
-        indicator: vec![[false; L]; p - 1],
-        swapped: vec![[false; L]; p - 1],
+        gates: vec![[ON; L]; p - 1],
+        indicator: vec![[0; L]; p - 1],
+        swapped: vec![[0; L]; p - 1],
         pairs: vec![PairLanes::default(); p - 1],
         buffer: std::array::from_fn(|i| runs[i].buffer()),
         stats: [IndexStats::default(); L],
@@ -91,6 +105,12 @@ fn compare<const L: usize>(rules: Rules, window: u32, p: usize, iters: u64) {
         let gamma = o.adapt.schedule.step_size(k).unwrap().get();
         for (i, t) in runs.iter_mut().enumerate() {
             t.explore().unwrap();
+            let view = t.explore_view();
+            for l in 0..p {
+                if let Some(bad) = corrupted(corrupt, k, i, l) {
+                    view.energies[l] = bad;
+                }
+            }
             for l in 0..p {
                 lanes.energies[l][i] = t.storage().energies()[l];
             }
@@ -111,21 +131,22 @@ fn compare<const L: usize>(rules: Rules, window: u32, p: usize, iters: u64) {
                     at("ladder")
                 );
                 let r = s.replica_at()[l];
-                assert_eq!(lanes.replica[l][i], r, "{}", at("replica"));
-                assert_eq!(lanes.trips[l][i], s.trips()[r as usize], "{}", at("trips"));
+                let w = lanes.replica[l][i];
+                assert_eq!(replica_of(w), r, "{}", at("replica"));
+                assert_eq!(trip_of(w), s.trips()[r as usize], "{}", at("trips"));
             }
             for l in 0..p - 1 {
                 let f = s.flags()[l];
-                assert_eq!(lanes.gates[l][i], s.gates()[l], "{}", at("gates"));
+                assert_eq!(lanes.gates[l][i], mask(s.gates()[l]), "{}", at("gates"));
                 assert_eq!(
                     lanes.indicator[l][i],
-                    f & flags::INDICATOR != 0,
+                    mask(f & flags::INDICATOR != 0),
                     "{}",
                     at("indicator")
                 );
                 assert_eq!(
                     lanes.swapped[l][i],
-                    f & flags::SWAPPED != 0,
+                    mask(f & flags::SWAPPED != 0),
                     "{}",
                     at("swap")
                 );
@@ -147,7 +168,12 @@ fn compare<const L: usize>(rules: Rules, window: u32, p: usize, iters: u64) {
     }
     // The runs were long enough to swap, adapt and complete round trips.
     assert!(lanes.stats.iter().all(|s| s.round_trips > 0 || p > 8));
-    assert!(lanes.pairs.iter().all(|c| c.swaps.iter().any(|&n| n > 0)));
+    assert!(
+        lanes
+            .pairs
+            .iter()
+            .all(|c| (0..L).any(|i| c.lane(i).is_some_and(|s| s.swaps > 0)))
+    );
 }
 
 /// The paper's rules, the authors' buffer and the in-place ladder, with their pair
@@ -186,6 +212,19 @@ fn every_lane_is_its_own_ensemble() {
         compare::<4>(rules, 7, 16, 1_500);
     }
     compare::<8>(Rules::default(), 2, 6, 1_000);
+    // The widths the engines compile (AVX2 and AVX-512 registers, two of them).
+    compare::<16>(Rules::default(), 3, 9, 600);
+    compare::<32>(Rules::default(), 4, 16, 600);
+}
+
+#[test]
+fn non_finite_energies_count_and_never_swap_as_in_the_driver() {
+    for rules in rule_variants() {
+        for (window, p) in [(1, 2), (1, 3), (3, 7), (5, 16)] {
+            compare_with::<8>(rules, window, p, 800, true);
+        }
+    }
+    compare_with::<32>(Rules::default(), 2, 12, 400, true);
 }
 
 #[test]
@@ -220,10 +259,9 @@ fn wrong_lengths_are_errors_and_change_nothing() {
         energies: vec![[1.0; 2]; p],
         ladder: vec![[0.5; 2]; p],
         replica: vec![[0; 2]; p],
-        trips: vec![[0; 2]; p],
-        gates: vec![[true; 2]; p - 1],
-        indicator: vec![[false; 2]; p - 1],
-        swapped: vec![[false; 2]; p - 1],
+        gates: vec![[ON; 2]; p - 1],
+        indicator: vec![[0; 2]; p - 1],
+        swapped: vec![[0; 2]; p - 1],
         pairs: vec![PairLanes::default(); p],
         buffer: [4.0; 2],
         stats: [IndexStats::default(); 2],

@@ -1,6 +1,6 @@
 //! The one run loop of the CPU engine: a group of ensembles (nrpt-core drivers side by
-//! side, or SIMD lanes) advances iteration by iteration; after each, every ensemble's
-//! recorder observes it; progress is reported and cancellation answered in between.
+//! side, or SIMD lanes) advances iteration by iteration; after each that records
+//! anything, every ensemble's recorder observes it; progress is reported and cancellation answered in between.
 
 use nrpt_core::adapt::StepSize;
 
@@ -52,8 +52,10 @@ pub(crate) fn drive(
     let mut unreported = 0u64;
     for k in group.iteration()..until {
         group.step(schedule.step_size(k)?)?;
-        for (i, r) in records.iter_mut().enumerate() {
-            r.observe(job.record, k, &group.view(i));
+        if job.record.any_at(k) {
+            for (i, r) in records.iter_mut().enumerate() {
+                r.observe(job.record, k, &group.view(i));
+            }
         }
         unreported += count;
         if unreported >= every {

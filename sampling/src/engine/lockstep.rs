@@ -27,9 +27,12 @@ use nrpt_core::adapt::{StepSize, initial_ladder};
 use nrpt_core::driver::{InitialStates, Temperatures};
 use nrpt_core::explore::{Explorer, merged_noise_scale, noise_scale};
 use nrpt_core::fastmath::sin_cos_2pi;
-use nrpt_core::index::{IndexStats, TripState, initial_trip_state};
-use nrpt_core::lanes::{LaneExchange, LaneRules, LaneStates, PairLanes, blend};
-use nrpt_core::rng::{PhiloxStream, Rng, counter, philox4x32_10_keyed_lanes, streams, uniform_f64};
+use nrpt_core::index::{IndexStats, initial_trip_state};
+use nrpt_core::lanes::{
+    LaneExchange, LaneRules, LaneStates, ON, PairLanes, mask, pack, replica_of, swap_where_f32,
+    trip_of,
+};
+use nrpt_core::rng::{KeyedLanes, PhiloxStream, Rng, counter, streams, uniform_f64};
 // ∇U and U of the 25-mode target are nrpt-core's own functions (the same bits), with
 // the sines kept from the energy for the next gradient (simd::Exact), or fast mode's
 // (simd::Fast, `--math fast`).
@@ -72,12 +75,9 @@ pub fn applies(job: &Job) -> bool {
 pub(crate) fn group_bytes(chains: usize) -> u64 {
     use std::mem::size_of;
     let p = chains as u64;
-    let per_level = 5 * size_of::<F32s>()
-        + size_of::<F64s>()
-        + size_of::<U32s>()
-        + size_of::<[TripState; LANES]>()
-        + size_of::<f64>();
-    let per_pair = 3 * size_of::<[bool; LANES]>() + size_of::<PairLanes<LANES>>();
+    let per_level =
+        5 * size_of::<F32s>() + size_of::<F64s>() + size_of::<U32s>() + size_of::<f64>();
+    let per_pair = 3 * size_of::<U32s>() + size_of::<PairLanes<LANES>>();
     (size_of::<Lanes>() as u64)
         .saturating_add(p.saturating_mul(per_level as u64))
         .saturating_add(p.saturating_sub(1).saturating_mul(per_pair as u64))
@@ -86,8 +86,8 @@ pub(crate) fn group_bytes(chains: usize) -> u64 {
 /// [`LANES`] ensembles of P replicas, stored by level.
 pub struct Lanes {
     p: usize,
-    seed: u32,
-    ensemble: U32s,
+    /// The Philox keys `[seed, ensemble]` of the lanes, round by round.
+    keys: KeyedLanes<LANES>,
     /// The oracle's noise scale (gradient and energy), in `f64` as nrpt-core's `Noisy`
     /// holds it.
     noise: f64,
@@ -101,36 +101,16 @@ pub struct Lanes {
     sb: Vec<F32s>,
     energy: Vec<F32s>,
     ladder: Vec<F64s>,
+    /// The replica at each level with its trip state (`nrpt_core::lanes::pack`).
     replica: Vec<U32s>,
-    trips: Vec<[TripState; LANES]>,
-    gates: Vec<[bool; LANES]>,
-    indicator: Vec<[bool; LANES]>,
-    swap: Vec<[bool; LANES]>,
+    /// Lane masks (`ON` or 0) of each pair: gate open, indicator, swapped.
+    gates: Vec<U32s>,
+    indicator: Vec<U32s>,
+    swap: Vec<U32s>,
     pairs: Vec<PairLanes<LANES>>,
     buffer: F64s,
     stats: [IndexStats; LANES],
     iteration: u64,
-}
-
-/// Philox4x32-10 of one counter per lane with key `[seed, ensemble[i]]`.
-#[inline(always)]
-fn philox(c: [U32s; 4], seed: u32, ensemble: &U32s) -> [U32s; 4] {
-    philox4x32_10_keyed_lanes(c, seed, ensemble)
-}
-
-/// The counters of block `block` of the STEP streams of iteration `k` of the replicas
-/// in `replica` (nrpt-core's `rng::counter`, lane by lane).
-#[inline(always)]
-fn step_counter(k: u64, replica: &U32s, block: u32) -> [U32s; 4] {
-    let mut c = [[0u32; LANES]; 4];
-    for i in 0..LANES {
-        let w = counter(k, replica[i], streams::STEP, block);
-        c[0][i] = w[0];
-        c[1][i] = w[1];
-        c[2][i] = w[2];
-        c[3][i] = w[3];
-    }
-    c
 }
 
 impl Lanes {
@@ -176,8 +156,7 @@ impl Lanes {
         let (sa, sb) = (sines(&xa), sines(&xb));
         Ok(Lanes {
             p,
-            seed: o.seed,
-            ensemble,
+            keys: KeyedLanes::new(o.seed, &ensemble),
             noise,
             rules,
             hot,
@@ -187,13 +166,12 @@ impl Lanes {
             sb,
             energy: vec![[0.0; LANES]; p],
             ladder: ladder.iter().map(|&v| [v; LANES]).collect(),
-            replica: (0..p).map(|l| [l as u32; LANES]).collect(),
-            trips: (0..p)
-                .map(|l| [initial_trip_state(l, p - 1); LANES])
+            replica: (0..p)
+                .map(|l| [pack(l as u32, initial_trip_state(l, p - 1)); LANES])
                 .collect(),
-            gates: vec![[true; LANES]; p - 1],
-            indicator: vec![[false; LANES]; p - 1],
-            swap: vec![[false; LANES]; p - 1],
+            gates: vec![[ON; LANES]; p - 1],
+            indicator: vec![[0; LANES]; p - 1],
+            swap: vec![[0; LANES]; p - 1],
             pairs: vec![PairLanes::default(); p - 1],
             buffer: [o.initial_buffer; LANES],
             stats: [IndexStats::default(); LANES],
@@ -211,32 +189,35 @@ impl Lanes {
             for i in 0..LANES {
                 eta[i] = self.ladder[l][i] as f32;
             }
-            let w = philox(
-                step_counter(k, &self.replica[l], 0),
-                self.seed,
-                &self.ensemble,
-            );
+            // Block 0 of the replicas' STEP streams (nrpt-core's `rng::counter`).
+            let mut c2 = [0u32; LANES];
+            for i in 0..LANES {
+                c2[i] = counter(k, replica_of(self.replica[l][i]), streams::STEP, 0)[2];
+            }
+            let w = self.keys.block(k as u32, (k >> 32) as u32, &c2, 0);
             // One normal pair for the gradient noise and the sampling noise together
             // (nrpt-core's merged_noise_scale): at every level words 0–1 move the state
             // and words 2–3 give the energy noise, one Philox block per chain-step.
             let mut scale = [0.0f32; LANES];
-            for i in 0..LANES {
-                let lr = self.ladder[l][i];
-                let sigma = if self.hot[l] > 0.0 {
-                    noise_scale(Explorer::Langevin, lr, self.hot[l])
-                } else {
-                    0.0
-                };
-                scale[i] = merged_noise_scale(lr, self.noise, sigma) as f32;
+            if self.hot[l] > 0.0 {
+                for i in 0..LANES {
+                    let lr = self.ladder[l][i];
+                    let sigma = noise_scale(Explorer::Langevin, lr, self.hot[l]);
+                    scale[i] = merged_noise_scale(lr, self.noise, sigma) as f32;
+                }
+            } else {
+                // SGD levels (σ = 0): the gradient noise alone, a vector loop.
+                for i in 0..LANES {
+                    scale[i] = merged_noise_scale(self.ladder[l][i], self.noise, 0.0) as f32;
+                }
             }
-            let x = Level {
-                xa: &mut self.xa[l],
-                xb: &mut self.xb[l],
-                sa: &mut self.sa[l],
-                sb: &mut self.sb[l],
-                en: &mut self.energy[l],
-            };
-            explore_level::<M>(x, &eta, &scale, &w, noise);
+            explore_level::<M>(
+                (&mut self.xa[l], &mut self.xb[l]),
+                (&mut self.sa[l], &mut self.sb[l]),
+                &mut self.energy[l],
+                (&eta, &scale, noise),
+                &w,
+            );
         }
     }
 
@@ -249,7 +230,6 @@ impl Lanes {
             energies: &self.energy,
             ladder: &mut self.ladder,
             replica: &mut self.replica,
-            trips: &mut self.trips,
             gates: &mut self.gates,
             indicator: &mut self.indicator,
             swapped: &mut self.swap,
@@ -289,7 +269,7 @@ impl Lanes {
         let p = self.p;
         let mut b = EnsembleBuffers::<f32>::new(p, 2, false);
         for l in 0..p {
-            let r = self.replica[l][i] as usize;
+            let r = replica_of(self.replica[l][i]) as usize;
             b.states[2 * r] = self.xa[l][i];
             b.states[2 * r + 1] = self.xb[l][i];
             b.energies[l] = self.energy[l][i];
@@ -297,10 +277,10 @@ impl Lanes {
             b.temperatures[l] = self.hot[l];
             b.replica_at[l] = r as u32;
             b.level_of[r] = l as u32;
-            b.trips[r] = self.trips[l][i];
+            b.trips[r] = trip_of(self.replica[l][i]);
         }
         for l in 0..p - 1 {
-            if self.swap[l][i] {
+            if self.swap[l][i] != 0 {
                 b.energies.swap(l, l + 1);
             }
         }
@@ -310,14 +290,14 @@ impl Lanes {
             .checked_sub(1)
             .map(|k| window_parity(k, self.rules.window));
         for l in 0..p - 1 {
-            b.gates[l] = self.gates[l][i];
+            b.gates[l] = self.gates[l][i] != 0;
             let bad = !(self.energy[l][i].is_finite() && self.energy[l + 1][i].is_finite());
             let attempt = parity.is_some_and(|parity| {
-                pair_eligible(l, parity) && (self.gates[l][i] || self.swap[l][i])
+                pair_eligible(l, parity) && (self.gates[l][i] | self.swap[l][i]) != 0
             });
-            b.flags[l] = (u8::from(self.indicator[l][i]) * flags::INDICATOR)
+            b.flags[l] = (u8::from(self.indicator[l][i] != 0) * flags::INDICATOR)
                 | (u8::from(attempt) * flags::ATTEMPT)
-                | (u8::from(self.swap[l][i]) * flags::SWAPPED)
+                | (u8::from(self.swap[l][i] != 0) * flags::SWAPPED)
                 | (u8::from(bad) * flags::NONFINITE);
             b.pair_stats[l] = self.pairs[l].lane(i).unwrap_or_default();
         }
@@ -340,24 +320,23 @@ impl Lanes {
             for l in 0..self.p {
                 let r = b.replica_at[l] as usize;
                 let (a, c) = (b.states[2 * r], b.states[2 * r + 1]);
-                self.replica[l][i] = r as u32;
+                self.replica[l][i] = pack(r as u32, b.trips[r]);
                 self.xa[l][i] = a;
                 self.xb[l][i] = c;
                 self.sa[l][i] = sin_cos_2pi(a).0;
                 self.sb[l][i] = sin_cos_2pi(c).0;
                 self.energy[l][i] = b.energies[l];
                 self.ladder[l][i] = b.ladder[l];
-                self.trips[l][i] = b.trips[r];
             }
             for l in 0..self.p - 1 {
-                self.gates[l][i] = b.gates[l];
-                self.indicator[l][i] = b.flags[l] & flags::INDICATOR != 0;
-                self.swap[l][i] = b.flags[l] & flags::SWAPPED != 0;
+                self.gates[l][i] = mask(b.gates[l]);
+                self.indicator[l][i] = mask(b.flags[l] & flags::INDICATOR != 0);
+                self.swap[l][i] = mask(b.flags[l] & flags::SWAPPED != 0);
                 self.pairs[l].set_lane(i, b.pair_stats[l]);
             }
             // Back to the lanes' order of the energies (see `save`).
             for l in 0..self.p - 1 {
-                if self.swap[l][i] {
+                if self.swap[l][i] != 0 {
                     let e = self.energy[l][i];
                     self.energy[l][i] = self.energy[l + 1][i];
                     self.energy[l + 1][i] = e;
@@ -386,14 +365,14 @@ impl Lanes {
 
     /// Running indicator count of pair `l` in lane `i`.
     pub fn indicators(&self, i: usize, l: usize) -> u64 {
-        self.pairs[l].indicators[i]
+        self.pairs[l].indicators(i)
     }
 
     /// Level of every replica in lane `i`.
     pub fn level_of(&self, i: usize) -> Vec<u32> {
         let mut of = vec![0u32; self.p];
         for (level, r) in self.replica.iter().enumerate() {
-            of[r[i] as usize] = level as u32;
+            of[replica_of(r[i]) as usize] = level as u32;
         }
         of
     }
@@ -467,10 +446,10 @@ struct States<'a> {
 
 impl LaneStates<LANES> for States<'_> {
     #[inline(always)]
-    fn swap_levels(&mut self, l: usize, mask: &[bool; LANES]) {
+    fn swap_levels(&mut self, l: usize, mask: &[u32; LANES]) {
         for x in [&mut *self.xa, &mut *self.xb, &mut *self.sa, &mut *self.sb] {
             let (lo, hi) = x.split_at_mut(l + 1);
-            blend(mask, &mut lo[l], &mut hi[0]);
+            swap_where_f32(mask, &mut lo[l], &mut hi[0]);
         }
     }
 }
@@ -478,22 +457,20 @@ impl LaneStates<LANES> for States<'_> {
 // The lane loops below are functions of their own so that their array arguments are
 // known not to overlap, which is what lets the compiler vectorize them.
 
-/// The arrays of one level that an exploration step updates.
-struct Level<'a> {
-    xa: &'a mut F32s,
-    xb: &'a mut F32s,
-    sa: &'a mut F32s,
-    sb: &'a mut F32s,
-    en: &'a mut F32s,
-}
-
 /// Exploration step and energy of one level, in the math `M` (exact: nrpt-core's bits,
 /// operation for operation; fast: contracted): the exact gradient, then one normal pair
 /// of scale `scale` (the gradient noise and the level's sampling noise merged), then
 /// the energy with its noise.
 #[inline(always)]
-fn explore_level<M: LaneMath>(x: Level<'_>, eta: &F32s, scale: &F32s, w: &[U32s; 4], noise: f32) {
-    let Level { xa, xb, sa, sb, en } = x;
+fn explore_level<M: LaneMath>(
+    (xa, xb): (&mut F32s, &mut F32s),
+    (sa, sb): (&mut F32s, &mut F32s),
+    en: &mut F32s,
+    (eta, scale, noise): (&F32s, &F32s, f32),
+    w: &[U32s; 4],
+) {
+    // Each array its own argument: the compiler knows they do not overlap, so the
+    // vector loop needs neither run-time overlap checks nor copies.
     for i in 0..LANES {
         let (z0, z1) = M::box_muller(w[0][i], w[1][i]);
         let (g0, g1) = M::gradient_from_sines(xa[i], xb[i], sa[i], sb[i]);

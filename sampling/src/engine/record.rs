@@ -25,6 +25,12 @@ impl Record {
     pub(crate) fn paths_at(&self, k: u64) -> bool {
         k < self.path_iterations
     }
+
+    /// Anything is recorded after iteration `k` (else the recorders are not called).
+    #[inline]
+    pub(crate) fn any_at(&self, k: u64) -> bool {
+        self.samples_at(k) || self.traces_at(k) || self.paths_at(k)
+    }
 }
 
 /// What a recorder (one per ensemble) reads of one ensemble after an iteration, whichever engine runs
@@ -480,6 +486,20 @@ pub(super) fn merge_traces(runs: &[&EnsembleTrace]) -> Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The recorders are called exactly after the iterations that record something.
+    #[test]
+    fn recorders_are_called_only_when_something_is_recorded() {
+        assert!((0..10_000).all(|k| !Record::NOTHING.any_at(k)));
+        let rec = Record {
+            thin: 5,
+            warmup: 12,
+            trace_every: 7,
+            path_iterations: 2,
+        };
+        let called: Vec<u64> = (0..22).filter(|&k| rec.any_at(k)).collect();
+        assert_eq!(called, vec![0, 1, 6, 13, 15, 20]);
+    }
 
     /// The closed form of the kept samples against counting them one by one.
     #[test]

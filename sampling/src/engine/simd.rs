@@ -1,7 +1,9 @@
 //! The instruction sets of the CPU engine's vectorized paths, chosen at run time, and
 //! what their lane loops share.
 
-use nrpt_core::fastmath::{ln, sin_cos_2pi};
+use nrpt_core::fastmath::{
+    ln_normal, quarter_turn_uniform, rotate_quarter_turns, sin_cos_2pi_uniform, sin_cos_2pi_with,
+};
 use nrpt_core::rng::uniform_f32;
 
 /// The code paths of the CPU engine, from the fastest the processor allows down to
@@ -45,12 +47,20 @@ impl Simd {
 }
 
 /// Box–Muller of nrpt-core (`box_muller_f32`) with a correctly rounded square root,
-/// written for lane loops (std's `sqrt` vectorizes; the bits are the same).
+/// written for lane loops (std's `sqrt` vectorizes; the bits are the same): `ln` of a
+/// uniform without special values, sin/cos 2πu reduced on the word's bits.
 #[inline(always)]
 pub fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
-    let r = (-2.0 * ln(uniform_f32(w0))).sqrt();
-    let (s, c) = sin_cos_2pi(uniform_f32(w1));
+    let r = (-2.0 * ln_normal(uniform_f32(w0))).sqrt();
+    let (s, c) = sin_cos_2pi_uniform(w1);
     (r * c, r * s)
+}
+
+/// nrpt-core's `sin_cos_2pi` with std's `round_ties_even` (one `vroundps` in the AVX2
+/// and AVX-512 builds) for its two roundings: the same bits (tested in nrpt-core).
+#[inline(always)]
+pub fn sin_cos_2pi(x: f32) -> (f32, f32) {
+    sin_cos_2pi_with(x, f32::round_ties_even)
 }
 
 /// The lane loops' math: nrpt-core's exact functions ([`Exact`], the CPU's reference
@@ -87,7 +97,7 @@ impl LaneMath for Exact {
     }
     #[inline(always)]
     fn energy_and_sines(a: f32, b: f32) -> (f32, f32, f32) {
-        nrpt_core::target::Modes2d::energy_and_sines(a, b)
+        nrpt_core::target::Modes2d::energy_and_sines_by(a, b, sin_cos_2pi)
     }
     #[inline(always)]
     fn gradient_from_sines(a: f32, b: f32, sa: f32, sb: f32) -> (f32, f32) {
@@ -112,8 +122,24 @@ impl<const FMA: bool> Fast<FMA> {
     pub fn ln(x: f32) -> f32 {
         let subnormal = x < f32::MIN_POSITIVE;
         let xs = if subnormal { x * 8_388_608.0 } else { x };
+        let y = Self::ln_scaled(xs, if subnormal { 150 } else { 127 });
+        let y = if x == f32::INFINITY { x } else { y };
+        let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
+        if x >= 0.0 { y } else { f32::NAN }
+    }
+
+    /// [`Fast::ln`] of a positive normal finite `x` (a uniform): the same values,
+    /// without the subnormal scaling and the special values' selects.
+    #[inline(always)]
+    pub fn ln_normal(x: f32) -> f32 {
+        Self::ln_scaled(x, 127)
+    }
+
+    /// The series of [`Fast::ln`] for a positive normal `xs` of exponent bias `bias`.
+    #[inline(always)]
+    fn ln_scaled(xs: f32, bias: i32) -> f32 {
         let bits = xs.to_bits();
-        let mut e = ((bits >> 23) & 0xff) as i32 - if subnormal { 150 } else { 127 };
+        let mut e = ((bits >> 23) & 0xff) as i32 - bias;
         let mut m = f32::from_bits((bits & 0x007f_ffff) | 0x3f80_0000);
         if m > core::f32::consts::SQRT_2 {
             m *= 0.5;
@@ -124,24 +150,31 @@ impl<const FMA: bool> Fast<FMA> {
         let p = Self::mul_add(s2, Self::mul_add(s2, FAST_LN[1], FAST_LN[0]), 1.0);
         let ln_m = 2.0 * s * p;
         let ef = e as f32;
-        let y = Self::mul_add(
+        Self::mul_add(
             ef,
             nrpt_core::fastmath::LN2_HI,
             Self::mul_add(ef, nrpt_core::fastmath::LN2_LO, ln_m),
-        );
-        let y = if x == f32::INFINITY { x } else { y };
-        let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
-        if x >= 0.0 { y } else { f32::NAN }
+        )
     }
 
     /// `fastmath::sin_cos_2pi` with the shorter polynomials: the same exact reduction
     /// to f ∈ [−1/8, 1/8] and quadrant, so the accuracy holds for every argument.
     #[inline(always)]
     pub fn sin_cos_2pi(x: f32) -> (f32, f32) {
-        use nrpt_core::fastmath::round_nearest;
-        let r = x - round_nearest(x);
-        let q = round_nearest(4.0 * r);
+        let r = x - x.round_ties_even();
+        let q = (4.0 * r).round_ties_even();
         let f = Self::mul_add(-0.25, q, r);
+        let (sin, cos) = Self::quarter_turns(f, q);
+        if x.is_finite() {
+            (sin, cos)
+        } else {
+            (f32::NAN, f32::NAN)
+        }
+    }
+
+    /// The shorter polynomials at f ∈ [−1/8, 1/8], rotated by q quarter turns.
+    #[inline(always)]
+    fn quarter_turns(f: f32, q: f32) -> (f32, f32) {
         let f2 = f * f;
         let s = f * Self::mul_add(f2, Self::mul_add(f2, FAST_SIN[2], FAST_SIN[1]), FAST_SIN[0]);
         let c = Self::mul_add(
@@ -149,27 +182,7 @@ impl<const FMA: bool> Fast<FMA> {
             Self::mul_add(f2, Self::mul_add(f2, FAST_COS[2], FAST_COS[1]), FAST_COS[0]),
             1.0,
         );
-        let odd = q.abs() == 1.0;
-        let half = q.abs() == 2.0;
-        let sin = if odd {
-            if q > 0.0 { c } else { -c }
-        } else if half {
-            -s
-        } else {
-            s
-        };
-        let cos = if odd {
-            if q > 0.0 { -s } else { s }
-        } else if half {
-            -c
-        } else {
-            c
-        };
-        if x.is_finite() {
-            (sin, cos)
-        } else {
-            (f32::NAN, f32::NAN)
-        }
+        rotate_quarter_turns(s, c, q)
     }
 }
 
@@ -180,8 +193,10 @@ impl<const FMA: bool> LaneMath for Fast<FMA> {
     }
     #[inline(always)]
     fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
-        let r = (-2.0 * Self::ln(uniform_f32(w0))).sqrt();
-        let (s, c) = Self::sin_cos_2pi(uniform_f32(w1));
+        // A uniform is positive and normal, and its angle is reduced on its word.
+        let r = (-2.0 * Self::ln_normal(uniform_f32(w0))).sqrt();
+        let (f, q) = quarter_turn_uniform(w1);
+        let (s, c) = Self::quarter_turns(f, q);
         (r * c, r * s)
     }
     #[inline(always)]

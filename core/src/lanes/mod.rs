@@ -8,12 +8,19 @@
 //! each level, one array element per ensemble ("lane"). A swap of the pair (l, l + 1)
 //! then exchanges the two levels' entries in the lanes where it happens, a masked
 //! select. Every step here is the same operation on `L` values, written as loops over
-//! the lanes that the compiler turns into vector instructions.
+//! the lanes that the compiler turns into vector instructions, without a branch per
+//! lane: flags are lane masks ([`ON`] or 0 in a `u32`, the shape of a vector
+//! comparison's result), swaps exchange bits with `(a ^ b) & mask`, the replica index
+//! and its trip state share one word ([`pack`]), counters run in `u32` lanes that are
+//! flushed into `u64` totals long before they could wrap ([`PairLanes`]), and the
+//! round-trip book-keeping looks only at the two levels where an arrival can change a
+//! trip (0 and P − 1). The code compiles to straight vector code for L = 8, 16 and 32.
 //!
 //! The arithmetic of each rule is nrpt-core's one definition, applied lane by lane:
-//! [`buffered_indicator`] for the swap test, [`jacobi_level`] / [`in_place_level`]
-//! for the ladder, [`adapt_buffer`] for the buffer, [`observe_arrival`] and
-//! [`authors_check`] for round trips. So a lane computes the bits the scalar driver
+//! [`buffered_indicator`]'s comparison for the swap test, [`jacobi_level`] /
+//! [`in_place_level`] for the ladder, [`adapt_buffer`] for the buffer; the round-trip
+//! book-keeping is [`observe_arrival`] and [`authors_check`] written on the packed
+//! words (the tests compare them). So a lane computes the bits the scalar driver
 //! computes for its ensemble (tested below against [`crate::driver::Tempering`], and in
 //! the host's engine against whole runs), and `L = 1` is the scalar driver's exchange
 //! in this layout.
@@ -28,15 +35,24 @@
 // vectorizer turns into SIMD.
 #![allow(clippy::needless_range_loop)]
 
+mod counts;
+mod trips;
+
+pub use counts::{FLUSH_EVERY, PairLanes};
+pub use trips::{REPLICA_MASK, TRIP_SHIFT, pack, replica_of, trip_of};
+use trips::{Tally, arrive_bottom, arrive_top, authors_pass};
+
 use crate::adapt::{adapt_buffer, growth_factors, in_place_level, jacobi_guard, jacobi_level};
 use crate::driver::TemperingOptions;
 use crate::error::Error;
 use crate::float::Float;
-use crate::index::{
-    IndexStats, PairStats, SEEN_BOTTOM, SEEN_TOP, TripState, authors_check, observe_arrival,
-};
+use crate::index::IndexStats;
+#[cfg(doc)]
+use crate::index::{authors_check, observe_arrival};
 use crate::rules::{BufferProjection, LadderUpdate, PairEnergies, SweepOrder};
-use crate::swap::{SwapRule, buffered_indicator};
+use crate::swap::SwapRule;
+#[cfg(doc)]
+use crate::swap::buffered_indicator;
 use crate::window::{Scheme, is_window_start, pair_eligible, window_parity};
 
 /// The settings of the lane exchange, from validated [`TemperingOptions`].
@@ -97,71 +113,35 @@ impl LaneRules {
     }
 }
 
+/// A lane's flag set: every bit of its `u32` (the result of a vector comparison).
+pub const ON: u32 = u32::MAX;
+
+/// `ON` where `b`, else 0.
+#[inline(always)]
+pub const fn mask(b: bool) -> u32 {
+    (b as u32).wrapping_neg()
+}
+
 /// The caller's states, stored by level: the lane exchange asks it to exchange the
 /// states of two levels in the lanes whose pair swaps. Implement it on a struct of
 /// mutable borrows with `#[inline(always)]`, so that the exchange compiles into the
 /// caller's vectorized loop (a closure would stay a call, compiled without the
-/// caller's instruction set).
+/// caller's instruction set); [`swap_where`] and [`swap_where_f32`] do the exchange.
 pub trait LaneStates<const L: usize> {
-    /// Exchanges the states of levels `level` and `level + 1` where `mask` is set.
-    fn swap_levels(&mut self, level: usize, mask: &[bool; L]);
+    /// Exchanges the states of levels `level` and `level + 1` in the lanes where `mask`
+    /// is [`ON`] (the others are 0).
+    fn swap_levels(&mut self, level: usize, mask: &[u32; L]);
 }
 
 /// No states (an exchange of indices alone, as in tests).
 impl<const L: usize> LaneStates<L> for () {
     #[inline(always)]
-    fn swap_levels(&mut self, _: usize, _: &[bool; L]) {}
-}
-
-/// The counts of one adjacent pair in every lane ([`PairStats`], by lane).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PairLanes<const L: usize> {
-    /// Iterations at which the swap indicator was 1.
-    pub indicators: [u64; L],
-    /// Iterations at which the pair was eligible with an open gate.
-    pub attempts: [u64; L],
-    /// Swaps done.
-    pub swaps: [u64; L],
-    /// Tests with a non-finite energy.
-    pub nonfinite: [u64; L],
-}
-
-impl<const L: usize> Default for PairLanes<L> {
-    fn default() -> Self {
-        PairLanes {
-            indicators: [0; L],
-            attempts: [0; L],
-            swaps: [0; L],
-            nonfinite: [0; L],
-        }
-    }
-}
-
-impl<const L: usize> PairLanes<L> {
-    /// The counts of lane `i` (`None` past the last lane).
-    pub fn lane(&self, i: usize) -> Option<PairStats> {
-        Some(PairStats {
-            indicators: *self.indicators.get(i)?,
-            attempts: self.attempts[i],
-            swaps: self.swaps[i],
-            nonfinite: self.nonfinite[i],
-        })
-    }
-
-    /// Sets the counts of lane `i` (nothing past the last lane).
-    pub fn set_lane(&mut self, i: usize, s: PairStats) {
-        if i < L {
-            self.indicators[i] = s.indicators;
-            self.attempts[i] = s.attempts;
-            self.swaps[i] = s.swaps;
-            self.nonfinite[i] = s.nonfinite;
-        }
-    }
+    fn swap_levels(&mut self, _: usize, _: &[u32; L]) {}
 }
 
 /// The exchange state of L ensembles of P replicas, stored by level, over buffers the
-/// caller owns. Lengths: P for `energies`, `ladder`, `replica` and `trips`; P − 1 for
-/// `gates`, `indicator`, `swapped` and `pairs`.
+/// caller owns. Lengths: P for `energies`, `ladder` and `replica`; P − 1 for `gates`,
+/// `indicator`, `swapped` and `pairs`. Flags are lane masks: [`ON`] or 0.
 #[derive(Debug)]
 pub struct LaneExchange<'a, F, const L: usize> {
     /// Energy of the replica at each level, from this iteration's exploration (not
@@ -170,16 +150,14 @@ pub struct LaneExchange<'a, F, const L: usize> {
     pub energies: &'a [[F; L]],
     /// Learning rate of each level.
     pub ladder: &'a mut [[f64; L]],
-    /// Replica index at each level.
+    /// The replica at each level and its trip state, packed ([`pack`]).
     pub replica: &'a mut [[u32; L]],
-    /// Trip state of the replica at each level.
-    pub trips: &'a mut [[TripState; L]],
-    /// Gate of each pair (`true` = open).
-    pub gates: &'a mut [[bool; L]],
+    /// Gate of each pair (`ON` = open).
+    pub gates: &'a mut [[u32; L]],
     /// Output: swap indicator of each pair this iteration.
-    pub indicator: &'a mut [[bool; L]],
+    pub indicator: &'a mut [[u32; L]],
     /// Output: whether each pair swapped this iteration.
-    pub swapped: &'a mut [[bool; L]],
+    pub swapped: &'a mut [[u32; L]],
     /// Counts of each pair.
     pub pairs: &'a mut [PairLanes<L>],
     /// Correction buffer C of each lane.
@@ -203,7 +181,6 @@ impl<F: Float, const L: usize> LaneExchange<'_, F, L> {
         let lengths = [
             ("ladder", self.ladder.len(), p),
             ("replica", self.replica.len(), p),
-            ("trips", self.trips.len(), p),
             ("gates", self.gates.len(), p - 1),
             ("indicator", self.indicator.len(), p - 1),
             ("swapped", self.swapped.len(), p - 1),
@@ -224,8 +201,7 @@ impl<F: Float, const L: usize> LaneExchange<'_, F, L> {
     /// Phases 3–6 of iteration `k` in every lane, with the adaptation step size
     /// `gamma`: the windowed DEO sweep by the buffered rule, the swaps, the ladder and
     /// buffer adaptation, the round-trip book-keeping. `states` exchanges the caller's
-    /// states of the levels that swap (the replica indices and trip states are
-    /// exchanged here).
+    /// states of the levels that swap (the packed replica words are exchanged here).
     ///
     /// # Errors
     ///
@@ -240,51 +216,50 @@ impl<F: Float, const L: usize> LaneExchange<'_, F, L> {
     ) -> Result<(), Error> {
         let p = self.check()?;
         let top = p - 1;
-        for i in 0..L {
-            let bad = self.energies.iter().filter(|e| !e[i].is_finite()).count();
-            self.stats[i].nonfinite_energies += bad as u64;
-        }
         if is_window_start(k, rules.window) {
             for g in self.gates.iter_mut() {
-                *g = [true; L];
+                *g = [ON; L];
             }
         }
         let parity = window_parity(k, rules.window);
+        // The first eligible pair: pairs first, first + 2, … may swap.
+        let first = 1 - parity as usize;
         let mut buffer = [F::ZERO; L];
         for i in 0..L {
             buffer[i] = F::from_f64(self.buffer[i]);
         }
+        let mut tally = Tally::new();
         let mut count = [0u32; L];
+        let mut finite_below = finite(&self.energies[0], &mut tally.nonfinite);
         for l in 0..top {
+            let finite_above = finite(&self.energies[l + 1], &mut tally.nonfinite);
             sweep_pair(
                 (&self.energies[l], &self.energies[l + 1]),
+                (&finite_below, &finite_above),
                 &buffer,
-                &self.gates[l],
-                pair_eligible(l, parity),
+                pair_eligible(l, parity).then_some(&mut self.gates[l]),
                 (&mut self.indicator[l], &mut self.swapped[l]),
                 &mut self.pairs[l],
                 &mut count,
             );
+            finite_below = finite_above;
         }
         // Eligible pairs are disjoint: their swaps commute.
-        for l in (0..top).filter(|&l| pair_eligible(l, parity)) {
+        for l in (first..top).step_by(2) {
             let m = self.swapped[l];
             states.swap_levels(l, &m);
             let (lo, hi) = self.replica.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            let (lo, hi) = self.trips.split_at_mut(l + 1);
-            blend(&m, &mut lo[l], &mut hi[0]);
-            for i in 0..L {
-                if m[i] {
-                    self.gates[l][i] = false;
-                    for level in [l, l + 1] {
-                        let ev = observe_arrival(&mut self.trips[level][i], level, top);
-                        self.stats[i].record(ev);
-                    }
-                }
-            }
+            swap_where(&m, &mut lo[l], &mut hi[0]);
         }
-        authors_pass(self.trips, self.replica, self.swapped, self.stats, parity);
+        // Arrivals change a trip only at the ends: level 0 (by pair 0) and P − 1.
+        if pair_eligible(0, parity) {
+            arrive_bottom(&mut self.replica[0], &self.swapped[0], &mut tally);
+        }
+        if pair_eligible(top - 1, parity) {
+            arrive_top(&mut self.replica[top], &self.swapped[top - 1]);
+        }
+        authors_pass(self.replica, self.swapped, parity, &mut tally.authors);
+        tally.add_to(self.stats);
         if rules.adapt_ladder && p >= 3 {
             adapt_ladder(self.ladder, self.indicator, rules, gamma);
         }
@@ -308,29 +283,52 @@ impl<F: Float, const L: usize> LaneExchange<'_, F, L> {
 // The lane loops below are functions of their own so that their array arguments are
 // known not to overlap, which is what lets the compiler vectorize them.
 
-/// Indicators, attempts and swap decisions of one pair in every lane.
+/// The mask of the finite energies of a level; counts the others in `bad`.
+#[inline(always)]
+fn finite<F: Float, const L: usize>(e: &[F; L], bad: &mut [u32; L]) -> [u32; L] {
+    let mut m = [0u32; L];
+    for i in 0..L {
+        m[i] = mask(e[i].is_finite());
+        bad[i] = bad[i].wrapping_sub(!m[i]);
+    }
+    m
+}
+
+/// Indicators, attempts and swap decisions of one pair in every lane: the buffered
+/// indicator `e_hot + buffer < e_cold` between finite energies. `gates` is the pair's
+/// gates when the pair is eligible this iteration (`None`: it cannot swap); the lanes
+/// that swap close theirs.
 #[inline(always)]
 fn sweep_pair<F: Float, const L: usize>(
     (cold, hot): (&[F; L], &[F; L]),
+    (finite_cold, finite_hot): (&[u32; L], &[u32; L]),
     buffer: &[F; L],
-    gates: &[bool; L],
-    eligible: bool,
-    (indicator, swapped): (&mut [bool; L], &mut [bool; L]),
+    gates: Option<&mut [u32; L]>,
+    (indicator, swapped): (&mut [u32; L], &mut [u32; L]),
     pc: &mut PairLanes<L>,
     count: &mut [u32; L],
 ) {
+    let mut bad = [0u32; L];
     for i in 0..L {
-        let test = buffered_indicator(cold[i], hot[i], buffer[i]);
-        let ind = test == Some(true);
-        let attempt = eligible && gates[i];
-        let sw = attempt && ind;
-        indicator[i] = ind;
-        swapped[i] = sw;
-        count[i] += u32::from(ind);
-        pc.indicators[i] += u64::from(ind);
-        pc.attempts[i] += u64::from(attempt);
-        pc.swaps[i] += u64::from(sw);
-        pc.nonfinite[i] += u64::from(test.is_none());
+        let both = finite_cold[i] & finite_hot[i];
+        indicator[i] = mask(hot[i] + buffer[i] < cold[i]) & both;
+        bad[i] = !both;
+        count[i] = count[i].wrapping_sub(indicator[i]);
+    }
+    match gates {
+        Some(gates) => {
+            let attempt = *gates;
+            for i in 0..L {
+                swapped[i] = attempt[i] & indicator[i];
+                // A swap needs the gate open: closing it flips the gate's bits.
+                gates[i] = attempt[i] ^ swapped[i];
+            }
+            pc.add(indicator, Some((&attempt, swapped)), &bad);
+        }
+        None => {
+            *swapped = [0; L];
+            pc.add(indicator, None, &bad);
+        }
     }
 }
 
@@ -338,7 +336,7 @@ fn sweep_pair<F: Float, const L: usize>(
 #[inline(always)]
 fn adapt_ladder<const L: usize>(
     ladder: &mut [[f64; L]],
-    indicator: &[[bool; L]],
+    indicator: &[[u32; L]],
     rules: &LaneRules,
     gamma: f64,
 ) {
@@ -346,7 +344,7 @@ fn adapt_ladder<const L: usize>(
     let (up, down) = growth_factors(rules.target_rate, gamma);
     let mut grow_below = [0.0f64; L];
     for i in 0..L {
-        grow_below[i] = if indicator[0][i] { up } else { down };
+        grow_below[i] = if indicator[0][i] != 0 { up } else { down };
     }
     match rules.ladder_update {
         LadderUpdate::Jacobi => {
@@ -385,13 +383,13 @@ fn adapt_ladder<const L: usize>(
 #[inline(always)]
 fn jacobi_lanes<const L: usize>(
     (below, here, above): (&[f64; L], &mut [f64; L], &[f64; L]),
-    indicator: &[bool; L],
+    indicator: &[u32; L],
     grow_below: &mut [f64; L],
     (up, down): (f64, f64),
     (floor, ceiling): (&[f64; L], &[f64; L]),
 ) {
     for i in 0..L {
-        let grow_above = if indicator[i] { up } else { down };
+        let grow_above = if indicator[i] != 0 { up } else { down };
         let growth = (grow_below[i], grow_above);
         here[i] = jacobi_level(below[i], here[i], above[i], growth, (floor[i], ceiling[i]));
         grow_below[i] = grow_above;
@@ -402,112 +400,34 @@ fn jacobi_lanes<const L: usize>(
 #[inline(always)]
 fn in_place_lanes<const L: usize>(
     (below, here, above): (&[f64; L], &mut [f64; L], &[f64; L]),
-    indicator: &[bool; L],
+    indicator: &[u32; L],
     grow_below: &mut [f64; L],
     (up, down): (f64, f64),
 ) {
     for i in 0..L {
-        let grow_above = if indicator[i] { up } else { down };
+        let grow_above = if indicator[i] != 0 { up } else { down };
         here[i] = in_place_level(below[i], here[i], above[i], (grow_below[i], grow_above));
         grow_below[i] = grow_above;
     }
 }
 
-/// The authors' round-trip counting of this iteration in every lane:
-/// [`crate::index::authors_pass`] on trip states stored by level. At step idx of their
-/// walk level idx holds the replica now at idx + 1 if pair idx swapped, else the one
-/// now at idx; both candidates are read and blended, so the lane loops vectorize.
+/// Exchanges `a[i]` and `b[i]` where `mask[i]` is [`ON`] (0 elsewhere), by the bits.
 #[inline(always)]
-fn authors_pass<const L: usize>(
-    trips: &mut [[TripState; L]],
-    replica: &[[u32; L]],
-    swapped: &[[bool; L]],
-    stats: &mut [IndexStats; L],
-    parity: u32,
-) {
-    let top = trips.len() - 1;
-    let mut count = [0u32; L];
-    for idx in 0..=top {
-        if idx == 1 {
-            mark(&mut trips[0], SEEN_BOTTOM);
-        }
-        if idx == top {
-            mark(&mut trips[top], SEEN_TOP);
-        }
-        let keep = if idx == top { SEEN_TOP } else { 0 };
-        if idx < top && pair_eligible(idx, parity) {
-            let (lo, hi) = trips.split_at_mut(idx + 1);
-            check_pair(
-                idx as u32,
-                &swapped[idx],
-                (&mut lo[idx], &mut hi[0]),
-                (&replica[idx], &replica[idx + 1]),
-                &mut count,
-            );
-        } else {
-            check_level(idx as u32, keep, &mut trips[idx], &replica[idx], &mut count);
-        }
-    }
-    for (s, &c) in stats.iter_mut().zip(&count) {
-        s.authors_round_trips += u64::from(c);
-    }
-}
-
-/// Sets `bit` in every lane's trip state.
-#[inline(always)]
-fn mark<const L: usize>(trips: &mut [TripState; L], bit: TripState) {
-    for t in trips.iter_mut() {
-        *t |= bit;
-    }
-}
-
-/// The authors' check of replica `idx` where level idx holds it (no swap of pair idx
-/// this iteration).
-#[inline(always)]
-fn check_level<const L: usize>(
-    idx: u32,
-    keep: TripState,
-    trips: &mut [TripState; L],
-    replica: &[u32; L],
-    count: &mut [u32; L],
-) {
+pub fn swap_where<const L: usize>(mask: &[u32; L], a: &mut [u32; L], b: &mut [u32; L]) {
     for i in 0..L {
-        let (hit, t) = authors_check(idx, replica[i], trips[i], keep);
-        count[i] += u32::from(hit);
-        trips[i] = t;
+        let d = (a[i] ^ b[i]) & mask[i];
+        a[i] ^= d;
+        b[i] ^= d;
     }
 }
 
-/// The same where pair (idx, idx + 1) may have swapped: the replica checked is the one
-/// now at idx + 1 in the lanes that swapped, the one at idx in the others. `idx` is
-/// below the top, so the marks clear to nothing.
+/// [`swap_where`] for `f32` lanes (their bits are exchanged, NaN payloads included).
 #[inline(always)]
-fn check_pair<const L: usize>(
-    idx: u32,
-    swapped: &[bool; L],
-    (t_lo, t_hi): (&mut [TripState; L], &mut [TripState; L]),
-    (r_lo, r_hi): (&[u32; L], &[u32; L]),
-    count: &mut [u32; L],
-) {
+pub fn swap_where_f32<const L: usize>(mask: &[u32; L], a: &mut [f32; L], b: &mut [f32; L]) {
     for i in 0..L {
-        let sw = swapped[i];
-        let t = if sw { t_hi[i] } else { t_lo[i] };
-        let r = if sw { r_hi[i] } else { r_lo[i] };
-        let (hit, cleared) = authors_check(idx, r, t, 0);
-        count[i] += u32::from(hit);
-        t_lo[i] = if hit && !sw { cleared } else { t_lo[i] };
-        t_hi[i] = if hit && sw { cleared } else { t_hi[i] };
-    }
-}
-
-/// Exchanges `a[i]` and `b[i]` where `mask[i]`.
-#[inline(always)]
-pub fn blend<T: Copy, const L: usize>(mask: &[bool; L], a: &mut [T; L], b: &mut [T; L]) {
-    // New values first, then both stores: written as two in-place selects, the
-    // exchange was miscompiled in AVX2 builds (level l + 1 kept its old values).
-    let (old_a, old_b) = (*a, *b);
-    for i in 0..L {
-        a[i] = if mask[i] { old_b[i] } else { old_a[i] };
-        b[i] = if mask[i] { old_a[i] } else { old_b[i] };
+        let (x, y) = (a[i].to_bits(), b[i].to_bits());
+        let d = (x ^ y) & mask[i];
+        a[i] = f32::from_bits(x ^ d);
+        b[i] = f32::from_bits(y ^ d);
     }
 }
