@@ -3,7 +3,9 @@
 //! (`benches/callgrind.sh` counts this program: it builds in a fraction of the time of
 //! the `nrpt` command and runs the same engine code).
 //!
-//! Usage: `lockstep_steps E P N [exact|fast] [auto|avx2|portable|scalar]`
+//! Usage: `lockstep_steps E P N [exact|fast] [auto|avx2|portable|scalar]`; prints the
+//! round trips, the seconds of the run and chain-steps per second of one thread (the
+//! speed of one instruction set: `nrpt bench` always takes the best).
 
 use nrpt_sampling::config::RunConfig;
 use nrpt_sampling::engine::cpu::{CpuBackend, Simd};
@@ -42,7 +44,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         simd: simd.resolve(),
         fast_math,
     };
+    let started = std::time::Instant::now();
     let out = backend.run(&job, &nrpt_sampling::engine::unobserved)?;
+    let seconds = started.elapsed().as_secs_f64();
     println!("round trips: {}", out.total_stats().round_trips);
+    println!(
+        "{seconds:.3} s, {:.3e} chain-steps/s ({}, math {})",
+        (e * p * n) as f64 / seconds,
+        match simd.resolve() {
+            Simd::Auto => "AVX-512",
+            Simd::Avx2 => "AVX2",
+            Simd::Portable => "portable",
+            Simd::Scalar => "scalar",
+        },
+        if fast_math { "fast" } else { "exact" }
+    );
     Ok(())
 }
