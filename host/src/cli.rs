@@ -636,6 +636,12 @@ pub struct BenchArgs {
     /// machine's large-matrix GFLOP/s).
     #[arg(long, value_enum, value_name = "NAME", default_value_t = BenchTarget::Modes2d)]
     pub target: BenchTarget,
+    /// `bernoulli`: the simulator timed, `bitsliced` (64 ensembles per 64-bit word,
+    /// whole groups of 64) or `lanes` (32 ensembles in SIMD lanes, nrpt-core's random
+    /// words), as `nrpt scale --simulator`.
+    #[arg(long, value_enum, value_name = "NAME",
+          default_value_t = nrpt_studies::scale::Simulator::Bitsliced)]
+    pub simulator: nrpt_studies::scale::Simulator,
     /// `sum-modes`: the dimension D, 1 to 1048576.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     pub dim: u32,
@@ -721,6 +727,14 @@ pub struct SweepArgs {
     #[arg(long, value_enum, value_name = "NAME",
           default_value_t = nrpt_studies::scale::SweepTarget::Bernoulli)]
     pub target: nrpt_studies::scale::SweepTarget,
+    /// `bernoulli`: the simulator of the index process. `bitsliced` (64 ensembles per
+    /// 64-bit word, one bit each; ensembles run in whole groups of 64, each group on one
+    /// thread) or `lanes` (4 to 32 ensembles in SIMD lanes drawing nrpt-core's Philox
+    /// words, bit for bit its IndexProcess; the simulator of earlier releases). The
+    /// same process with other random words: the same E[T] within its error.
+    #[arg(long, value_enum, value_name = "NAME",
+          default_value_t = nrpt_studies::scale::Simulator::Bitsliced)]
+    pub simulator: nrpt_studies::scale::Simulator,
     /// Chain counts: a list (8,16,64) or a geometric range (8..4096, doubling; 8..4096x4).
     #[arg(long, short = 'p', default_value = "8,16,32,64")]
     pub chains: String,
@@ -735,7 +749,10 @@ pub struct SweepArgs {
     /// the samplers adapt their own rates).
     #[arg(long, value_name = "FILE")]
     pub rates_file: Option<PathBuf>,
-    /// Independent ensembles per point (default: 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond).
+    /// Independent ensembles per point [bernoulli with the bitsliced simulator 128: two
+    /// groups of 64, one per core of a two-core machine (give a multiple of 64 to use
+    /// more cores); with lanes 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond; modes2d and
+    /// sum-modes 16; gaussian-path 8].
     #[arg(long, short = 'e', value_name = "E")]
     pub ensembles: Option<usize>,
     /// Stop a point once the standard error of its E[T] is below this share

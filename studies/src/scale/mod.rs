@@ -5,6 +5,7 @@
 //! `points` measures one point on each model, `fit` fits the power laws, [`simulator`]
 //! is the Bernoulli index process in SIMD lanes.
 
+pub mod bitsliced;
 mod fit;
 mod points;
 pub mod simulator;
@@ -32,6 +33,36 @@ pub enum SweepTarget {
     /// with the β grid tuned to equal rejection; the swap rates follow from P and Λ,
     /// so the sweep's `swap_rates` are not used.
     GaussianPath,
+}
+
+/// Which simulator runs the Bernoulli index process (`nrpt scale --simulator`, `nrpt
+/// bench --simulator`). Both simulate the same process, with different random words:
+/// their results agree statistically, not bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Simulator {
+    /// 64 ensembles per 64-bit word, one bit each, indicators from a bit-serial
+    /// comparison of xoshiro256++ words ([`bitsliced`]); whole groups of 64 ensembles.
+    #[default]
+    Bitsliced,
+    /// 4 to 32 ensembles in SIMD lanes, each drawing the Philox words of nrpt-core's
+    /// `IndexProcess` and taking its decisions, bit for bit ([`simulator`]).
+    Lanes,
+}
+
+impl Simulator {
+    /// Its name on the command line and in results.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Simulator::Bitsliced => "bitsliced",
+            Simulator::Lanes => "lanes",
+        }
+    }
+
+    /// The simulator of a results.json from before the choice existed.
+    fn before_the_choice() -> Self {
+        Simulator::Lanes
+    }
 }
 
 /// One point of a sweep.
@@ -218,6 +249,10 @@ pub struct Settings {
     pub seed: u32,
     /// Dimension of `sum-modes`.
     pub dim: usize,
+    /// The simulator of the `bernoulli` points (the files of earlier releases, which
+    /// have none, were measured with [`Simulator::Lanes`]).
+    #[serde(default = "Simulator::before_the_choice")]
+    pub simulator: Simulator,
 }
 
 /// Which part of a sweep a run covers: the points with `index % count == shard`
@@ -404,12 +439,16 @@ pub fn window_of(rule: &str, chains: usize, rate: f64) -> Result<u32, ConfigErro
     }
 }
 
-/// Ensembles of a Bernoulli point: as asked, or by default 32 for P ≤ 64, 16 for
-/// P ≤ 256 and 8 beyond (large P gives many round trips per ensemble already, and
+/// Ensembles of a Bernoulli point: as asked, or by default, with the bit-sliced
+/// simulator, 128 (two groups of 64 ensembles: both cores of a two-core machine busy,
+/// at the cost of one ensemble each), and with the SIMD-lanes one 32 for P ≤ 64, 16
+/// for P ≤ 256 and 8 beyond (large P gives many round trips per ensemble already, and
 /// every ensemble pays for its own warm-up).
 pub fn ensembles_for(s: &Settings, chains: usize) -> usize {
     if s.ensembles > 0 {
         s.ensembles
+    } else if s.simulator == Simulator::Bitsliced {
+        2 * bitsliced::ENSEMBLES
     } else if chains <= 64 {
         32
     } else if chains <= 256 {
