@@ -74,19 +74,23 @@ pub(crate) fn indicator_batch(
 ) -> [u64; WIDTH] {
     let mut und = undecided;
     let mut ones = [0u64; WIDTH];
+    // t's digits from the top bit down: digit j is the sign of `digits << j`.
+    let mut digits = [0u64; WIDTH];
     for i in 0..WIDTH {
         // t ≥ 2³²: every undecided ensemble, with no word.
         let all = 0u64.wrapping_sub(u64::from(t[i] >> 32 != 0));
         ones[i] = und[i] & all;
         und[i] &= !all;
+        digits[i] = t[i] << 32;
     }
-    for j in 0..rounds.min(32) {
+    for _ in 0..rounds.min(32) {
         if und.iter().fold(0, |a, &u| a | u) == 0 {
             break;
         }
         let r = next();
         for i in 0..WIDTH {
-            let b = 0u64.wrapping_sub((t[i] >> (31 - j)) & 1);
+            let b = ((digits[i] as i64) >> 63) as u64;
+            digits[i] <<= 1;
             ones[i] |= und[i] & b & !r[i];
             und[i] &= !(r[i] ^ b);
         }

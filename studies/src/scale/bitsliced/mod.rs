@@ -357,11 +357,13 @@ impl BitGroup {
 /// `x = (a ^ b) & m; a ^= x; b ^= x`: exchanges a and b in the ensembles of m.
 #[inline(always)]
 fn exchange(a: &mut [u64; WIDTH], b: &mut [u64; WIDTH], m: &[u64; WIDTH]) {
-    for i in 0..WIDTH {
-        let x = (a[i] ^ b[i]) & m[i];
-        a[i] ^= x;
-        b[i] ^= x;
-    }
+    // Both loaded, both computed, then both stored: one vector operation each (in
+    // place, the compiler cannot tell that a and b do not overlap after inlining, and
+    // goes word by word).
+    let (old_a, old_b) = (*a, *b);
+    let x: [u64; WIDTH] = std::array::from_fn(|i| (old_a[i] ^ old_b[i]) & m[i]);
+    *a = std::array::from_fn(|i| old_a[i] ^ x[i]);
+    *b = std::array::from_fn(|i| old_b[i] ^ x[i]);
 }
 
 /// Adds one to the count of every ensemble of `mask`.
