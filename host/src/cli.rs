@@ -636,9 +636,8 @@ pub struct BenchArgs {
     /// machine's large-matrix GFLOP/s).
     #[arg(long, value_enum, value_name = "NAME", default_value_t = BenchTarget::Modes2d)]
     pub target: BenchTarget,
-    /// `bernoulli`: the simulator timed, `bitsliced` (64 ensembles per 64-bit word,
-    /// whole groups of 64) or `lanes` (32 ensembles in SIMD lanes, nrpt-core's random
-    /// words), as `nrpt scale --simulator`.
+    /// `bernoulli`: the simulator timed, as `nrpt scale --simulator` (`lanes` runs
+    /// groups of 32 ensembles).
     #[arg(long, value_enum, value_name = "NAME",
           default_value_t = nrpt_studies::scale::Simulator::Bitsliced)]
     pub simulator: nrpt_studies::scale::Simulator,
@@ -727,14 +726,6 @@ pub struct SweepArgs {
     #[arg(long, value_enum, value_name = "NAME",
           default_value_t = nrpt_studies::scale::SweepTarget::Bernoulli)]
     pub target: nrpt_studies::scale::SweepTarget,
-    /// `bernoulli`: the simulator of the index process. `bitsliced` (64 ensembles per
-    /// 64-bit word, one bit each; ensembles run in whole groups of 64, each group on one
-    /// thread) or `lanes` (4 to 32 ensembles in SIMD lanes drawing nrpt-core's Philox
-    /// words, bit for bit its IndexProcess; the simulator of earlier releases). The
-    /// same process with other random words: the same E[T] within its error.
-    #[arg(long, value_enum, value_name = "NAME",
-          default_value_t = nrpt_studies::scale::Simulator::Bitsliced)]
-    pub simulator: nrpt_studies::scale::Simulator,
     /// Chain counts: a list (8,16,64) or a geometric range (8..4096, doubling; 8..4096x4).
     #[arg(long, short = 'p', default_value = "8,16,32,64")]
     pub chains: String,
@@ -749,6 +740,13 @@ pub struct SweepArgs {
     /// the samplers adapt their own rates).
     #[arg(long, value_name = "FILE")]
     pub rates_file: Option<PathBuf>,
+    /// `bernoulli`: the simulator of the index process. Both simulate the same process
+    /// with other random words (the same E[T] within its error); `lanes` is the one of
+    /// earlier releases, `bitsliced` runs each group of 64 ensembles on one thread at a
+    /// time.
+    #[arg(long, value_enum, value_name = "NAME",
+          default_value_t = nrpt_studies::scale::Simulator::Bitsliced)]
+    pub simulator: nrpt_studies::scale::Simulator,
     /// Independent ensembles per point [bernoulli with the bitsliced simulator 128: two
     /// groups of 64, one per core of a two-core machine (give a multiple of 64 to use
     /// more cores); with lanes 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond; modes2d and

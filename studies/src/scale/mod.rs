@@ -41,12 +41,13 @@ pub enum SweepTarget {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Simulator {
-    /// 64 ensembles per 64-bit word, one bit each, indicators from a bit-serial
-    /// comparison of xoshiro256++ words ([`bitsliced`]); whole groups of 64 ensembles.
+    /// 64 ensembles per 64-bit word, one bit each; swap indicators from a bit-serial
+    /// comparison of xoshiro256++ words; whole groups of 64 ensembles (the module
+    /// `bitsliced`).
     #[default]
     Bitsliced,
     /// 4 to 32 ensembles in SIMD lanes, each drawing the Philox words of nrpt-core's
-    /// `IndexProcess` and taking its decisions, bit for bit ([`simulator`]).
+    /// IndexProcess and taking its decisions, bit for bit (the module `simulator`).
     Lanes,
 }
 
@@ -542,6 +543,25 @@ mod tests {
         assert!(parse_chains("1,2").is_err());
         assert!(parse_chains("8..4").is_err());
         assert!(parse_chains("x").is_err());
+    }
+
+    /// A results.json of earlier releases has no `simulator`: it was measured with the
+    /// SIMD-lanes one, and reads so; today's files name theirs.
+    #[test]
+    fn settings_without_a_simulator_read_as_lanes() {
+        let old = r#"{"target": "bernoulli", "chains": [8], "windows": ["1"],
+            "swap_rates": [0.4], "profile": null, "ensembles": 0, "target_se": 0.01,
+            "max_iterations": 1000, "warmup": null, "seed": 0, "dim": 2}"#;
+        let s: Settings = serde_json::from_str(old).expect("an earlier file");
+        assert_eq!(s.simulator, Simulator::Lanes);
+        let mut today = s.clone();
+        today.simulator = Simulator::Bitsliced;
+        let text = serde_json::to_string(&today).expect("json");
+        assert!(text.contains(r#""simulator":"bitsliced""#), "{text}");
+        let back: Settings = serde_json::from_str(&text).expect("today's file");
+        assert_eq!(back, today);
+        assert_eq!(ensembles_for(&today, 1 << 16), 128);
+        assert_eq!(ensembles_for(&s, 1 << 16), 8);
     }
 
     #[test]

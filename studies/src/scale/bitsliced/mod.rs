@@ -31,8 +31,10 @@
 //! [`super::simulator`], which agree with this one statistically, as the tests check).
 //! Only ensembles whose decision matters (eligible pair, gate open) are decided.
 //!
-//! Round trips and restarts happen at level 0 only: their mask (`m & hi & !lo`) is
-//! counted per ensemble by walking its set bits, a few per iteration whatever P.
+//! Round trips and restarts happen at level 0 only, at most one per ensemble and
+//! iteration: their masks (`m & hi & !lo` and `m & hi`) go into vertical bit-sliced
+//! counters, eight planes that count to 255 for all 64 ensembles at once (a ripple
+//! carry, 16 operations), added to the per-ensemble totals every 255 iterations.
 
 // Lane loops index several arrays at once, which is what the compiler vectorizes.
 #![allow(clippy::needless_range_loop)]
@@ -43,7 +45,6 @@ mod tests;
 mod words;
 
 use nrpt_core::bernoulli::indicator_threshold;
-use nrpt_core::window::{is_window_start, window_parity};
 use nrpt_sampling::engine::EngineError;
 use nrpt_sampling::engine::simd::Simd;
 
@@ -126,9 +127,20 @@ struct State {
     thresholds: [Vec<u64>; 2],
     /// The most [`rounds`] of each batch of 8 pairs of each class.
     rounds: [Vec<u32>; 2],
+    /// Round trips and restarts per ensemble, flushed from the counters below.
     round_trips: [u64; ENSEMBLES],
     restarts: [u64; ENSEMBLES],
+    /// Round trips and restarts since the last flush, bit-sliced: plane b holds bit b
+    /// of every ensemble's count.
+    pending: [Counter; 2],
+    /// Iterations until the pending counts are flushed (they hold at most 255).
+    until_flush: u32,
     iteration: u64,
+    /// `iteration mod window` and the window's parity, kept as counters (nrpt-core's
+    /// `is_window_start` and `window_parity` divide, which costs as much as a batch at
+    /// small P).
+    in_window: u32,
+    parity: u32,
 }
 
 /// 64 ensembles of the index process, bit-sliced (see the [module docs](self)).
@@ -242,7 +254,11 @@ impl BitGroup {
                 rounds,
                 round_trips: [0; ENSEMBLES],
                 restarts: [0; ENSEMBLES],
+                pending: [[0; COUNTER_BITS]; 2],
+                until_flush: FLUSH_EVERY,
                 iteration: 0,
+                in_window: 0,
+                parity: 0,
             },
             words: Words8::seeded(seed, group),
         })
@@ -321,17 +337,25 @@ impl BitGroup {
     /// Round trips and restarts of ensemble `lane` of the group (0 to 63; `None`
     /// beyond).
     pub fn trips(&self, lane: usize) -> Option<LaneTrips> {
+        let s = &self.state;
         Some(LaneTrips {
-            round_trips: *self.state.round_trips.get(lane)?,
-            restarts: *self.state.restarts.get(lane)?,
+            round_trips: s.round_trips.get(lane)? + pending_of(&s.pending[0], lane),
+            restarts: s.restarts.get(lane)? + pending_of(&s.pending[1], lane),
         })
     }
 
     /// Round trips and restarts of all 64 ensembles together.
     pub fn total_trips(&self) -> LaneTrips {
+        let s = &self.state;
+        let pending = |c: &Counter| {
+            c.iter()
+                .enumerate()
+                .map(|(b, plane)| u64::from(plane.count_ones()) << b)
+                .sum::<u64>()
+        };
         LaneTrips {
-            round_trips: self.state.round_trips.iter().sum(),
-            restarts: self.state.restarts.iter().sum(),
+            round_trips: s.round_trips.iter().sum::<u64>() + pending(&s.pending[0]),
+            restarts: s.restarts.iter().sum::<u64>() + pending(&s.pending[1]),
         }
     }
 
@@ -366,22 +390,53 @@ fn exchange(a: &mut [u64; WIDTH], b: &mut [u64; WIDTH], m: &[u64; WIDTH]) {
     *b = std::array::from_fn(|i| old_b[i] ^ x[i]);
 }
 
-/// Adds one to the count of every ensemble of `mask`.
+/// Bits of the pending counters.
+const COUNTER_BITS: usize = 8;
+/// Iterations between flushes: at most one event per ensemble and iteration, so the
+/// pending counts stay below 2⁸.
+const FLUSH_EVERY: u32 = (1 << COUNTER_BITS) - 1;
+
+/// A vertical counter of 64 ensembles: plane b holds bit b of each one's count.
+type Counter = [u64; COUNTER_BITS];
+
+/// Adds one to the count of every ensemble of `mask` (a ripple carry through the
+/// planes; the count must stay below 2⁸).
 #[inline(always)]
-fn count(counts: &mut [u64; ENSEMBLES], mut mask: u64) {
-    while mask != 0 {
-        counts[mask.trailing_zeros() as usize] += 1;
-        mask &= mask - 1;
+fn add(counter: &mut Counter, mask: u64) {
+    let mut carry = mask;
+    for plane in counter.iter_mut() {
+        let next = *plane & carry;
+        *plane ^= carry;
+        carry = next;
     }
+}
+
+/// The count of ensemble `lane` in `counter`.
+fn pending_of(counter: &Counter, lane: usize) -> u64 {
+    counter
+        .iter()
+        .enumerate()
+        .map(|(b, plane)| ((plane >> lane) & 1) << b)
+        .sum()
+}
+
+/// Moves the pending counts into the per-ensemble totals.
+fn flush(counter: &mut Counter, totals: &mut [u64; ENSEMBLES]) {
+    for (b, plane) in counter.iter().enumerate() {
+        for (lane, total) in totals.iter_mut().enumerate() {
+            *total += ((plane >> lane) & 1) << b;
+        }
+    }
+    *counter = [0; COUNTER_BITS];
 }
 
 /// One iteration: the eligible pairs' batches, then the arrivals at the two ends.
 #[inline(always)]
 fn step<S: Indicators>(s: &mut State, source: &mut S) {
     let k = s.iteration;
-    let start = is_window_start(k, s.window);
+    let start = s.in_window == 0;
     // Pair l is eligible when (l + 1) mod 2 is the window's parity: class c = l mod 2.
-    let c = (1 - window_parity(k, s.window)) as usize;
+    let c = (1 - s.parity) as usize;
     let gated = s.window > 1;
     let top_pair = s.p - 2;
     let (top_batch, top_lane) = ((top_pair / 2) / WIDTH, (top_pair / 2) % WIDTH);
@@ -437,8 +492,8 @@ fn step<S: Indicators>(s: &mut State, source: &mut S) {
     if m_bottom != 0 {
         let (lo, hi) = (&mut s.lo[0][0], &mut s.hi[0][0]);
         let restart = m_bottom & *hi;
-        count(&mut s.round_trips, restart & !*lo);
-        count(&mut s.restarts, restart);
+        add(&mut s.pending[0], restart & !*lo);
+        add(&mut s.pending[1], restart);
         *lo |= m_bottom;
         *hi &= !m_bottom;
     }
@@ -450,7 +505,19 @@ fn step<S: Indicators>(s: &mut State, source: &mut S) {
         *lo ^= m_top & !*hi;
         *hi |= m_top;
     }
+    s.until_flush -= 1;
+    if s.until_flush == 0 {
+        let [trips, restarts] = &mut s.pending;
+        flush(trips, &mut s.round_trips);
+        flush(restarts, &mut s.restarts);
+        s.until_flush = FLUSH_EVERY;
+    }
     s.iteration += 1;
+    s.in_window += 1;
+    if s.in_window == s.window {
+        s.in_window = 0;
+        s.parity ^= 1;
+    }
 }
 
 /// The planes of the class-c pairs' lower levels (parity c, from place 0) and upper
