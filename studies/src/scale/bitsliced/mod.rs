@@ -24,12 +24,16 @@
 //! (AVX-512: one register per plane). A batch whose gates are all closed costs one load
 //! and a test; pairs that are not eligible cost nothing.
 //!
-//! Indicators come from [`indicator`]'s bit-serial comparison, eight pairs in lockstep,
-//! pair i of a batch reading the words of generator i of [`words`] (xoshiro256++ per
-//! group, seeded from Philox: the same bits for a seed whatever the threads; not the
-//! bits of nrpt-core's `IndexProcess` or of the SIMD-lanes simulator
-//! [`super::simulator`], which agree with this one statistically, as the tests check).
-//! Only ensembles whose decision matters (eligible pair, gate open) are decided.
+//! Indicators come from a bit-serial comparison ([`indicator_lanes`]: bit e of word j
+//! is digit j of ensemble e's uniform, compared with the digits of t), eight pairs in
+//! lockstep, pair i of a batch reading the words of the i-th of eight xoshiro256++
+//! generators of the group (Blackman and Vigna; eleven shifts, rotations, additions and
+//! exclusive ors per word, eight generators in one AVX-512 register), seeded from
+//! Philox4x32-10 with the seed and the group's index: the same bits for a seed whatever
+//! the threads, since a group runs on one thread at a time. They are not the bits of
+//! nrpt-core's `IndexProcess` or of the SIMD-lanes simulator [`super::simulator`], which
+//! agree with this one statistically, as the tests check. Only ensembles whose decision
+//! matters (eligible pair, gate open) are decided.
 //!
 //! Round trips and restarts happen at level 0 only, at most one per ensemble and
 //! iteration: their masks (`m & hi & !lo` and `m & hi`) go into vertical bit-sliced
