@@ -636,6 +636,11 @@ pub struct BenchArgs {
     /// machine's large-matrix GFLOP/s).
     #[arg(long, value_enum, value_name = "NAME", default_value_t = BenchTarget::Modes2d)]
     pub target: BenchTarget,
+    /// `bernoulli`: the simulator timed, as `nrpt scale --simulator` (`lanes` runs
+    /// groups of 32 ensembles).
+    #[arg(long, value_enum, value_name = "NAME",
+          default_value_t = nrpt_studies::scale::Simulator::Bitsliced)]
+    pub simulator: nrpt_studies::scale::Simulator,
     /// `sum-modes`: the dimension D, 1 to 1048576.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     pub dim: u32,
@@ -735,7 +740,17 @@ pub struct SweepArgs {
     /// the samplers adapt their own rates).
     #[arg(long, value_name = "FILE")]
     pub rates_file: Option<PathBuf>,
-    /// Independent ensembles per point (default: 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond).
+    /// `bernoulli`: the simulator of the index process. Both simulate the same process
+    /// with other random words (the same E[T] within its error); `lanes` is the one of
+    /// earlier releases, `bitsliced` runs each group of 64 ensembles on one thread at a
+    /// time.
+    #[arg(long, value_enum, value_name = "NAME",
+          default_value_t = nrpt_studies::scale::Simulator::Bitsliced)]
+    pub simulator: nrpt_studies::scale::Simulator,
+    /// Independent ensembles per point [bernoulli with the bitsliced simulator 128: two
+    /// groups of 64, one per core of a two-core machine (give a multiple of 64 to use
+    /// more cores); with lanes 32 for P ≤ 64, 16 for P ≤ 256, 8 beyond; modes2d and
+    /// sum-modes 16; gaussian-path 8].
     #[arg(long, short = 'e', value_name = "E")]
     pub ensembles: Option<usize>,
     /// Stop a point once the standard error of its E[T] is below this share

@@ -1635,7 +1635,8 @@ def scale(*, progress: bool = False, **options: Any) -> Dict[str, Any]:
     1, ``results.json`` as a dict (``settings``, ``points``, ``fits``) plus
     ``columns``, the points as a dict of arrays (``chains``, ``window``,
     ``expected_round_trip``, ``model_expected_round_trip``, ``ratio``, ...).
-    Keywords: ``target``, ``chains`` (``"8,16,64"``, ``"8..4096"`` or a list),
+    Keywords: ``target``, ``simulator`` (``"bitsliced"`` or ``"lanes"``, for
+    ``bernoulli``), ``chains`` (``"8,16,64"``, ``"8..4096"`` or a list),
     ``window`` (``"1,opt"`` or a list), ``swap_rate``, ``rates_file``,
     ``ensembles``, ``target_se``, ``max_iterations``, ``warmup``, ``seed``, ``dim``,
     ``part`` (``"i/n"``: the points i, i + n, ...), ``threads``, ``backend``,

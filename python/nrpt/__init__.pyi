@@ -389,6 +389,7 @@ def scale(
     *,
     progress: bool = False,
     target: Optional[Literal["bernoulli", "modes2d", "sum-modes", "gaussian-path"]] = None,
+    simulator: Optional[Literal["bitsliced", "lanes"]] = None,
     chains: Union[Sequence[int], str, None] = None,
     window: Union[Sequence[Union[int, str]], str, None] = None,
     swap_rate: Union[Sequence[float], float, str, None] = None,

@@ -381,7 +381,10 @@ fn run_cuda(
 /// The answer of `nrpt bench --target bernoulli`.
 #[derive(Debug, Serialize)]
 pub(crate) struct BernoulliReport {
-    /// E as run: the simulator runs whole groups of 32 ensembles, so E is rounded up.
+    /// The simulator timed.
+    pub simulator: nrpt_studies::scale::Simulator,
+    /// E as run: the simulators run whole groups (64 ensembles bit-sliced, 32 in SIMD
+    /// lanes), so E is rounded up.
     pub ensembles: usize,
     /// P.
     pub chains: usize,
@@ -405,8 +408,9 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
     use nrpt_sampling::config::{ConfigError, MAX_CHAINS, MAX_VALUES};
     use nrpt_sampling::engine::cpu::Simd;
     use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES, check};
+    use nrpt_studies::scale::Simulator;
+    use nrpt_studies::scale::bitsliced::{BitGroup, ENSEMBLES};
     use nrpt_studies::scale::simulator::{Group, LANES};
-    use rayon::prelude::*;
     let (ensembles, chains, iterations) = args.sizes();
     if !(2..=MAX_CHAINS).contains(&chains) {
         let why = format!("must be between 2 and {MAX_CHAINS}, got {chains}");
@@ -424,28 +428,42 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
     }
     let window = nrpt_studies::scale::window_of(&args.window.to_string(), chains, 0.4)?;
     let rates = vec![0.4; chains - 1];
-    let groups = ensembles.div_ceil(LANES);
+    let (width, group_bytes) = match args.simulator {
+        Simulator::Bitsliced => (ENSEMBLES, BitGroup::bytes(chains, false)),
+        Simulator::Lanes => (LANES, Group::<LANES>::bytes(chains)),
+    };
+    let groups = ensembles.div_ceil(width);
     let mut footprint = Footprint::default();
     footprint.add("process", PROCESS_BYTES);
     footprint.add(
         "index processes",
-        (groups as u64).saturating_mul(Group::<LANES>::bytes(chains)),
+        (groups as u64).saturating_mul(group_bytes),
     );
     check(&footprint, "--ensembles or --chains").map_err(|m| ConfigError::new("max_memory", m))?;
-    let mut sims: Vec<Group<LANES>> = (0..groups)
-        .map(|g| Group::new(&rates, window, 1, (g * LANES) as u32))
-        .collect();
     // Every group polls the stop request every few milliseconds (`run_or_stop`).
     let stop = &nrpt_sampling::interrupt::requested;
-    sims.par_iter_mut()
-        .try_for_each(|g| g.run_or_stop(iterations.min(100), Simd::Auto, stop))?;
-    let started = Instant::now();
-    sims.par_iter_mut()
-        .try_for_each(|g| g.run_or_stop(iterations, Simd::Auto, stop))?;
-    let seconds = started.elapsed().as_secs_f64();
-    let updates = (groups * LANES) as f64 * (chains - 1) as f64 * iterations as f64;
+    let seconds = match args.simulator {
+        Simulator::Bitsliced => {
+            let mut sims = (0..groups)
+                .map(|g| BitGroup::new(&rates, window, 1, g as u32))
+                .collect::<Result<Vec<_>, _>>()?;
+            time_groups(&mut sims, iterations, |g, n| {
+                g.run_or_stop(n, Simd::Auto, stop)
+            })?
+        }
+        Simulator::Lanes => {
+            let mut sims: Vec<Group<LANES>> = (0..groups)
+                .map(|g| Group::new(&rates, window, 1, (g * LANES) as u32))
+                .collect();
+            time_groups(&mut sims, iterations, |g, n| {
+                g.run_or_stop(n, Simd::Auto, stop)
+            })?
+        }
+    };
+    let updates = (groups * width) as f64 * (chains - 1) as f64 * iterations as f64;
     let r = BernoulliReport {
-        ensembles: groups * LANES,
+        simulator: args.simulator,
+        ensembles: groups * width,
         chains,
         iterations,
         window,
@@ -458,7 +476,9 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         say!("{}", nrpt_sampling::json::to_string(&r)?)?;
     } else {
         say!(
-            "bernoulli: {} ensembles × {} pairs × {} iterations in {:.3} s: {:.3e} pair-updates/s",
+            "bernoulli ({}): {} ensembles × {} pairs × {} iterations in {:.3} s: {:.3e} \
+             pair-updates/s",
+            r.simulator.name(),
             r.ensembles,
             r.chains - 1,
             r.iterations,
@@ -467,6 +487,22 @@ pub fn bernoulli(args: &BenchArgs, json: bool) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Runs every group 100 iterations (or `iterations`, if fewer), then times `iterations`
+/// more of all of them in parallel (rayon, one group per task): the seconds.
+fn time_groups<G: Send>(
+    sims: &mut [G],
+    iterations: u64,
+    advance: impl Fn(&mut G, u64) -> Result<(), EngineError> + Sync,
+) -> Result<f64, EngineError> {
+    use rayon::prelude::*;
+    sims.par_iter_mut()
+        .try_for_each(|g| advance(g, iterations.min(100)))?;
+    let started = Instant::now();
+    sims.par_iter_mut()
+        .try_for_each(|g| advance(g, iterations))?;
+    Ok(started.elapsed().as_secs_f64())
 }
 
 /// The answer of `nrpt bench --target classifier`.

@@ -164,6 +164,7 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
         warmup: a.warmup,
         seed: a.seed,
         dim: a.dim,
+        simulator: a.simulator,
     };
     s.check()?;
     if s.target == nrpt_studies::scale::SweepTarget::Bernoulli {
@@ -173,14 +174,23 @@ fn settings(a: &SweepArgs) -> Result<Settings> {
 }
 
 /// The Bernoulli points run one after the other, each holding the index processes of
-/// its ensembles (in groups of 4 lanes at most: the largest per ensemble): the largest
-/// point is checked against `--max-memory`. The other models' runs check their own.
+/// its ensembles (bit-sliced groups of 64, or SIMD groups of 4 lanes at most: the
+/// largest per ensemble): the largest point is checked against `--max-memory`. The
+/// other models' runs check their own.
 fn check_bernoulli_memory(s: &Settings) -> Result<(), ConfigError> {
     use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES, check};
+    use nrpt_studies::scale::Simulator;
+    use nrpt_studies::scale::bitsliced::{BitGroup, ENSEMBLES};
     use nrpt_studies::scale::simulator::Group;
     let largest = s.chains.iter().fold(0u64, |most, &p| {
-        let groups = nrpt_studies::scale::ensembles_for(s, p).div_ceil(4) as u64;
-        most.max(groups.saturating_mul(Group::<4>::bytes(p)))
+        let e = nrpt_studies::scale::ensembles_for(s, p);
+        let bytes = match s.simulator {
+            Simulator::Bitsliced => {
+                (e.div_ceil(ENSEMBLES) as u64).saturating_mul(BitGroup::bytes(p, false))
+            }
+            Simulator::Lanes => (e.div_ceil(4) as u64).saturating_mul(Group::<4>::bytes(p)),
+        };
+        most.max(bytes)
     });
     let mut f = Footprint::default();
     f.add("process", PROCESS_BYTES);

@@ -410,6 +410,7 @@ fn scale_sweeps_split_into_parts_and_merge() {
         json_of(&nrpt(&refs))
     };
     let v = run(args(&whole, None));
+    assert_eq!(v["settings"]["simulator"], "bitsliced", "the default");
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
     for p in points {
@@ -572,21 +573,61 @@ fn non_finite_numbers_are_named_in_json_and_read_back_by_the_merge() {
     assert_eq!(merged(&old, "m-old"), whole);
 }
 
+/// Both simulators report pair-updates per second, each running whole groups (64
+/// ensembles bit-sliced, 32 in SIMD lanes).
 #[test]
 fn bench_bernoulli_reports_pair_updates() {
-    let v = json_of(&nrpt(&[
-        "bench",
-        "--target",
-        "bernoulli",
-        "-e",
-        "32",
-        "-p",
-        "16",
-        "-n",
-        "2000",
-        "--json",
-    ]));
-    assert!(finite(&v, "pair_updates_per_sec") > 0.0);
+    for (simulator, ensembles) in [("bitsliced", 64), ("lanes", 32)] {
+        let v = json_of(&nrpt(&[
+            "bench",
+            "--target",
+            "bernoulli",
+            "--simulator",
+            simulator,
+            "-e",
+            "20",
+            "-p",
+            "16",
+            "-n",
+            "2000",
+            "--json",
+        ]));
+        assert!(finite(&v, "pair_updates_per_sec") > 0.0, "{v}");
+        assert_eq!(v["simulator"], simulator, "{v}");
+        assert_eq!(v["ensembles"], ensembles, "{v}");
+    }
+}
+
+/// `nrpt scale --simulator lanes` runs the SIMD-lanes simulator and says so in its
+/// settings (the bit-sliced one is the default); both agree with Lemma 1.
+#[test]
+fn scale_runs_either_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    for simulator in ["lanes", "bitsliced"] {
+        let out = dir.path().join(simulator);
+        let v = json_of(&nrpt(&[
+            "scale",
+            "--simulator",
+            simulator,
+            "--chains",
+            "8",
+            "--window",
+            "opt",
+            "--target-se",
+            "0.02",
+            "--ensembles",
+            "16",
+            "--quiet",
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+        ]));
+        assert_eq!(v["settings"]["simulator"], simulator, "{v}");
+        let p = &v["points"][0];
+        assert_eq!(p["ensembles"], 16, "{v}");
+        let ratio = finite(p, "ratio");
+        assert!((ratio - 1.0).abs() < 0.1, "{simulator}: {p}");
+    }
 }
 
 /// The spellings of the previous release (`--model`, `sampler`, `mlp`, `--seeds`, scale's

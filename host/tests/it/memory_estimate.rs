@@ -287,7 +287,8 @@ fn checkpoints_are_counted() {
 
 /// `bench --target classifier` measures the machine with an n × n × n product before the run:
 /// three 9 MiB matrices at n = 1536. `bench --target bernoulli` holds its index
-/// processes: 50 MiB for 10⁵ ensembles of 64 chains.
+/// processes: with the SIMD-lanes simulator 50 MiB for 10⁵ ensembles of 64 chains, with
+/// the bit-sliced one (64 ensembles per word) 60 MiB for 10⁶.
 #[test]
 fn every_bench_model_is_counted() {
     let dir = tempfile::tempdir().unwrap();
@@ -314,13 +315,30 @@ fn every_bench_model_is_counted() {
     );
     estimate_holds(
         dir.path(),
-        "bench bernoulli",
+        "bench bernoulli, lanes",
+        &[
+            "bench",
+            "--target",
+            "bernoulli",
+            "--simulator",
+            "lanes",
+            "-e",
+            "100000",
+            "-p",
+            "64",
+            "-n",
+            "10",
+        ],
+    );
+    estimate_holds(
+        dir.path(),
+        "bench bernoulli, bitsliced",
         &[
             "bench",
             "--target",
             "bernoulli",
             "-e",
-            "100000",
+            "1000000",
             "-p",
             "64",
             "-n",

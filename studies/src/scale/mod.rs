@@ -5,6 +5,7 @@
 //! `points` measures one point on each model, `fit` fits the power laws, [`simulator`]
 //! is the Bernoulli index process in SIMD lanes.
 
+pub mod bitsliced;
 mod fit;
 mod points;
 pub mod simulator;
@@ -32,6 +33,37 @@ pub enum SweepTarget {
     /// with the β grid tuned to equal rejection; the swap rates follow from P and Λ,
     /// so the sweep's `swap_rates` are not used.
     GaussianPath,
+}
+
+/// Which simulator runs the Bernoulli index process (`nrpt scale --simulator`, `nrpt
+/// bench --simulator`). Both simulate the same process, with different random words:
+/// their results agree statistically, not bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Simulator {
+    /// 64 ensembles per 64-bit word, one bit each; swap indicators from a bit-serial
+    /// comparison of xoshiro256++ words; whole groups of 64 ensembles (the module
+    /// `bitsliced`).
+    #[default]
+    Bitsliced,
+    /// 4 to 32 ensembles in SIMD lanes, each drawing the Philox words of nrpt-core's
+    /// IndexProcess and taking its decisions, bit for bit (the module `simulator`).
+    Lanes,
+}
+
+impl Simulator {
+    /// Its name on the command line and in results.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Simulator::Bitsliced => "bitsliced",
+            Simulator::Lanes => "lanes",
+        }
+    }
+
+    /// The simulator of a results.json from before the choice existed.
+    fn before_the_choice() -> Self {
+        Simulator::Lanes
+    }
 }
 
 /// One point of a sweep.
@@ -218,6 +250,10 @@ pub struct Settings {
     pub seed: u32,
     /// Dimension of `sum-modes`.
     pub dim: usize,
+    /// The simulator of the `bernoulli` points (the files of earlier releases, which
+    /// have none, were measured with [`Simulator::Lanes`]).
+    #[serde(default = "Simulator::before_the_choice")]
+    pub simulator: Simulator,
 }
 
 /// Which part of a sweep a run covers: the points with `index % count == shard`
@@ -404,12 +440,16 @@ pub fn window_of(rule: &str, chains: usize, rate: f64) -> Result<u32, ConfigErro
     }
 }
 
-/// Ensembles of a Bernoulli point: as asked, or by default 32 for P ≤ 64, 16 for
-/// P ≤ 256 and 8 beyond (large P gives many round trips per ensemble already, and
+/// Ensembles of a Bernoulli point: as asked, or by default, with the bit-sliced
+/// simulator, 128 (two groups of 64 ensembles: both cores of a two-core machine busy,
+/// at the cost of one ensemble each), and with the SIMD-lanes one 32 for P ≤ 64, 16
+/// for P ≤ 256 and 8 beyond (large P gives many round trips per ensemble already, and
 /// every ensemble pays for its own warm-up).
 pub fn ensembles_for(s: &Settings, chains: usize) -> usize {
     if s.ensembles > 0 {
         s.ensembles
+    } else if s.simulator == Simulator::Bitsliced {
+        2 * bitsliced::ENSEMBLES
     } else if chains <= 64 {
         32
     } else if chains <= 256 {
@@ -503,6 +543,25 @@ mod tests {
         assert!(parse_chains("1,2").is_err());
         assert!(parse_chains("8..4").is_err());
         assert!(parse_chains("x").is_err());
+    }
+
+    /// A results.json of earlier releases has no `simulator`: it was measured with the
+    /// SIMD-lanes one, and reads so; today's files name theirs.
+    #[test]
+    fn settings_without_a_simulator_read_as_lanes() {
+        let old = r#"{"target": "bernoulli", "chains": [8], "windows": ["1"],
+            "swap_rates": [0.4], "profile": null, "ensembles": 0, "target_se": 0.01,
+            "max_iterations": 1000, "warmup": null, "seed": 0, "dim": 2}"#;
+        let s: Settings = serde_json::from_str(old).expect("an earlier file");
+        assert_eq!(s.simulator, Simulator::Lanes);
+        let mut today = s.clone();
+        today.simulator = Simulator::Bitsliced;
+        let text = serde_json::to_string(&today).expect("json");
+        assert!(text.contains(r#""simulator":"bitsliced""#), "{text}");
+        let back: Settings = serde_json::from_str(&text).expect("today's file");
+        assert_eq!(back, today);
+        assert_eq!(ensembles_for(&today, 1 << 16), 128);
+        assert_eq!(ensembles_for(&s, 1 << 16), 8);
     }
 
     #[test]

@@ -1,15 +1,17 @@
-//! One point of a sweep, measured: the Bernoulli index process in SIMD groups (until
-//! the error of `E[T]` is small enough), the sampler on an engine, exact tempering on
-//! the Gaussian path; and the estimates of `E[T]` and its error from round-trip counts.
+//! One point of a sweep, measured: the Bernoulli index process in bit-sliced or SIMD
+//! groups (until the error of `E[T]` is small enough), the sampler on an engine, exact
+//! tempering on the Gaussian path; and the estimates of `E[T]` and its error from
+//! round-trip counts.
 
 use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::bitsliced::{self, BitGroup};
 use super::simulator::Group;
 use super::{
-    Point, Settings, SweepTarget, ensembles_for, enumerate, model_expected_round_trip, pair_rates,
-    window_of,
+    Point, Settings, Simulator, SweepTarget, ensembles_for, enumerate, model_expected_round_trip,
+    pair_rates, window_of,
 };
 use nrpt_sampling::config::{ConfigError, RunConfig, TargetName, WindowSpec};
 use nrpt_sampling::engine::simd::Simd;
@@ -56,8 +58,55 @@ fn estimate(chains: usize, cells: &[u64], cell_iterations: u64) -> (f64, f64, f6
     (rho, et, et_se)
 }
 
-/// Runs one point of the Bernoulli model, with SIMD groups of a width that leaves
-/// at least two groups (both cores busy).
+/// What a Bernoulli point needs of a simulator: groups of a fixed number of ensembles,
+/// run in parallel, and the round trips of each ensemble.
+trait IndexGroups: Send + Sized {
+    /// Ensembles per group.
+    const WIDTH: usize;
+    /// Group `index` (ensembles `WIDTH · index …`) of P = `rates.len() + 1` chains.
+    fn build(rates: &[f64], window: u32, seed: u32, index: usize) -> Result<Self, EngineError>;
+    /// `n` more iterations, asking `stop` every few milliseconds.
+    fn advance(&mut self, n: u64, stop: &(dyn Fn() -> bool + Sync)) -> Result<(), EngineError>;
+    /// Round trips of ensemble `lane` of the group.
+    fn round_trips(&self, lane: usize) -> u64;
+}
+
+impl<const N: usize> IndexGroups for Group<N> {
+    const WIDTH: usize = N;
+    fn build(rates: &[f64], window: u32, seed: u32, index: usize) -> Result<Self, EngineError> {
+        Ok(Group::new(rates, window, seed, (index * N) as u32))
+    }
+    fn advance(&mut self, n: u64, stop: &(dyn Fn() -> bool + Sync)) -> Result<(), EngineError> {
+        self.run_or_stop(n, Simd::Auto, stop)
+    }
+    fn round_trips(&self, lane: usize) -> u64 {
+        self.trips(lane).round_trips
+    }
+}
+
+impl IndexGroups for BitGroup {
+    const WIDTH: usize = bitsliced::ENSEMBLES;
+    fn build(rates: &[f64], window: u32, seed: u32, index: usize) -> Result<Self, EngineError> {
+        let group = u32::try_from(index).map_err(|_| EngineError::Backend {
+            backend: "scale",
+            message: format!("group {index} is past the last group a seed has (2^32)"),
+        })?;
+        BitGroup::new(rates, window, seed, group).map_err(|e| EngineError::Backend {
+            backend: "scale",
+            message: e.to_string(),
+        })
+    }
+    fn advance(&mut self, n: u64, stop: &(dyn Fn() -> bool + Sync)) -> Result<(), EngineError> {
+        self.run_or_stop(n, Simd::Auto, stop)
+    }
+    fn round_trips(&self, lane: usize) -> u64 {
+        self.trips(lane).map_or(0, |t| t.round_trips)
+    }
+}
+
+/// Runs one point of the Bernoulli model with the sweep's simulator: bit-sliced groups
+/// of 64 ensembles, or SIMD groups of a width that leaves at least two groups (both
+/// cores busy).
 pub(super) fn run_bernoulli_point(
     s: &Settings,
     index: usize,
@@ -67,22 +116,24 @@ pub(super) fn run_bernoulli_point(
     interrupt: &(dyn Fn() -> bool + Sync),
 ) -> Result<Point, EngineError> {
     let e = ensembles_for(s, chains);
-    match (e / 2).max(1) {
-        0..=7 => bernoulli_point::<4>(s, index, chains, rule, rate, e, interrupt),
-        8..=15 => bernoulli_point::<8>(s, index, chains, rule, rate, e, interrupt),
-        16..=31 => bernoulli_point::<16>(s, index, chains, rule, rate, e, interrupt),
-        _ => bernoulli_point::<32>(s, index, chains, rule, rate, e, interrupt),
+    let at = (s, index, chains, rule, rate, e);
+    match s.simulator {
+        Simulator::Bitsliced => bernoulli_point::<BitGroup>(at, interrupt),
+        Simulator::Lanes => match (e / 2).max(1) {
+            0..=7 => bernoulli_point::<Group<4>>(at, interrupt),
+            8..=15 => bernoulli_point::<Group<8>>(at, interrupt),
+            16..=31 => bernoulli_point::<Group<16>>(at, interrupt),
+            _ => bernoulli_point::<Group<32>>(at, interrupt),
+        },
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn bernoulli_point<const N: usize>(
-    s: &Settings,
-    index: usize,
-    chains: usize,
-    rule: &str,
-    rate: f64,
-    ensembles: usize,
+/// A Bernoulli point: the sweep's settings, the point's index, P, window rule, S and
+/// ensembles.
+type At<'a> = (&'a Settings, usize, usize, &'a str, f64, usize);
+
+fn bernoulli_point<G: IndexGroups>(
+    (s, index, chains, rule, rate, ensembles): At<'_>,
     interrupt: &(dyn Fn() -> bool + Sync),
 ) -> Result<Point, EngineError> {
     let started = Instant::now();
@@ -93,10 +144,10 @@ fn bernoulli_point<const N: usize>(
     let rates = pair_rates(s, chains, rate);
     let model = model_expected_round_trip(&rates, window);
     let seed = point_seed(s.seed, chains, rule, rate);
-    let groups_n = ensembles.div_ceil(N);
-    let mut groups: Vec<Group<N>> = (0..groups_n)
-        .map(|g| Group::new(&rates, window, seed, (g * N) as u32))
-        .collect();
+    let groups_n = ensembles.div_ceil(G::WIDTH);
+    let mut groups: Vec<G> = (0..groups_n)
+        .map(|g| G::build(&rates, window, seed, g))
+        .collect::<Result<_, _>>()?;
     // Two model round-trip times of warm-up: from the identity start the round-trip
     // rate needs about that long to settle (with one, E[T] came out 3–4% high at
     // P = 1024); a different --warmup can be asked for.
@@ -108,18 +159,18 @@ fn bernoulli_point<const N: usize>(
     // (max/min, not clamp: a cap below 256 is allowed and must not panic.)
     let batch = (model.ceil() as u64).max(256).min(s.max_iterations).max(1);
     // Each group asks `interrupt` every few milliseconds (`Group::run_or_stop`).
-    let advance = |groups: &mut Vec<Group<N>>, n: u64| {
+    let advance = |groups: &mut Vec<G>, n: u64| {
         groups
             .par_iter_mut()
-            .try_for_each(|g| g.run_or_stop(n, Simd::Auto, interrupt))
+            .try_for_each(|g| g.advance(n, interrupt))
     };
     advance(&mut groups, warmup)?;
-    let lanes_used = |g: usize| N.min(ensembles - g * N);
-    let totals = |groups: &Vec<Group<N>>| -> Vec<u64> {
+    let lanes_used = |g: usize| G::WIDTH.min(ensembles - g * G::WIDTH);
+    let totals = |groups: &Vec<G>| -> Vec<u64> {
         groups
             .iter()
             .enumerate()
-            .flat_map(|(gi, g)| (0..lanes_used(gi)).map(move |i| g.trips(i).round_trips))
+            .flat_map(|(gi, g)| (0..lanes_used(gi)).map(move |i| g.round_trips(i)))
             .collect()
     };
     let warm: u64 = totals(&groups).iter().sum();
