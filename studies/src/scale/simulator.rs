@@ -26,6 +26,28 @@ use nrpt_sampling::engine::simd::Simd;
 /// stop request is seen at once and polling costs nothing measurable.
 pub const POLL_PAIR_UPDATES: u64 = 1 << 18;
 
+/// Runs `n` iterations of a simulator of P = `chains` levels through `run(k)`, in pieces of
+/// about [`POLL_PAIR_UPDATES`] pair-updates per ensemble, asking `stop()` before each:
+/// [`EngineError::Interrupted`] once it says so. The pieces split nothing but the loop.
+pub(crate) fn in_pieces(
+    n: u64,
+    chains: usize,
+    stop: &(dyn Fn() -> bool + Sync),
+    mut run: impl FnMut(u64),
+) -> Result<(), EngineError> {
+    let piece = (POLL_PAIR_UPDATES / chains.max(1) as u64).max(1);
+    let mut left = n;
+    while left > 0 {
+        if stop() {
+            return Err(EngineError::Interrupted);
+        }
+        let k = left.min(piece);
+        run(k);
+        left -= k;
+    }
+    Ok(())
+}
+
 /// Ensembles per group of the benchmarks and tests (any power of two from 4 to 64
 /// works: `Group<N>`).
 pub const LANES: usize = 32;
@@ -134,17 +156,7 @@ impl<const N: usize> Group<N> {
         simd: Simd,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<(), EngineError> {
-        let piece = (POLL_PAIR_UPDATES / self.p as u64).max(1);
-        let mut left = n;
-        while left > 0 {
-            if stop() {
-                return Err(EngineError::Interrupted);
-            }
-            let k = left.min(piece);
-            self.run(k, simd);
-            left -= k;
-        }
-        Ok(())
+        in_pieces(n, self.p, stop, |k| self.run(k, simd))
     }
 
     #[inline(always)]

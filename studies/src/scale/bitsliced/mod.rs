@@ -56,7 +56,7 @@ use indicator::indicator_batch;
 pub use indicator::{indicator_lanes, rounds};
 use words::{WIDTH, Words8};
 
-use super::simulator::{LaneTrips, POLL_PAIR_UPDATES};
+use super::simulator::{LaneTrips, in_pieces};
 
 /// Ensembles per group: one per bit of a word.
 pub const ENSEMBLES: usize = 64;
@@ -297,7 +297,7 @@ impl BitGroup {
     }
 
     /// Runs `n` iterations as [`BitGroup::run`] does, in pieces of about
-    /// [`POLL_PAIR_UPDATES`] pair-updates per ensemble, asking `stop()` before each: the
+    /// [`POLL_PAIR_UPDATES`](super::simulator::POLL_PAIR_UPDATES) pair-updates per ensemble, asking `stop()` before each: the
     /// same bits as one call of `run`, or [`EngineError::Interrupted`] once `stop()`
     /// says so.
     pub fn run_or_stop(
@@ -306,17 +306,8 @@ impl BitGroup {
         simd: Simd,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<(), EngineError> {
-        let piece = (POLL_PAIR_UPDATES / self.state.p as u64).max(1);
-        let mut left = n;
-        while left > 0 {
-            if stop() {
-                return Err(EngineError::Interrupted);
-            }
-            let k = left.min(piece);
-            self.run(k, simd);
-            left -= k;
-        }
-        Ok(())
+        let p = self.state.p;
+        in_pieces(n, p, stop, |k| self.run(k, simd))
     }
 
     /// Runs `n` iterations with the indicators of `source` (the tests' reference
