@@ -297,9 +297,9 @@ impl BitGroup {
     }
 
     /// Runs `n` iterations as [`BitGroup::run`] does, in pieces of about
-    /// [`POLL_PAIR_UPDATES`](super::simulator::POLL_PAIR_UPDATES) pair-updates per ensemble, asking `stop()` before each: the
-    /// same bits as one call of `run`, or [`EngineError::Interrupted`] once `stop()`
-    /// says so.
+    /// [`POLL_PAIR_UPDATES`](super::simulator::POLL_PAIR_UPDATES) pair-updates per
+    /// ensemble, asking `stop()` before each: the same bits as one call of `run`, or
+    /// [`EngineError::Interrupted`] once `stop()` says so.
     pub fn run_or_stop(
         &mut self,
         n: u64,
