@@ -9,10 +9,13 @@
 #      tests compare with nrpt-core and every host engine (tests/tests/it/embedded.rs);
 #   3. the WASM module (embedded/wasm) gives, in Node, the native solver results and
 #      the same toy run (the host's report, itself the reference), to the bit;
-#   4. flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB (embedded/size-report.sh --check).
+#   4. flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB, the web page ≤ 200 KiB
+#      (embedded/size-report.sh --check);
+#   5. the web page of the 2D experiment (embedded/web) in headless Chromium: its counts
+#      equal `nrpt run`'s on the same settings, and more (embedded/web/ci.sh).
 #
-# Installs what it needs (qemu-system-arm through apt when missing; the Rust targets
-# and llvm-tools through rustup). Usage: embedded/ci.sh   Ends with
+# Installs what it needs (qemu-system-arm and chromium through apt when missing; the
+# Rust targets and llvm-tools through rustup; the browser test's npm packages). Usage: embedded/ci.sh   Ends with
 # "embedded: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -98,8 +101,11 @@ check "wasm builds" bash -c '(cd wasm && cargo build --release -q --target wasm3
 check "node test: wasm = native" \
     node wasm/test.mjs "$wasm_module" "$out/native.json"
 
-step "sizes: flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB"
+step "sizes: flash < 32 KiB, RAM < 8 KiB, .wasm < 64 KiB, web page ≤ 200 KiB"
 check "size limits" ./size-report.sh --check
+
+step "web page: built, then run in headless Chromium against the native command"
+check "browser test (embedded/web/ci.sh)" web/ci.sh
 
 echo
 echo "embedded: $passed passed, $failed failed"

