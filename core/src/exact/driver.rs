@@ -262,7 +262,30 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
         }
         self.open_iteration();
         self.explore()?;
-        Ok(self.close_iteration())
+        // The grid's setting of this round: closing the round may not change it, but the
+        // path adapts with the grid (AnnealingPath::end_round).
+        let adapting = self.at.adapt_grid;
+        let report = self.close_iteration();
+        // The target level's state after the swaps (the buffers and the path are
+        // borrowed apart).
+        let (d, r) = (self.dim, self.b.replica_at[0] as usize);
+        if let Some(x) = self.b.states.get(r * d..(r + 1) * d) {
+            self.path.observe_target(x);
+        }
+        if report.round_end.is_some() && adapting && self.path.end_round()? {
+            self.evaluate_again()?;
+        }
+        Ok(report)
+    }
+
+    /// ℓ of every replica's state under the path as it is now (after the path changed at
+    /// the end of a round).
+    fn evaluate_again(&mut self) -> Result<(), P::Error> {
+        let d = self.dim;
+        for (r, x) in self.b.states.chunks(d).enumerate() {
+            self.b.log_likelihoods[r] = self.path.log_likelihood(x)?;
+        }
+        Ok(())
     }
 
     /// Before an iteration's ℓ: the records of a round that has just ended are cleared.
@@ -540,7 +563,9 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
     }
 
     /// Turns the grid's re-placement after each round on or off (off: the grid stays
-    /// fixed from now on, as for a final measurement round).
+    /// fixed from now on, as for a final measurement round). A path that adapts at the
+    /// end of a round ([`AnnealingPath::end_round`]: a fitted variational reference)
+    /// adapts only while the grid does.
     pub fn set_adapt_grid(&mut self, on: bool) {
         self.at.adapt_grid = on;
     }

@@ -37,6 +37,9 @@
 //!   ([`ScheduleOptions`]), and the grid's rules ([`check_grid`]).
 //! - [`evidence`]: forward and reverse stepping stone with log-sum-exp, batch-means
 //!   standard errors ([`LogMeanExp`], [`Estimate`]).
+//! - [`variational`]: a mean-field Gaussian reference fitted to the target level at the
+//!   end of every round ([`VariationalPath`], around any path), which shortens the path
+//!   from a far reference (Surjanovic et al., NeurIPS 2022).
 //! - [`chains`]: the predicted round-trip rate 1/(2 + 2Σ r/(1 − r)), its limit
 //!   1/(2 + 2Λ), and two rules for the number of chains ([`recommended_chains`]).
 //! - The run: [`ExactTempering`] with its [`ExactOptions`], over [`ExactBuffers`] the
@@ -164,6 +167,7 @@ pub mod path;
 mod report;
 pub mod schedule;
 pub mod swap;
+pub mod variational;
 
 pub use barrier::{Barrier, cumulative_from_rejections};
 pub use buffers::{ExactBuffers, Lengths, LevelRecord, PairRecord};
@@ -183,3 +187,4 @@ pub use path::{AnnealingPath, NoPath, NoPathError, log_tempered};
 pub use report::{ExactReport, RoundReport};
 pub use schedule::{InitialGrid, ScheduleOptions, check_grid, uniform_grid};
 pub use swap::{SwapTest, TemperedSwaps, swap_acceptance, swap_log_ratio};
+pub use variational::{VariationalOptions, VariationalPath};

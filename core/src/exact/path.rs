@@ -62,6 +62,21 @@ pub trait AnnealingPath {
         x: &mut [f64],
         rng: &mut R,
     ) -> Result<(), Self::Error>;
+
+    /// The target level's state after an iteration of
+    /// [`ExactTempering::step`](super::ExactTempering::step), for a path that adapts to
+    /// the target (a [`VariationalPath`](super::VariationalPath) gathers its moments).
+    /// The default ignores it.
+    fn observe_target(&mut self, _x: &[f64]) {}
+
+    /// The end of a round of [`ExactTempering::step`](super::ExactTempering::step)
+    /// whose grid adapts: a path may change here (a
+    /// [`VariationalPath`](super::VariationalPath) fits its reference) and returns
+    /// whether it did; the sampler then evaluates every replica's ℓ again, so that the
+    /// next round runs on the new path. The default changes nothing.
+    fn end_round(&mut self) -> Result<bool, Self::Error> {
+        Ok(false)
+    }
 }
 
 /// The path of a run whose caller explores and tells nrpt the log-likelihoods

@@ -15,3 +15,4 @@ mod lanes;
 mod merged_noise;
 mod optimal_reference;
 mod properties;
+mod variational;
