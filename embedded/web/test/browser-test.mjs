@@ -9,7 +9,8 @@
 // page (the data attributes of #run-a and #run-b) and compares them with `nrpt run` on
 // the same settings: round trips, restarts, swaps and indicators of every pair, the
 // final ladder and buffer to the bit, and a checksum of every target-level sample (the
-// native run's samples.npy). It also checks that the screenshot and every canvas are not
+// native run's samples.npy); and the same for `nrpt run --config` on the page's exported
+// configuration file. It also checks that the screenshot and every canvas are not
 // blank, that nothing was written to the console as an error, that axe-core finds no
 // WCAG 2 A/AA violation, and that the controls are labelled and work from the keyboard.
 // It prints the chain-steps per second the browser ran. --screenshot FILE keeps the
@@ -141,15 +142,24 @@ function nativeRun(c, window, out) {
     "run", "--target", "modes2d", "--chains", String(c.chains), "--ensembles", "1",
     "--iterations", String(c.iterations), "--window", window, "--swap-rate", String(c.swap_rate),
     "--preset", c.rules, "--seed", String(c.seed), "--thin", "1", "--warmup", "0",
-    "--out", out, "--json", "-q",
   ];
-  const json = JSON.parse(execFileSync(args.nrpt, flags, { encoding: "utf8" }));
+  return { command: `nrpt ${flags.join(" ")}`, ...nativeCounts(flags, out) };
+}
+
+/** `nrpt run --config FILE` on the page's exported configuration file. */
+function nativeFromToml(toml, file, out) {
+  writeFileSync(file, toml);
+  return nativeCounts(["run", "--config", file], out);
+}
+
+/** Runs `nrpt` with `flags` into `out`; its counts in the page's terms. */
+function nativeCounts(flags, out) {
+  const json = JSON.parse(execFileSync(args.nrpt, [...flags, "--out", out, "--json", "-q"], { encoding: "utf8" }));
   const summary = JSON.parse(readFileSync(join(out, "summary.json"), "utf8"));
   const n = summary.iterations_run;
   const count = (rate) => Math.round(rate * n);
   const perThousand = (rate) => Math.round((rate * n) / 1000);
   return {
-    command: `nrpt ${flags.slice(0, -4).join(" ")}`,
     chainStepsPerSecond: json.chain_steps_per_sec,
     window: summary.window,
     iteration: n,
@@ -232,6 +242,7 @@ async function pageRun(tab, id) {
     buffer: Number(d.buffer),
     checksum: d.checksum,
     command: d.command,
+    toml: d.toml,
   };
 }
 
@@ -244,6 +255,18 @@ function flagsOf(command) {
     if (words[i] !== "--out") flags[words[i]] = words[i + 1];
   }
   return { command: words.slice(0, first).join(" "), flags };
+}
+
+/** Fails unless the page's run made the native run's counts, bits and samples. */
+function sameCounts(page, want) {
+  for (const key of ["window", "iteration", "roundTrips", "authorsRoundTrips", "restarts", "checksum"]) {
+    assert.equal(page[key], want[key], key);
+  }
+  assert.deepEqual(page.swaps, want.swaps, "swaps per pair");
+  assert.deepEqual(page.indicators, want.indicators, "indicators per pair");
+  assert.equal(page.ladder.length, want.ladder.length, "levels of the ladder");
+  page.ladder.forEach((eta, l) => assert.ok(sameBits(eta, want.ladder[l]), `ladder level ${l}: ${eta} against ${want.ladder[l]}`));
+  assert.ok(sameBits(page.buffer, want.buffer), `buffer ${page.buffer} against ${want.buffer}`);
 }
 
 /** Same doubles, bit for bit. */
@@ -319,16 +342,10 @@ try {
           `restarts ${page.restarts} / ${want.restarts}; iterations ${page.iteration} / ${want.iteration}; ` +
           `checksum ${page.checksum} / ${want.checksum}`,
       );
-      await check(`${c.name}: run ${id.toUpperCase()} = ${want.command}`, () => {
-        for (const key of ["window", "iteration", "roundTrips", "authorsRoundTrips", "restarts", "checksum"]) {
-          assert.equal(page[key], want[key], key);
-        }
-        assert.deepEqual(page.swaps, want.swaps, "swaps per pair");
-        assert.deepEqual(page.indicators, want.indicators, "indicators per pair");
-        assert.equal(page.ladder.length, want.ladder.length, "levels of the ladder");
-        page.ladder.forEach((eta, l) => assert.ok(sameBits(eta, want.ladder[l]), `ladder level ${l}: ${eta} against ${want.ladder[l]}`));
-        assert.ok(sameBits(page.buffer, want.buffer), `buffer ${page.buffer} against ${want.buffer}`);
-      });
+      await check(`${c.name}: run ${id.toUpperCase()} = ${want.command}`, () => sameCounts(page, want));
+      await check(`${c.name}: run ${id.toUpperCase()}'s exported configuration file, run by nrpt run --config, makes its counts`, () =>
+        sameCounts(page, nativeFromToml(page.toml, join(work, `page-${index}-${id}.toml`), join(work, `toml-${index}-${id}`))),
+      );
       await check(`${c.name}: run ${id.toUpperCase()}'s exported command is the native one`, () => {
         // The page's command names its own output folder; the flags must be these.
         assert.deepEqual(flagsOf(page.command), flagsOf(want.command));
