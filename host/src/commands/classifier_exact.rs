@@ -93,6 +93,7 @@ pub fn settings(c: &RunConfig, dim: usize) -> Result<ExactSettings, ConfigError>
         window: c.window,
         seed: c.seed,
         explorer,
+        reference: c.reference,
     })
 }
 
@@ -228,8 +229,13 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
         let p = &run.pooled;
         let q = &summary.predictive;
         say!(
-            "exact tempering, classifier prior → posterior (D = {}, N = {}): {} ensembles × {} \
+            "exact tempering, classifier {} → posterior (D = {}, N = {}): {} ensembles × {} \
          chains × {} iterations ({}) in {seconds:.2} s",
+            if run.reference == "variational" {
+                "variational reference (a mean-field Gaussian fitted after every round)"
+            } else {
+                "prior"
+            },
             run.dim,
             summary.train_examples,
             summary.ensembles,

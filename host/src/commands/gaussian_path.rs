@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::figures::{self, LineChart, Series, Style};
 use crate::progress::Progress;
-use nrpt_sampling::config::{ConfigError, ExplorerKind, RunConfig};
+use nrpt_sampling::config::{ConfigError, ExplorerKind, ReferenceKind, RunConfig};
 use nrpt_sampling::console::StdoutError;
 use nrpt_sampling::output::{OutDir, OutPolicy, write_json};
 use nrpt_studies::exact::{
@@ -54,6 +54,10 @@ pub struct ExactSummary<C = ClosedForm> {
     pub measured_iterations: u64,
     /// The explorers of the levels with β > 0.
     pub explorer: ExplorerSummary,
+    /// The reference the levels anneal from: `fixed` (the path's own) or `variational`
+    /// (a mean-field Gaussian fitted to the target level after every round; `closed_form`
+    /// is then still the fixed reference's path, whose log Z is the same).
+    pub reference: &'static str,
     /// Estimates pooled over ensembles (Λ̂ as `lambda`, log Z as `log_z`, …).
     #[serde(flatten)]
     pub pooled: Pooled,
@@ -144,6 +148,7 @@ pub fn settings(c: &RunConfig) -> Result<ExactSettings, ConfigError> {
         window: c.window,
         seed: c.seed,
         explorer: explorer(c)?,
+        reference: c.reference,
     })
 }
 
@@ -221,6 +226,7 @@ pub(crate) fn summary_of<C>(
             .first()
             .and_then(|e| e.last())
             .map_or(0, |r| r.iterations),
+        reference: s.reference.name(),
         explorer: ExplorerSummary {
             name: s.explorer.name(),
             steps_per_iteration: s.explorer.steps_per_iteration(),
@@ -275,6 +281,12 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         s.iterations_run,
         d = s.dim
     )?;
+    if s.config.reference == ReferenceKind::Variational {
+        say!(
+            "reference: variational, a mean-field Gaussian fitted to the target level after every round (the closed forms are those of the path from N(0, I_{}); log Z is the same)",
+            s.dim
+        )?;
+    }
     let pilots = s.pilots.len();
     for (i, pilot) in s.pilots.iter().enumerate() {
         let last = i + 1 == pilots;
@@ -329,7 +341,7 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         x.target_acceptance
     )?;
     say!(
-        "barrier Λ̂ = {:.4} ± {:.4} (batch means; sd over ensembles {:.4}), Gaussian-swap corrected {} (closed form {:.4}); pair rejections {:.3} to {:.3}",
+        "barrier Λ̂ = {:.4} ± {:.4} (batch means; sd over ensembles {:.4}), Gaussian-swap corrected {} (closed form {}{:.4}); pair rejections {:.3} to {:.3}",
         p.lambda,
         p.lambda_se,
         p.lambda_sd,
@@ -337,6 +349,11 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
             "undefined (a pair rejected every swap)".into(),
             |c| format!("{c:.4}")
         ),
+        if s.config.reference == ReferenceKind::Variational {
+            "from the fixed reference "
+        } else {
+            ""
+        },
         cf.lambda,
         p.rejection_range.0,
         p.rejection_range.1

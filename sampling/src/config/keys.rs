@@ -15,7 +15,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExplorerKind, MathKind, PrecisionKind, RuleKind, WindowSpec, parse_hidden};
+use super::{
+    ExplorerKind, MathKind, PrecisionKind, ReferenceKind, RuleKind, WindowSpec, parse_hidden,
+};
 use crate::data::Bundled;
 use crate::error::ConfigError;
 use crate::preset::{
@@ -286,6 +288,13 @@ keys! {
     leapfrog_steps: u32 = 10, [],
         flag u32 [long, value_name = "L"] => set!(leapfrog_steps),
         used |c, t| (!t.sgd || c.exact) && c.explorer == ExplorerKind::Hmc;
+    /// Exact tempering (gaussian-path, classifier with --exact): the reference the levels
+    /// anneal from, `fixed` (the path's own: the prior, N(0, I)) or `variational` (a
+    /// mean-field Gaussian fitted to the target level after every round, Surjanovic et al.
+    /// 2022: a shorter path to the same target, the same log Z) [fixed].
+    reference: ReferenceKind = ReferenceKind::Fixed, [skip_serializing_if = "ReferenceKind::is_fixed"],
+        flag ReferenceKind [long, value_enum] => set!(reference),
+        used |c, t| !t.sgd || c.exact;
     /// Classifier: exact tempering of the posterior instead of the SGD engine: from the
     /// prior, drawn exactly, to the posterior on the whole training set (full-batch
     /// gradients), with `hmc` (the default here) or `mala` explorers; reports Λ̂, the log

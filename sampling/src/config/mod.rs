@@ -256,6 +256,36 @@ impl ExplorerKind {
     }
 }
 
+/// The reference of exact tempering's path: the β = 0 end the levels anneal from.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ReferenceKind {
+    /// The path's own reference: the prior of a classifier, N(0, I) of gaussian-path.
+    #[default]
+    Fixed,
+    /// A mean-field Gaussian fitted to the target level at the end of every round
+    /// (Surjanovic et al., NeurIPS 2022), one leg: the path from it to the same target is
+    /// shorter, and log Z stays the evidence.
+    Variational,
+}
+
+impl ReferenceKind {
+    /// The spelling of the flag and the TOML value.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReferenceKind::Fixed => "fixed",
+            ReferenceKind::Variational => "variational",
+        }
+    }
+
+    /// Whether it is the default, `fixed` (the summary's `config` then leaves it out).
+    pub fn is_fixed(&self) -> bool {
+        *self == ReferenceKind::Fixed
+    }
+}
+
 /// What a run too large for `--max-memory` can lower.
 pub const RUN_MEMORY_ADVICE: &str = "--ensembles, --chains or --iterations, raise --thin";
 

@@ -193,7 +193,8 @@ impl RunConfig {
     }
 
     /// Refuses what only exact tempering reads, on an SGD target: an exact explorer
-    /// (`mala`, `hmc`), `explorer_steps` or `leapfrog_steps` other than their defaults.
+    /// (`mala`, `hmc`), `explorer_steps`, `leapfrog_steps` or `reference` other than
+    /// their defaults.
     fn check_exact_keys(&self) -> Result<(), ConfigError> {
         if self.explorer.is_exact() {
             return Err(self.exact_explorer_refused());
@@ -202,13 +203,15 @@ impl RunConfig {
         for (key, changed) in [
             ("explorer_steps", self.explorer_steps != d.explorer_steps),
             ("leapfrog_steps", self.leapfrog_steps != d.leapfrog_steps),
+            ("reference", self.reference != d.reference),
         ] {
             if changed {
                 return Err(ConfigError::new(
                     key,
                     format!(
-                        "applies to exact tempering's explorers (--target gaussian-path); \
-                         target {} takes one step of `sgd`, `sgld` or `msgd` per iteration",
+                        "applies to exact tempering (--target gaussian-path, or a classifier \
+                         with --exact); target {} takes one step of `sgd`, `sgld` or `msgd` \
+                         per iteration",
                         self.target
                     ),
                 ));

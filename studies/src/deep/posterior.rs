@@ -517,6 +517,7 @@ mod tests {
                 leapfrog_steps: 5,
                 ..HmcOptions::default()
             }),
+            reference: nrpt_sampling::config::ReferenceKind::Fixed,
         };
         let none = ClosedForm {
             lambda: f64::NAN,

@@ -163,6 +163,7 @@ mod coverage {
                 window: WindowSpec::Fixed(1),
                 seed,
                 explorer: ExactExplorer::default(),
+                reference: nrpt_sampling::config::ReferenceKind::Fixed,
             };
             let out = run(&s, &nrpt_sampling::engine::unobserved).unwrap();
             let p = out.pooled();

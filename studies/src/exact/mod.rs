@@ -44,12 +44,15 @@
 
 use nrpt_core::exact::{
     AnnealingPath, Barrier, ChainRule, ExactBuffers, ExactExplorer, GaussianPath, LevelRecord,
-    PairRecord, RoundReport, ScheduleOptions, limit_rate, recommended_chains,
+    PairRecord, RoundReport, ScheduleOptions, VariationalOptions, VariationalPath, limit_rate,
+    recommended_chains,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use nrpt_sampling::config::{ConfigError, MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, WindowSpec};
+use nrpt_sampling::config::{
+    ConfigError, MAX_EXPLORER_STEPS, MAX_LEAPFROG_STEPS, ReferenceKind, WindowSpec,
+};
 use nrpt_sampling::engine::OnProgress;
 use nrpt_sampling::engine::memory::{Footprint, PROCESS_BYTES};
 
@@ -109,6 +112,9 @@ pub struct ExactSettings {
     pub seed: u32,
     /// The explorers of the levels with β > 0 (MALA by default).
     pub explorer: ExactExplorer,
+    /// The reference the levels anneal from: the path's own, or a variational one
+    /// fitted after every round ([`nrpt_core::exact::VariationalPath`]).
+    pub reference: ReferenceKind,
 }
 
 /// The closed forms of the run's path.
@@ -337,10 +343,37 @@ pub fn run(s: &ExactSettings, progress: OnProgress<'_>) -> crate::error::Result<
 /// measurement round ([`EnsembleOutcome::samples`]); `closed_form` is reported as given
 /// (NaN where the path has none). With `keep` = 0 the run is exactly [`run`]'s.
 ///
+/// With [`ReferenceKind::Variational`] each path is wrapped in a
+/// [`VariationalPath`] (default [`VariationalOptions`]), whose reference each sampler
+/// (every pilot, every ensemble's main run) fits from its own rounds; `closed_form` is
+/// still the wrapped path's (the fixed reference's Λ, and the same log Z).
+///
 /// # Errors
 ///
 /// As [`run`], and a path's failed evaluation.
 pub fn run_path<P: AnnealingPath>(
+    s: &ExactSettings,
+    closed_form: ClosedForm,
+    make: &PathMaker<'_, P>,
+    keep: usize,
+    progress: OnProgress<'_>,
+) -> crate::error::Result<ExactOutcome> {
+    match s.reference {
+        ReferenceKind::Fixed => run_on(s, closed_form, make, keep, progress),
+        ReferenceKind::Variational => {
+            let variational = || {
+                let inner = make()?;
+                let buffer = vec![0.0; VariationalPath::<P, Vec<f64>>::buffer_len(inner.dim())];
+                VariationalPath::new(inner, buffer, VariationalOptions::default())
+                    .map_err(core_error)
+            };
+            run_on(s, closed_form, &variational, keep, progress)
+        }
+    }
+}
+
+/// [`run_path`] on the paths `make` makes as they are.
+fn run_on<P: AnnealingPath>(
     s: &ExactSettings,
     closed_form: ClosedForm,
     make: &PathMaker<'_, P>,
@@ -465,6 +498,7 @@ mod tests {
             window: WindowSpec::Fixed(1),
             seed: 3,
             explorer: ExactExplorer::default(),
+            reference: ReferenceKind::Fixed,
         };
         let out = run(&s, &nrpt_sampling::engine::unobserved).unwrap();
         let p = out.pooled();
@@ -512,6 +546,7 @@ mod tests {
             window: WindowSpec::Fixed(1),
             seed: 1,
             explorer: ExactExplorer::default(),
+            reference: ReferenceKind::Fixed,
         };
         // 8 levels × 4096 coordinates: a report every 8 iterations.
         assert_eq!(report_every(8, 4096, &s.explorer), 8);
@@ -556,6 +591,7 @@ mod tests {
             window: WindowSpec::Optimal,
             seed: 1,
             explorer: ExactExplorer::default(),
+            reference: ReferenceKind::Fixed,
         };
         let out = run(&s, &nrpt_sampling::engine::unobserved).unwrap();
         // 16 chains reject about 0.24 each at Λ = 3.6: one pilot.

@@ -361,6 +361,7 @@ pub(super) fn run_gaussian_point(
         window,
         seed: point_seed(s.seed, chains, rule, rate),
         explorer: nrpt_core::exact::ExactExplorer::default(),
+        reference: nrpt_sampling::config::ReferenceKind::Fixed,
     };
     let out = crate::exact::run(&settings, &nrpt_sampling::interrupt::flow).map_err(|e| {
         if e.is_interrupted() {
