@@ -26,23 +26,60 @@ use nrpt_sampling::engine::simd::Simd;
 /// stop request is seen at once and polling costs nothing measurable.
 pub const POLL_PAIR_UPDATES: u64 = 1 << 18;
 
-/// Runs `n` iterations of a simulator of P = `chains` levels through `run(k)`, in pieces of
-/// about [`POLL_PAIR_UPDATES`] pair-updates per ensemble, asking `stop()` before each:
+/// An index simulator (this module's lanes, or the bit-sliced one) as the two share
+/// their running: one function per instruction set, and runs in pieces that can stop.
+pub(crate) trait Steps {
+    /// Runs `n` iterations. Implementations are `#[inline(always)]`, so that each
+    /// instruction set's function of [`run_on`] compiles them with its features.
+    fn steps(&mut self, n: u64);
+
+    /// Chains P: the pair-updates of an iteration are P − 1.
+    fn chains(&self) -> usize;
+}
+
+/// Runs `n` iterations of `s` with the instruction set `simd` (resolved for this
+/// processor by [`Simd::resolve`]); every choice gives the same bits.
+pub(crate) fn run_on<S: Steps>(s: &mut S, n: u64, simd: Simd) {
+    match simd.resolve() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `resolve` returns Auto only where AVX-512 F/DQ/VL/BW are present.
+        Simd::Auto => unsafe { steps_avx512(s, n) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `resolve` returns Avx2 only where AVX2 is present.
+        Simd::Avx2 => unsafe { steps_avx2(s, n) },
+        _ => s.steps(n),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn steps_avx2<S: Steps>(s: &mut S, n: u64) {
+    s.steps(n);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
+fn steps_avx512<S: Steps>(s: &mut S, n: u64) {
+    s.steps(n);
+}
+
+/// Runs `n` iterations of `s` as [`run_on`] does, in pieces of about
+/// [`POLL_PAIR_UPDATES`] pair-updates per ensemble, asking `stop()` before each:
 /// [`EngineError::Interrupted`] once it says so. The pieces split nothing but the loop.
-pub(crate) fn in_pieces(
+pub(crate) fn run_on_or_stop<S: Steps>(
+    s: &mut S,
     n: u64,
-    chains: usize,
+    simd: Simd,
     stop: &(dyn Fn() -> bool + Sync),
-    mut run: impl FnMut(u64),
 ) -> Result<(), EngineError> {
-    let piece = (POLL_PAIR_UPDATES / chains.max(1) as u64).max(1);
+    let piece = (POLL_PAIR_UPDATES / s.chains().max(1) as u64).max(1);
     let mut left = n;
     while left > 0 {
         if stop() {
             return Err(EngineError::Interrupted);
         }
         let k = left.min(piece);
-        run(k);
+        run_on(s, k, simd);
         left -= k;
     }
     Ok(())
@@ -135,15 +172,7 @@ impl<const N: usize> Group<N> {
     /// Runs `n` iterations with the instruction set `simd` (resolved for this
     /// processor by [`Simd::resolve`]); every choice gives the same bits.
     pub fn run(&mut self, n: u64, simd: Simd) {
-        match simd.resolve() {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `resolve` returns Auto only where AVX-512 F/DQ/VL/BW are present.
-            Simd::Auto => unsafe { run_avx512(self, n) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `resolve` returns Avx2 only where AVX2 is present.
-            Simd::Avx2 => unsafe { run_avx2(self, n) },
-            _ => run_body(self, n),
-        }
+        run_on(self, n, simd);
     }
 
     /// Runs `n` iterations as [`Group::run`] does, in pieces of about
@@ -156,7 +185,7 @@ impl<const N: usize> Group<N> {
         simd: Simd,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<(), EngineError> {
-        in_pieces(n, self.p, stop, |k| self.run(k, simd))
+        run_on_or_stop(self, n, simd, stop)
     }
 
     #[inline(always)]
@@ -305,23 +334,17 @@ fn arrive_top<const N: usize>(trips: &mut [u32; N], mask: &[bool; N]) {
     }
 }
 
-#[inline(always)]
-fn run_body<const N: usize>(g: &mut Group<N>, n: u64) {
-    for _ in 0..n {
-        g.step();
+impl<const N: usize> Steps for Group<N> {
+    #[inline(always)]
+    fn steps(&mut self, n: u64) {
+        for _ in 0..n {
+            self.step();
+        }
     }
-}
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn run_avx2<const N: usize>(g: &mut Group<N>, n: u64) {
-    run_body(g, n);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
-fn run_avx512<const N: usize>(g: &mut Group<N>, n: u64) {
-    run_body(g, n);
+    fn chains(&self) -> usize {
+        self.p
+    }
 }
 
 /// The reference the lanes must equal: nrpt-core's scalar `IndexProcess` for one

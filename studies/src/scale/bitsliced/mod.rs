@@ -56,7 +56,7 @@ use indicator::indicator_batch;
 pub use indicator::{indicator_lanes, rounds};
 use words::{WIDTH, Words8};
 
-use super::simulator::{LaneTrips, in_pieces};
+use super::simulator::{LaneTrips, Steps, run_on, run_on_or_stop};
 
 /// Ensembles per group: one per bit of a word.
 pub const ENSEMBLES: usize = 64;
@@ -285,15 +285,7 @@ impl BitGroup {
     /// Runs `n` iterations with the instruction set `simd` (resolved for this
     /// processor by [`Simd::resolve`]); every choice gives the same bits.
     pub fn run(&mut self, n: u64, simd: Simd) {
-        match simd.resolve() {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `resolve` returns Auto only where AVX-512 F/DQ/VL/BW are present.
-            Simd::Auto => unsafe { run_avx512(self, n) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `resolve` returns Avx2 only where AVX2 is present.
-            Simd::Avx2 => unsafe { run_avx2(self, n) },
-            _ => run_body(self, n),
-        }
+        run_on(self, n, simd);
     }
 
     /// Runs `n` iterations as [`BitGroup::run`] does, in pieces of about
@@ -306,8 +298,7 @@ impl BitGroup {
         simd: Simd,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<(), EngineError> {
-        let p = self.state.p;
-        in_pieces(n, p, stop, |k| self.run(k, simd))
+        run_on_or_stop(self, n, simd, stop)
     }
 
     /// Runs `n` iterations with the indicators of `source` (the tests' reference
@@ -547,22 +538,16 @@ fn exchange_ids(ids: &mut [Vec<Vec<u64>>; 2], c: usize, b: usize, m: &[u64; WIDT
     }
 }
 
-#[inline(always)]
-fn run_body(g: &mut BitGroup, n: u64) {
-    let mut source = BitSerial(&mut g.words);
-    for _ in 0..n {
-        step(&mut g.state, &mut source);
+impl Steps for BitGroup {
+    #[inline(always)]
+    fn steps(&mut self, n: u64) {
+        let mut source = BitSerial(&mut self.words);
+        for _ in 0..n {
+            step(&mut self.state, &mut source);
+        }
     }
-}
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn run_avx2(g: &mut BitGroup, n: u64) {
-    run_body(g, n);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
-fn run_avx512(g: &mut BitGroup, n: u64) {
-    run_body(g, n);
+    fn chains(&self) -> usize {
+        self.state.p
+    }
 }
