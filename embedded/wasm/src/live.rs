@@ -228,19 +228,13 @@ impl Run {
     /// Starts a run of `chains` chains with `config`.
     fn start(&mut self, chains: usize, config: Config) -> Status {
         self.started = false;
-        let options = config.options();
-        if nrpt_core::adapt::initial_ladder(
-            options.rules.initial_ladder,
-            options.ladder_min,
-            options.ladder_max,
-            &mut self.arrays.ladder[..chains],
-        )
-        .is_err()
-        {
-            return Status::RoundedLadder;
-        }
-        let t = match Tempering::new(options, oracle(), self.arrays.buffers(chains)) {
+        let t = match Tempering::new(config.options(), oracle(), self.arrays.buffers(chains)) {
             Ok(t) => t,
+            // nrpt-core names the initial ladder that rounding collapsed.
+            Err(nrpt_core::Error::InvalidValue {
+                name: "initial_ladder",
+                ..
+            }) => return Status::RoundedLadder,
             Err(_) => return Status::Options,
         };
         self.progress = t.progress();
