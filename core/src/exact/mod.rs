@@ -187,4 +187,4 @@ pub use path::{AnnealingPath, NoPath, NoPathError, log_tempered};
 pub use report::{ExactReport, RoundReport};
 pub use schedule::{InitialGrid, ScheduleOptions, check_grid, uniform_grid};
 pub use swap::{SwapTest, TemperedSwaps, swap_acceptance, swap_log_ratio};
-pub use variational::{VariationalOptions, VariationalPath};
+pub use variational::{GaussianFit, VariationalOptions, VariationalPath};

@@ -46,7 +46,10 @@
 //! # Storage
 //!
 //! The path keeps 5·D floats in a buffer of the caller's ([`VariationalPath::buffer_len`]):
-//! a slice for `no_std` callers, a `Vec` for others; nothing is allocated.
+//! a slice for `no_std` callers, a `Vec` for others; nothing is allocated. The fit and
+//! q itself are a [`GaussianFit`] over that buffer, which a caller who explores by
+//! himself (a run told its log-likelihoods) uses on its own: he hands it the target
+//! level's states and anneals from the q it fits.
 
 use rand_core::Rng;
 
@@ -99,18 +102,22 @@ impl VariationalOptions {
     }
 }
 
-/// A path from a fitted mean-field Gaussian reference to the target of `inner` (see the
-/// [module docs](self)). `S` is the storage of [`VariationalPath::buffer_len`] floats:
-/// `&mut [f64]` or `Vec<f64>`.
+/// A mean-field Gaussian q = N(m, diag s²) fitted to states handed to it one at a time:
+/// [`GaussianFit::observe`] gathers their running mean and variance per coordinate
+/// (Welford's update), [`GaussianFit::fit`] sets m and s from them. The reference of a
+/// [`VariationalPath`], and on its own the fit of a caller who explores by himself (a
+/// run told its log-likelihoods keeps no states, so its caller hands the target level's
+/// states here and anneals from the q it reads back).
+///
+/// `S` is the storage of [`GaussianFit::buffer_len`] floats: `&mut [f64]` or `Vec<f64>`.
 #[derive(Clone, Debug)]
-pub struct VariationalPath<P, S> {
-    inner: P,
+pub struct GaussianFit<S> {
     buffer: S,
     dim: usize,
     options: VariationalOptions,
     /// States gathered since the last fit.
     count: u64,
-    /// Fits made so far (0: the reference is still the wrapped path's).
+    /// Fits made so far (0: nothing fitted yet).
     fits: u32,
 }
 
@@ -119,30 +126,29 @@ const MEAN: usize = 0;
 const SCALE: usize = 1;
 const SUM_MEAN: usize = 2;
 const SUM_M2: usize = 3;
+/// Scratch for a path's gradient of its wrapped reference ([`VariationalPath`]).
 const GRADIENT: usize = 4;
 const PARTS: usize = 5;
 
-impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
-    /// Floats of the buffer for a path of dimension `dim`.
+impl<S: AsRef<[f64]> + AsMut<[f64]>> GaussianFit<S> {
+    /// Floats of the buffer for states of dimension `dim`: the mean, the scale, the
+    /// running moments and a gradient's scratch, `dim` each.
     pub fn buffer_len(dim: usize) -> usize {
         PARTS * dim
     }
 
-    /// The path of `inner` with a reference that `options` fits; until the first fit it
-    /// is `inner`'s path. `buffer` must hold [`VariationalPath::buffer_len`] floats (its
-    /// contents do not matter).
+    /// A fit of states of dimension `dim` with nothing gathered or fitted; `buffer`
+    /// must hold [`GaussianFit::buffer_len`] floats (its contents do not matter).
     ///
     /// # Errors
     ///
     /// [`Error::LengthMismatch`] for a buffer of the wrong length, and what
     /// [`VariationalOptions::validate`] reports.
-    pub fn new(inner: P, mut buffer: S, options: VariationalOptions) -> Result<Self, Error> {
+    pub fn new(dim: usize, mut buffer: S, options: VariationalOptions) -> Result<Self, Error> {
         let options = options.validate()?;
-        let dim = inner.dim();
         check_len("variational buffer", buffer.as_ref().len(), PARTS * dim)?;
         buffer.as_mut().fill(0.0);
-        Ok(VariationalPath {
-            inner,
+        Ok(GaussianFit {
             buffer,
             dim,
             options,
@@ -151,25 +157,23 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
         })
     }
 
-    /// Continues a path saved by [`VariationalPath::saved`]: `buffer` as the path left
-    /// it ([`VariationalPath::buffer`]), `count` and `fits` as it reported them.
+    /// Continues a fit saved by [`GaussianFit::saved`]: `buffer` as the fit left it
+    /// ([`GaussianFit::buffer`]), `count` and `fits` as it reported them.
     ///
     /// # Errors
     ///
-    /// As [`VariationalPath::new`], and a fitted reference with a scale that is not
-    /// finite and positive or a mean that is not finite.
+    /// As [`GaussianFit::new`], and a fitted reference with a scale that is not finite
+    /// and positive or a mean that is not finite.
     pub fn resume(
-        inner: P,
+        dim: usize,
         buffer: S,
         options: VariationalOptions,
         count: u64,
         fits: u32,
     ) -> Result<Self, Error> {
         let options = options.validate()?;
-        let dim = inner.dim();
         check_len("variational buffer", buffer.as_ref().len(), PARTS * dim)?;
-        let path = VariationalPath {
-            inner,
+        let fit = GaussianFit {
             buffer,
             dim,
             options,
@@ -177,8 +181,8 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
             fits,
         };
         if fits > 0 {
-            let ok = path.mean().iter().all(|m| m.is_finite())
-                && path.scale().iter().all(|s| s.is_finite() && *s > 0.0);
+            let ok = fit.mean().iter().all(|m| m.is_finite())
+                && fit.scale().iter().all(|s| s.is_finite() && *s > 0.0);
             if !ok {
                 return Err(Error::InvalidValue {
                     name: "variational reference",
@@ -187,11 +191,11 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
                 });
             }
         }
-        Ok(path)
+        Ok(fit)
     }
 
-    /// `(count, fits)`: with [`VariationalPath::buffer`], what
-    /// [`VariationalPath::resume`] needs.
+    /// `(count, fits)`: with [`GaussianFit::buffer`], what [`GaussianFit::resume`]
+    /// needs.
     pub fn saved(&self) -> (u64, u32) {
         (self.count, self.fits)
     }
@@ -201,19 +205,24 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
         self.buffer.as_ref()
     }
 
-    /// The wrapped path.
-    pub fn inner(&self) -> &P {
-        &self.inner
+    /// Dimension D of the states.
+    pub fn dim(&self) -> usize {
+        self.dim
     }
 
-    /// Fits made so far; 0 while the reference is still the wrapped path's.
+    /// Fits made so far.
     pub fn fits(&self) -> u32 {
         self.fits
     }
 
-    /// Whether the reference is the fitted Gaussian (after the first fit).
+    /// Whether q has been fitted at least once.
     pub fn is_fitted(&self) -> bool {
         self.fits > 0
+    }
+
+    /// States gathered since the last fit.
+    pub fn gathered(&self) -> u64 {
+        self.count
     }
 
     /// The fitted mean m (zeros before the first fit).
@@ -235,8 +244,15 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
         &self.buffer.as_ref()[i * self.dim..(i + 1) * self.dim]
     }
 
-    /// log q(x), and ∇ log q(x) into `grad` when given.
-    fn log_q(&self, x: &[f64], grad: Option<&mut [f64]>) -> f64 {
+    /// The gradient's scratch (D floats).
+    fn scratch(&mut self) -> &mut [f64] {
+        let d = self.dim;
+        &mut self.buffer.as_mut()[GRADIENT * d..(GRADIENT + 1) * d]
+    }
+
+    /// log q(x) (normalized), and ∇ log q(x) = −(x − m)/s² into `grad` when given. The
+    /// fitted q: call it after the first fit (before, m = s = 0).
+    pub fn log_density(&self, x: &[f64], grad: Option<&mut [f64]>) -> f64 {
         let (m, s) = (self.mean(), self.scale());
         let mut sum = 0.0;
         for ((&xi, &mi), &si) in x.iter().zip(m).zip(s) {
@@ -250,79 +266,22 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
         }
         sum
     }
-}
 
-impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> AnnealingPath for VariationalPath<P, S> {
-    type Error = P::Error;
-
-    fn dim(&self) -> usize {
-        self.dim
-    }
-
-    fn validate(&self) -> Result<(), Error> {
-        self.options.validate()?;
-        self.inner.validate()
-    }
-
-    fn log_reference(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, P::Error> {
-        if !self.is_fitted() {
-            return self.inner.log_reference(x, grad);
-        }
-        Ok(self.log_q(x, Some(grad)))
-    }
-
-    fn log_likelihood_gradient(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, P::Error> {
-        if !self.is_fitted() {
-            return self.inner.log_likelihood_gradient(x, grad);
-        }
-        let d = self.dim;
-        let reference_gradient = &mut self.buffer.as_mut()[GRADIENT * d..(GRADIENT + 1) * d];
-        let log_reference = self.inner.log_reference(x, reference_gradient)?;
-        let ell = self.inner.log_likelihood_gradient(x, grad)?;
-        let b = self.buffer.as_ref();
-        let (m, s) = (&b[MEAN * d..][..d], &b[SCALE * d..][..d]);
-        let reference_gradient = &b[GRADIENT * d..][..d];
-        for ((((g, &r), &xi), &mi), &si) in
-            grad.iter_mut().zip(reference_gradient).zip(x).zip(m).zip(s)
-        {
-            *g += r + (xi - mi) / (si * si);
-        }
-        Ok(log_reference + ell - self.log_q(x, None))
-    }
-
-    fn log_likelihood(&mut self, x: &[f64]) -> Result<f64, P::Error> {
-        if !self.is_fitted() {
-            return self.inner.log_likelihood(x);
-        }
-        let d = self.dim;
-        let reference_gradient = &mut self.buffer.as_mut()[GRADIENT * d..(GRADIENT + 1) * d];
-        let log_reference = self.inner.log_reference(x, reference_gradient)?;
-        let ell = self.inner.log_likelihood(x)?;
-        Ok(log_reference + ell - self.log_q(x, None))
-    }
-
-    /// m + s·z, z from [`fill_normals`] (`2·ceil(D/2)` words); the wrapped path's draw
-    /// before the first fit.
-    fn sample_reference<R: Rng + ?Sized>(
-        &mut self,
-        x: &mut [f64],
-        rng: &mut R,
-    ) -> Result<(), P::Error> {
-        if !self.is_fitted() {
-            return self.inner.sample_reference(x, rng);
-        }
+    /// Overwrites `x` with m + s·z, z from [`fill_normals`] (`2·ceil(D/2)` words of
+    /// `rng`).
+    pub fn sample<R: Rng + ?Sized>(&self, x: &mut [f64], rng: &mut R) {
         fill_normals(rng, x);
         for ((v, &mi), &si) in x.iter_mut().zip(self.mean()).zip(self.scale()) {
             *v = mi + si * *v;
         }
-        Ok(())
     }
 
-    /// Welford's update of the running mean and second moment of every coordinate. A
-    /// state with a non-finite coordinate is left out.
-    fn observe_target(&mut self, x: &[f64]) {
+    /// Welford's update of the running mean and second moment of every coordinate with
+    /// the state `x`. A state of another length or with a non-finite coordinate is
+    /// left out; returns whether `x` was gathered.
+    pub fn observe(&mut self, x: &[f64]) -> bool {
         if x.len() != self.dim || !x.iter().all(|v| v.is_finite()) {
-            return;
+            return false;
         }
         self.count += 1;
         let n = self.count as f64;
@@ -333,13 +292,16 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> AnnealingPath for Variati
             *mu += delta / n;
             *m2 += delta * (xi - *mu);
         }
+        true
     }
 
     /// Fits q to the states gathered since the last fit, if there are at least
-    /// [`VariationalOptions::min_samples`]; returns whether it did.
-    fn end_round(&mut self) -> Result<bool, P::Error> {
+    /// [`VariationalOptions::min_samples`]: m their mean, s their standard deviation
+    /// (denominator n − 1) floored at [`VariationalOptions::min_scale`]; the gathered
+    /// moments are then cleared. Returns whether it fitted (else it keeps gathering).
+    pub fn fit(&mut self) -> bool {
         if self.count < self.options.min_samples {
-            return Ok(false);
+            return false;
         }
         let d = self.dim;
         let n = self.count as f64;
@@ -357,6 +319,182 @@ impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> AnnealingPath for Variati
         sum_m2.fill(0.0);
         self.count = 0;
         self.fits += 1;
-        Ok(true)
+        true
+    }
+}
+
+/// A path from a fitted mean-field Gaussian reference to the target of `inner` (see the
+/// [module docs](self)). `S` is the storage of [`VariationalPath::buffer_len`] floats:
+/// `&mut [f64]` or `Vec<f64>`.
+#[derive(Clone, Debug)]
+pub struct VariationalPath<P, S> {
+    inner: P,
+    q: GaussianFit<S>,
+}
+
+impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> VariationalPath<P, S> {
+    /// Floats of the buffer for a path of dimension `dim` ([`GaussianFit::buffer_len`]).
+    pub fn buffer_len(dim: usize) -> usize {
+        GaussianFit::<S>::buffer_len(dim)
+    }
+
+    /// The path of `inner` with a reference that `options` fits; until the first fit it
+    /// is `inner`'s path. `buffer` must hold [`VariationalPath::buffer_len`] floats (its
+    /// contents do not matter).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LengthMismatch`] for a buffer of the wrong length, and what
+    /// [`VariationalOptions::validate`] reports.
+    pub fn new(inner: P, buffer: S, options: VariationalOptions) -> Result<Self, Error> {
+        let q = GaussianFit::new(inner.dim(), buffer, options)?;
+        Ok(VariationalPath { inner, q })
+    }
+
+    /// Continues a path saved by [`VariationalPath::saved`]: `buffer` as the path left
+    /// it ([`VariationalPath::buffer`]), `count` and `fits` as it reported them.
+    ///
+    /// # Errors
+    ///
+    /// As [`GaussianFit::resume`].
+    pub fn resume(
+        inner: P,
+        buffer: S,
+        options: VariationalOptions,
+        count: u64,
+        fits: u32,
+    ) -> Result<Self, Error> {
+        let q = GaussianFit::resume(inner.dim(), buffer, options, count, fits)?;
+        Ok(VariationalPath { inner, q })
+    }
+
+    /// `(count, fits)`: with [`VariationalPath::buffer`], what
+    /// [`VariationalPath::resume`] needs.
+    pub fn saved(&self) -> (u64, u32) {
+        self.q.saved()
+    }
+
+    /// The buffer (mean, scale, the running moments and a gradient, D floats each).
+    pub fn buffer(&self) -> &[f64] {
+        self.q.buffer()
+    }
+
+    /// The wrapped path.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    /// The fitted reference q.
+    pub fn reference(&self) -> &GaussianFit<S> {
+        &self.q
+    }
+
+    /// Fits made so far; 0 while the reference is still the wrapped path's.
+    pub fn fits(&self) -> u32 {
+        self.q.fits()
+    }
+
+    /// Whether the reference is the fitted Gaussian (after the first fit).
+    pub fn is_fitted(&self) -> bool {
+        self.q.is_fitted()
+    }
+
+    /// The fitted mean m (zeros before the first fit).
+    pub fn mean(&self) -> &[f64] {
+        self.q.mean()
+    }
+
+    /// The fitted standard deviations s (zeros before the first fit).
+    pub fn scale(&self) -> &[f64] {
+        self.q.scale()
+    }
+
+    /// The settings of the fit.
+    pub fn options(&self) -> &VariationalOptions {
+        self.q.options()
+    }
+
+    /// log γ₁(x) − log q(x) = log π₀(x) + ℓ(x) − log q(x), with its gradient into
+    /// `grad` when given.
+    fn fitted_log_likelihood(
+        &mut self,
+        x: &[f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<f64, P::Error> {
+        let reference_gradient = self.q.scratch();
+        let log_reference = self.inner.log_reference(x, reference_gradient)?;
+        let Some(grad) = grad else {
+            let ell = self.inner.log_likelihood(x)?;
+            return Ok(log_reference + ell - self.q.log_density(x, None));
+        };
+        let ell = self.inner.log_likelihood_gradient(x, grad)?;
+        let d = self.q.dim;
+        let b = self.q.buffer.as_ref();
+        let (m, s) = (&b[MEAN * d..][..d], &b[SCALE * d..][..d]);
+        let reference_gradient = &b[GRADIENT * d..][..d];
+        for ((((g, &r), &xi), &mi), &si) in
+            grad.iter_mut().zip(reference_gradient).zip(x).zip(m).zip(s)
+        {
+            *g += r + (xi - mi) / (si * si);
+        }
+        Ok(log_reference + ell - self.q.log_density(x, None))
+    }
+}
+
+impl<P: AnnealingPath, S: AsRef<[f64]> + AsMut<[f64]>> AnnealingPath for VariationalPath<P, S> {
+    type Error = P::Error;
+
+    fn dim(&self) -> usize {
+        self.q.dim
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        self.q.options.validate()?;
+        self.inner.validate()
+    }
+
+    fn log_reference(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, P::Error> {
+        if !self.is_fitted() {
+            return self.inner.log_reference(x, grad);
+        }
+        Ok(self.q.log_density(x, Some(grad)))
+    }
+
+    fn log_likelihood_gradient(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, P::Error> {
+        if !self.is_fitted() {
+            return self.inner.log_likelihood_gradient(x, grad);
+        }
+        self.fitted_log_likelihood(x, Some(grad))
+    }
+
+    fn log_likelihood(&mut self, x: &[f64]) -> Result<f64, P::Error> {
+        if !self.is_fitted() {
+            return self.inner.log_likelihood(x);
+        }
+        self.fitted_log_likelihood(x, None)
+    }
+
+    /// m + s·z ([`GaussianFit::sample`]); the wrapped path's draw before the first fit.
+    fn sample_reference<R: Rng + ?Sized>(
+        &mut self,
+        x: &mut [f64],
+        rng: &mut R,
+    ) -> Result<(), P::Error> {
+        if !self.is_fitted() {
+            return self.inner.sample_reference(x, rng);
+        }
+        self.q.sample(x, rng);
+        Ok(())
+    }
+
+    /// [`GaussianFit::observe`].
+    fn observe_target(&mut self, x: &[f64]) {
+        self.q.observe(x);
+    }
+
+    /// [`GaussianFit::fit`]: fits q to the states gathered since the last fit, if there
+    /// are at least [`VariationalOptions::min_samples`]; returns whether it did.
+    fn end_round(&mut self) -> Result<bool, P::Error> {
+        Ok(self.q.fit())
     }
 }
