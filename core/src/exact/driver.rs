@@ -5,7 +5,7 @@
 //! (imports below).
 
 use crate::error::{Error, check_len};
-use crate::index::{IndexStats, authors_pass, init_identity, observe_arrival};
+use crate::index::{IndexStats, TripState, authors_pass, init_identity, observe_arrival};
 use crate::rng::{ENSEMBLE_WIDE, PhiloxStream, streams};
 use crate::swap::{SwapBuffers, flags, sweep_unchecked};
 
@@ -276,6 +276,37 @@ impl<'a, P: AnnealingPath> ExactTempering<'a, P> {
             self.evaluate_again()?;
         }
         Ok(report)
+    }
+
+    /// The replica at the target level (level 0): its state, its ℓ and its round-trip
+    /// state, for the exchange between the two legs of a
+    /// [`TwoLegTempering`](super::TwoLegTempering).
+    pub(super) fn target_slot(&mut self) -> (&mut [f64], &mut f64, &mut TripState) {
+        let (d, r) = (self.dim, self.b.replica_at[0] as usize);
+        (
+            &mut self.b.states[r * d..(r + 1) * d],
+            &mut self.b.log_likelihoods[r],
+            &mut self.b.trips[r],
+        )
+    }
+
+    /// ℓ of the target level's state again, under this run's path (after the state came
+    /// from the other leg); an error stops the run as [`ExactTempering::step`]'s do.
+    pub(super) fn evaluate_target(&mut self) -> Result<(), P::Error> {
+        if let Some(e) = &self.failure {
+            return Err(e.clone());
+        }
+        let (d, r) = (self.dim, self.b.replica_at[0] as usize);
+        match self.path.log_likelihood(&self.b.states[r * d..(r + 1) * d]) {
+            Ok(ell) => {
+                self.b.log_likelihoods[r] = ell;
+                Ok(())
+            }
+            Err(e) => {
+                self.failure = Some(e.clone());
+                Err(e)
+            }
+        }
     }
 
     /// ℓ of every replica's state under the path as it is now (after the path changed at

@@ -39,7 +39,8 @@
 //!   standard errors ([`LogMeanExp`], [`Estimate`]).
 //! - [`variational`]: a mean-field Gaussian reference fitted to the target level at the
 //!   end of every round ([`VariationalPath`], around any path), which shortens the path
-//!   from a far reference (Surjanovic et al., NeurIPS 2022).
+//!   from a far reference (Surjanovic et al., NeurIPS 2022); [`two_leg`]: the stabilized
+//!   ladder that keeps the fixed reference on a second leg ([`TwoLegTempering`]).
 //! - [`chains`]: the predicted round-trip rate 1/(2 + 2Σ r/(1 − r)), its limit
 //!   1/(2 + 2Λ), and two rules for the number of chains ([`recommended_chains`]).
 //! - The run: [`ExactTempering`] with its [`ExactOptions`], over [`ExactBuffers`] the
@@ -167,6 +168,7 @@ pub mod path;
 mod report;
 pub mod schedule;
 pub mod swap;
+pub mod two_leg;
 pub mod variational;
 
 pub use barrier::{Barrier, cumulative_from_rejections};
@@ -187,4 +189,5 @@ pub use path::{AnnealingPath, NoPath, NoPathError, log_tempered};
 pub use report::{ExactReport, RoundReport};
 pub use schedule::{InitialGrid, ScheduleOptions, check_grid, uniform_grid};
 pub use swap::{SwapTest, TemperedSwaps, swap_acceptance, swap_log_ratio};
+pub use two_leg::{TwoLegReport, TwoLegTempering, VARIATIONAL_LEG_ENSEMBLE};
 pub use variational::{GaussianFit, VariationalOptions, VariationalPath};

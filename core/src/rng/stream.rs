@@ -94,6 +94,10 @@ pub mod streams {
     /// Exact tempering: the initial state of each replica, one exact draw from the
     /// reference, per replica with iteration 0.
     pub const EXACT_INIT: u32 = 6;
+    /// Exact tempering on two legs ([`crate::exact::TwoLegTempering`]) with SEO:
+    /// ensemble-wide, per iteration, of the fixed leg's key: one word whose top bit
+    /// decides whether the two target levels exchange their states.
+    pub const EXACT_LEG_EXCHANGE: u32 = 7;
 }
 
 /// One keyed Philox stream (see the [module docs](self) for the exact formula).

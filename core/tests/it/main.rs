@@ -15,4 +15,5 @@ mod lanes;
 mod merged_noise;
 mod optimal_reference;
 mod properties;
+mod two_leg;
 mod variational;
