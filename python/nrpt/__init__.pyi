@@ -276,7 +276,7 @@ def run(
     explorer: Optional[Literal["sgd", "sgld", "msgd", "mala", "hmc"]] = None,
     explorer_steps: Optional[int] = None,
     leapfrog_steps: Optional[int] = None,
-    reference: Optional[Literal["fixed", "variational"]] = None,
+    reference: Optional[Literal["fixed", "variational", "stabilized"]] = None,
     exact: Optional[bool] = None,
     quick: Optional[bool] = None,
     ais: Optional[int] = None,

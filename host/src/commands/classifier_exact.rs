@@ -231,10 +231,12 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
         say!(
             "exact tempering, classifier {} → posterior (D = {}, N = {}): {} ensembles × {} \
          chains × {} iterations ({}) in {seconds:.2} s",
-            if run.reference == "variational" {
-                "variational reference (a mean-field Gaussian fitted after every round)"
-            } else {
-                "prior"
+            match run.reference {
+                "variational" =>
+                    "variational reference (a mean-field Gaussian fitted after every round)",
+                "stabilized" =>
+                    "prior and variational reference (two legs joined at the posterior)",
+                _ => "prior",
             },
             run.dim,
             summary.train_examples,
@@ -265,6 +267,9 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
             p.round_trips_per_1000,
             p.explorer_acceptance
         )?;
+        if let Some(leg) = &run.fixed_leg {
+            leg.say(run.chains)?;
+        }
         say!(
             "  posterior predictive of {} samples on {} test examples: accuracy {:.4}, NLL {:.4}",
             q.samples,

@@ -58,14 +58,76 @@ pub struct ExactSummary<C = ClosedForm> {
     /// (a mean-field Gaussian fitted to the target level after every round; `closed_form`
     /// is then still the fixed reference's path, whose log Z is the same).
     pub reference: &'static str,
-    /// Estimates pooled over ensembles (Λ̂ as `lambda`, log Z as `log_z`, …).
+    /// Estimates pooled over ensembles (Λ̂ as `lambda`, log Z as `log_z`, …); on the
+    /// stabilized ladder, the variational leg's.
     #[serde(flatten)]
     pub pooled: Pooled,
+    /// On the stabilized ladder (`reference = "stabilized"`), the fixed leg; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_leg: Option<FixedLegSummary>,
     /// The closed forms of the path.
     pub closed_form: C,
     /// Settings without effect on this target, and what the run's diagnostics found
     /// ([`exact::diagnostics()`](nrpt_studies::exact::diagnostics())), each saying what to do.
     pub warnings: Vec<String>,
+}
+
+/// The fixed leg of the stabilized ladder: its chains and pilots, and its estimates
+/// pooled over ensembles (the summary's own are the variational leg's).
+#[derive(Debug, Serialize)]
+pub struct FixedLegSummary {
+    /// Chains P of the fixed leg (the summary's `chains` are the variational leg's).
+    pub chains: usize,
+    /// The fixed leg's pilots in order.
+    pub pilots: Vec<PilotSummary>,
+    /// Chains the two rules recommend for the fixed leg's Λ̂.
+    pub recommended_chains: Recommended,
+    /// Exchanges of the two legs' target replicas, summed over ensembles.
+    pub exchanges: u64,
+    /// Round trips per 1000 iterations of the whole ladder: the two legs' together (a
+    /// tour from the target to either reference and back is counted on the leg where it
+    /// returns).
+    pub round_trips_per_1000_both_legs: f64,
+    /// The fixed leg's estimates pooled over ensembles.
+    #[serde(flatten)]
+    pub pooled: Pooled,
+}
+
+impl FixedLegSummary {
+    /// The fixed leg of `out`, if it ran on two legs.
+    fn of(out: &ExactOutcome, variational: &Pooled) -> Option<Self> {
+        let leg = out.fixed_leg.as_deref()?;
+        let pooled = leg.pooled();
+        Some(FixedLegSummary {
+            chains: leg.chains,
+            pilots: leg.pilots.clone(),
+            recommended_chains: leg.recommended(&pooled),
+            exchanges: out.exchanges,
+            round_trips_per_1000_both_legs: pooled.round_trips_per_1000
+                + variational.round_trips_per_1000,
+            pooled,
+        })
+    }
+
+    /// The lines the text output gives the fixed leg.
+    pub(crate) fn say(&self, variational_chains: usize) -> Result<(), StdoutError> {
+        let p = &self.pooled;
+        say!(
+            "stabilized ladder: the variational leg ({variational_chains} chains, the estimates above) and the fixed leg ({} chains) joined at the target, whose replicas exchanged {} times",
+            self.chains,
+            self.exchanges
+        )?;
+        say!(
+            "fixed leg: Λ̂ = {:.4} ± {:.4}, log Z = {:.4} ± {:.4}, round trips per 1000 iterations {:.1} (both legs {:.1})",
+            p.lambda,
+            p.lambda_se,
+            p.log_z,
+            p.log_z_se,
+            p.round_trips_per_1000,
+            self.round_trips_per_1000_both_legs
+        )
+    }
 }
 
 /// The explorers of a run.
@@ -237,6 +299,7 @@ pub(crate) fn summary_of<C>(
             target_acceptance: s.explorer.target_acceptance(),
             step_size_range: out.step_size_range(),
         },
+        fixed_leg: FixedLegSummary::of(out, &pooled),
         pooled,
         closed_form,
         warnings,
@@ -281,9 +344,10 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         s.iterations_run,
         d = s.dim
     )?;
-    if s.config.reference == ReferenceKind::Variational {
+    if s.config.reference != ReferenceKind::Fixed {
         say!(
-            "reference: variational, a mean-field Gaussian fitted to the target level after every round (the closed forms are those of the path from N(0, I_{}); log Z is the same)",
+            "reference: {}, a mean-field Gaussian fitted to the target level after every round (the closed forms are those of the path from N(0, I_{}); log Z is the same)",
+            s.config.reference.name(),
             s.dim
         )?;
     }
@@ -349,7 +413,7 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
             "undefined (a pair rejected every swap)".into(),
             |c| format!("{c:.4}")
         ),
-        if s.config.reference == ReferenceKind::Variational {
+        if s.config.reference != ReferenceKind::Fixed {
             "from the fixed reference "
         } else {
             ""
@@ -379,6 +443,9 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
             .unwrap_or_default(),
         p.limit_round_trips_per_1000
     )?;
+    if let Some(leg) = &s.fixed_leg {
+        leg.say(s.chains)?;
+    }
     if let (Some(c), Some(n)) = (
         s.recommended_chains.cost_optimal,
         s.recommended_chains.near_limit_5_percent,

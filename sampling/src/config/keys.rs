@@ -289,9 +289,11 @@ keys! {
         flag u32 [long, value_name = "L"] => set!(leapfrog_steps),
         used |c, t| (!t.sgd || c.exact) && c.explorer == ExplorerKind::Hmc;
     /// Exact tempering (gaussian-path, classifier with --exact): the reference the levels
-    /// anneal from, `fixed` (the path's own: the prior, N(0, I)) or `variational` (a
+    /// anneal from, `fixed` (the path's own: the prior, N(0, I)), `variational` (a
     /// mean-field Gaussian fitted to the target level after every round, Surjanovic et al.
-    /// 2022: a shorter path to the same target, the same log Z) [fixed].
+    /// 2022: a shorter path to the same target, the same log Z) or `stabilized` (both, as
+    /// two legs of one ladder joined at the target; `--chains` then counts each leg's)
+    /// [fixed].
     reference: ReferenceKind = ReferenceKind::Fixed, [skip_serializing_if = "ReferenceKind::is_fixed"],
         flag ReferenceKind [long, value_enum] => set!(reference),
         used |c, t| !t.sgd || c.exact;

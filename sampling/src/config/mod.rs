@@ -269,6 +269,10 @@ pub enum ReferenceKind {
     /// (Surjanovic et al., NeurIPS 2022), one leg: the path from it to the same target is
     /// shorter, and log Z stays the evidence.
     Variational,
+    /// Both: a fixed leg and a variational leg joined at the target (the stabilized
+    /// ladder of Surjanovic et al.), so that a poor fit cannot slow the run below the
+    /// fixed reference's.
+    Stabilized,
 }
 
 impl ReferenceKind {
@@ -277,6 +281,7 @@ impl ReferenceKind {
         match self {
             ReferenceKind::Fixed => "fixed",
             ReferenceKind::Variational => "variational",
+            ReferenceKind::Stabilized => "stabilized",
         }
     }
 

@@ -44,9 +44,10 @@
 
 use nrpt_core::exact::{
     AnnealingPath, Barrier, ChainRule, ExactBuffers, ExactExplorer, GaussianPath, LevelRecord,
-    PairRecord, RoundReport, ScheduleOptions, VariationalOptions, VariationalPath, limit_rate,
-    recommended_chains,
+    PairRecord, RoundReport, ScheduleOptions, VARIATIONAL_LEG_ENSEMBLE, VariationalOptions,
+    VariationalPath, limit_rate, recommended_chains,
 };
+use nrpt_core::window::Scheme;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -77,7 +78,7 @@ pub use told::{ControllerSettings, ControllerSummary, ExactController, SavedErro
 
 use buffers::Owned;
 use pilot::{Pilot, enlarge_pilots, run_pilot};
-use rounds::{initial_grid, options, run_rounds};
+use rounds::{initial_grid, options, run_rounds, run_two_leg_rounds};
 
 /// The smallest budget: two rounds of at least two iterations, and a pilot.
 pub const MIN_ITERATIONS: u64 = 32;
@@ -176,6 +177,13 @@ pub struct ExactOutcome {
     pub iterations_run: u64,
     /// Every ensemble, in order.
     pub ensembles: Vec<EnsembleOutcome>,
+    /// On the stabilized ladder ([`ReferenceKind::Stabilized`]), the fixed leg, an outcome
+    /// of its own (its pilots, chains and ensembles; the fields above are then the
+    /// variational leg's); `None` on one leg.
+    pub fixed_leg: Option<Box<ExactOutcome>>,
+    /// On the stabilized ladder, the exchanges of the two legs' target replicas, summed
+    /// over ensembles; 0 on one leg.
+    pub exchanges: u64,
 }
 
 impl ExactOutcome {
@@ -358,30 +366,45 @@ pub fn run_path<P: AnnealingPath>(
     keep: usize,
     progress: OnProgress<'_>,
 ) -> crate::error::Result<ExactOutcome> {
+    let variational = || {
+        let inner = make()?;
+        let buffer = vec![0.0; VariationalPath::<P, Vec<f64>>::buffer_len(inner.dim())];
+        VariationalPath::new(inner, buffer, VariationalOptions::default()).map_err(core_error)
+    };
     match s.reference {
         ReferenceKind::Fixed => run_on(s, closed_form, make, keep, progress),
-        ReferenceKind::Variational => {
-            let variational = || {
-                let inner = make()?;
-                let buffer = vec![0.0; VariationalPath::<P, Vec<f64>>::buffer_len(inner.dim())];
-                VariationalPath::new(inner, buffer, VariationalOptions::default())
-                    .map_err(core_error)
-            };
-            run_on(s, closed_form, &variational, keep, progress)
+        ReferenceKind::Variational => run_on(s, closed_form, &variational, keep, progress),
+        ReferenceKind::Stabilized => {
+            run_stabilized(s, closed_form, (make, &variational), keep, progress)
         }
     }
 }
 
-/// [`run_path`] on the paths `make` makes as they are.
-fn run_on<P: AnnealingPath>(
+/// What the pilots decide for one leg: P and the window.
+struct Plan {
+    pilots: Vec<Pilot>,
+    chains: usize,
+    scheme: Scheme,
+    window_swap_rate: Option<f64>,
+}
+
+impl Plan {
+    /// The last pilot's run of ensemble `e`, whose grid starts the main run.
+    fn pilot_run(&self, e: usize) -> Option<&rounds::Rounds> {
+        self.pilots.last().and_then(|p| p.runs.get(e))
+    }
+}
+
+/// The pilots of one leg on the paths `make` makes, and what they choose: P (given, or
+/// by the rule from the last pilot's Λ̂) and, when `choose_window`, the window (from
+/// the swap rate of an equal-barrier grid; else the window asked for at S = 0.5).
+fn plan<P: AnnealingPath>(
     s: &ExactSettings,
-    closed_form: ClosedForm,
     make: &PathMaker<'_, P>,
-    keep: usize,
+    choose_window: bool,
     progress: OnProgress<'_>,
-) -> crate::error::Result<ExactOutcome> {
-    check(s)?;
-    let needs_rate = matches!(s.window, WindowSpec::Optimal | WindowSpec::Paper);
+) -> crate::error::Result<Plan> {
+    let needs_rate = choose_window && matches!(s.window, WindowSpec::Optimal | WindowSpec::Paper);
     let pilot_chains = match s.chains {
         Chains::Fixed(p) => p,
         Chains::Auto(_) => PILOT_CHAINS,
@@ -405,8 +428,7 @@ fn run_on<P: AnnealingPath>(
     } else {
         Vec::new()
     };
-    let last_pilot = pilots.last();
-    let pilot_lambda = last_pilot.map(|p| p.summary.lambda);
+    let pilot_lambda = pilots.last().map(|p| p.summary.lambda);
     let chains = match s.chains {
         Chains::Fixed(p) => p,
         Chains::Auto(rule) => {
@@ -446,6 +468,57 @@ fn run_on<P: AnnealingPath>(
     } else {
         (s.window.scheme(chains, 0.5)?, None)
     };
+    Ok(Plan {
+        pilots,
+        chains,
+        scheme,
+        window_swap_rate,
+    })
+}
+
+/// The schedule of a main run of `rounds` rounds from `first` iterations, starting from
+/// the grid of `from` (a pilot's run) or the uniform one.
+fn main_options(
+    s: &ExactSettings,
+    owned: &mut Owned,
+    from: Option<&rounds::Rounds>,
+    (ensemble, scheme, first): (u32, Scheme, u64),
+) -> Result<nrpt_core::exact::ExactOptions, ConfigError> {
+    let initial_grid = initial_grid(owned, from)?;
+    let schedule = ScheduleOptions {
+        first_round: first,
+        adapt_grid: true,
+        initial_grid,
+    };
+    Ok(nrpt_core::exact::ExactOptions {
+        ensemble,
+        ..options(s, 0, scheme, schedule)
+    })
+}
+
+/// One ensemble's outcome from its rounds and its leg's buffers.
+fn ensemble_outcome(done: rounds::Rounds, owned: &Owned) -> EnsembleOutcome {
+    EnsembleOutcome {
+        rounds: done.reports,
+        betas: done.betas,
+        knots: done.knots,
+        levels: owned.levels.clone(),
+        pairs: owned.pairs.clone(),
+        samples: done.samples,
+    }
+}
+
+/// [`run_path`] on the paths `make` makes as they are.
+fn run_on<P: AnnealingPath>(
+    s: &ExactSettings,
+    closed_form: ClosedForm,
+    make: &PathMaker<'_, P>,
+    keep: usize,
+    progress: OnProgress<'_>,
+) -> crate::error::Result<ExactOutcome> {
+    check(s)?;
+    let plan = plan(s, make, true, progress)?;
+    let chains = plan.chains;
     check_memory(s, chains, keep)?;
     let (first, rounds) = rounds_for(s.iterations);
     let iterations_run = first * ((1u64 << rounds) - 1);
@@ -453,32 +526,104 @@ fn run_on<P: AnnealingPath>(
         .into_par_iter()
         .map(|e| {
             let mut owned = Owned::new(chains, s.dim, &s.explorer)?;
-            let initial_grid = initial_grid(&mut owned, last_pilot.and_then(|p| p.runs.get(e)))?;
-            let schedule = ScheduleOptions {
-                first_round: first,
-                adapt_grid: true,
-                initial_grid,
-            };
-            let o = options(s, e, scheme, schedule);
+            let o = main_options(
+                s,
+                &mut owned,
+                plan.pilot_run(e),
+                (e as u32, plan.scheme, first),
+            )?;
             let done = run_rounds(o, make()?, &mut owned, rounds, keep, progress)?;
-            Ok(EnsembleOutcome {
-                rounds: done.reports,
-                betas: done.betas,
-                knots: done.knots,
-                levels: owned.levels.clone(),
-                pairs: owned.pairs.clone(),
-                samples: done.samples,
-            })
+            Ok(ensemble_outcome(done, &owned))
         })
         .collect();
     Ok(ExactOutcome {
         closed_form,
-        pilots: pilots.iter().map(|p| p.summary).collect(),
+        pilots: plan.pilots.iter().map(|p| p.summary).collect(),
         chains,
-        window: scheme.window_code(),
-        window_swap_rate,
+        window: plan.scheme.window_code(),
+        window_swap_rate: plan.window_swap_rate,
         iterations_run,
         ensembles: ensembles?,
+        fixed_leg: None,
+        exchanges: 0,
+    })
+}
+
+/// [`run_path`] on the stabilized ladder: a fixed leg on the paths `make` makes and a
+/// variational leg on those `variational` makes, joined at the target
+/// ([`nrpt_core::exact::TwoLegTempering`]). Each leg has its pilots and its P (`--chains`
+/// is each leg's; `auto` sizes each from its own pilot's Λ̂); the window is chosen on
+/// the fixed leg and both legs swap with it. The outcome is the variational leg's, with
+/// the fixed leg in [`ExactOutcome::fixed_leg`]; the kept target states are the
+/// variational leg's.
+fn run_stabilized<P: AnnealingPath, Q: AnnealingPath<Error = P::Error>>(
+    s: &ExactSettings,
+    closed_form: ClosedForm,
+    (make, variational): (&PathMaker<'_, P>, &PathMaker<'_, Q>),
+    keep: usize,
+    progress: OnProgress<'_>,
+) -> crate::error::Result<ExactOutcome> {
+    check(s)?;
+    let fixed_plan = plan(s, make, true, progress)?;
+    let v_plan = plan(s, variational, false, progress)?;
+    let (pf, pv) = (fixed_plan.chains, v_plan.chains);
+    check_memory(s, pf + pv, keep)?;
+    let (first, rounds) = rounds_for(s.iterations);
+    let iterations_run = first * ((1u64 << rounds) - 1);
+    let scheme = fixed_plan.scheme;
+    let runs: crate::error::Result<Vec<(EnsembleOutcome, EnsembleOutcome, u64)>> = (0..s.ensembles)
+        .into_par_iter()
+        .map(|e| {
+            let (mut of, mut ov) = (
+                Owned::new(pf, s.dim, &s.explorer)?,
+                Owned::new(pv, s.dim, &s.explorer)?,
+            );
+            let key = e as u32;
+            let fo = main_options(s, &mut of, fixed_plan.pilot_run(e), (key, scheme, first))?;
+            let v_key = key.wrapping_add(VARIATIONAL_LEG_ENSEMBLE);
+            let vo = main_options(s, &mut ov, v_plan.pilot_run(e), (v_key, scheme, first))?;
+            let done = run_two_leg_rounds(
+                (fo, vo),
+                (make()?, variational()?),
+                (&mut of, &mut ov),
+                rounds,
+                keep,
+                progress,
+            )?;
+            Ok((
+                ensemble_outcome(done.fixed, &of),
+                ensemble_outcome(done.variational, &ov),
+                done.exchanges,
+            ))
+        })
+        .collect();
+    let (mut fixed, mut legs, mut exchanges) = (Vec::new(), Vec::new(), 0);
+    for (f, v, x) in runs? {
+        fixed.push(f);
+        legs.push(v);
+        exchanges += x;
+    }
+    let fixed_leg = ExactOutcome {
+        closed_form,
+        pilots: fixed_plan.pilots.iter().map(|p| p.summary).collect(),
+        chains: pf,
+        window: scheme.window_code(),
+        window_swap_rate: fixed_plan.window_swap_rate,
+        iterations_run,
+        ensembles: fixed,
+        fixed_leg: None,
+        exchanges,
+    };
+    Ok(ExactOutcome {
+        closed_form,
+        pilots: v_plan.pilots.iter().map(|p| p.summary).collect(),
+        chains: pv,
+        window: scheme.window_code(),
+        window_swap_rate: fixed_plan.window_swap_rate,
+        iterations_run,
+        ensembles: legs,
+        fixed_leg: Some(Box::new(fixed_leg)),
+        exchanges,
     })
 }
 
@@ -579,6 +724,56 @@ mod tests {
         let (first, _) = rounds_for(s.iterations);
         assert!(first > 8, "{first}");
         assert!(seen.into_inner() <= 8 * s.ensembles as u64);
+    }
+
+    /// The stabilized ladder: each leg sized by its own pilot, the fixed leg beside the
+    /// variational one in the outcome, both legs' log Z the closed form within 4 of
+    /// their stated errors, the variational leg's barrier near zero (a Gaussian target
+    /// is fitted exactly), exchanges every other iteration (vanilla DEO).
+    #[test]
+    fn a_stabilized_run_has_two_legs_that_agree() {
+        let s = ExactSettings {
+            dim: 4,
+            chains: Chains::Auto(AUTO_RULE),
+            ensembles: 2,
+            iterations: 4000,
+            window: WindowSpec::Fixed(1),
+            seed: 2,
+            explorer: ExactExplorer::default(),
+            reference: ReferenceKind::Stabilized,
+        };
+        let out = run(&s, &nrpt_sampling::engine::unobserved).unwrap();
+        let leg = out.fixed_leg.as_deref().expect("a fixed leg");
+        assert!(leg.fixed_leg.is_none());
+        let (v, f) = (out.pooled(), leg.pooled());
+        let cf = out.closed_form;
+        // The fixed leg: the rule's P for the closed-form Λ (1.63 from N(0, I₄)); the
+        // fitted leg: 2.
+        assert_eq!(out.chains, 2);
+        assert!(
+            leg.chains
+                .abs_diff(recommended_chains(cf.lambda, AUTO_RULE).unwrap())
+                <= 1
+        );
+        assert!(v.lambda < 0.1, "{v:?}");
+        assert!((f.lambda - cf.lambda).abs() < 0.1 * cf.lambda, "{f:?}");
+        for p in [&v, &f] {
+            assert!(
+                (p.log_z - cf.log_z).abs() < 4.0 * p.log_z_se,
+                "{p:?} vs {cf:?}"
+            );
+        }
+        // Vanilla DEO: the middle pair swaps at every even iteration of the main run (the
+        // pilots run each leg alone).
+        assert_eq!(
+            out.exchanges,
+            s.ensembles as u64 * out.iterations_run.div_ceil(2)
+        );
+        assert_eq!(leg.iterations_run, out.iterations_run);
+        // The same seed gives the same bits.
+        let again = run(&s, &nrpt_sampling::engine::unobserved).unwrap();
+        assert_eq!(again.pooled(), v);
+        assert_eq!(again.fixed_leg.unwrap().pooled(), f);
     }
 
     #[test]

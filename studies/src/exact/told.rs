@@ -423,6 +423,8 @@ impl ExactController {
             window_swap_rate: None,
             iterations_run: self.progress.iteration,
             ensembles,
+            fixed_leg: None,
+            exchanges: 0,
         }
     }
 
