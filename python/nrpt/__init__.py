@@ -59,7 +59,7 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, U
 import numpy as np
 
 from . import _nrpt, _statefile
-from ._exact import ExactController, ExactStep, LogZ
+from ._exact import ExactController, ExactStep, GaussianReference, LogZ
 from ._flags import argv as _argv
 from ._nrpt import (
     expected_round_trip,
@@ -78,6 +78,7 @@ __all__ = [
     "Decision",
     "ExactController",
     "ExactStep",
+    "GaussianReference",
     "LogZ",
     "RUN_EXTRAS",
     "Stats",

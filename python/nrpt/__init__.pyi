@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from ._exact import ExactController as ExactController
 from ._exact import ExactStep as ExactStep
+from ._exact import GaussianReference as GaussianReference
 from ._exact import LogZ as LogZ
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Decision",
     "ExactController",
     "ExactStep",
+    "GaussianReference",
     "LogZ",
     "RUN_EXTRAS",
     "Stats",

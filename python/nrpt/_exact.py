@@ -20,24 +20,30 @@ doubling length after which the ``beta`` grid moves to equal communication barri
 barrier Λ̂ and its profile λ̂(β), log Z = log ∫ pi_0 L by the stepping stone (forward,
 reverse and their mean, with batch-means standard errors), round trips, and the
 command's warnings. A swap exchanges the ``beta`` of two chains, never their states.
+
+With ``reference="variational"`` nrpt also fits a Gaussian ``q`` to the posterior
+level as the run goes and, once fitted, tempers from ``q`` instead of ``pi_0``
+(:class:`GaussianReference`; Surjanovic et al., NeurIPS 2022): the path is then much
+shorter when the posterior sits far from ``pi_0``.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Union
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Literal, Mapping, Optional, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _nrpt, _statefile
 
-__all__ = ["ExactController", "ExactStep", "LogZ"]
+__all__ = ["ExactController", "ExactStep", "GaussianReference", "LogZ"]
 
 _NONFINITE = ("raise", "warn", "skip")
 _SCHEMES = ("deo", "seo")
+_REFERENCES = ("fixed", "variational")
 _FORMAT = "nrpt.ExactController"
 _VERSION = 1
 _U32 = 2**32
@@ -102,6 +108,71 @@ class ExactStep:
         )
 
 
+@dataclass(frozen=True, repr=False)
+class GaussianReference:
+    """The variational reference q = N(mean, diag(scale**2)) that an
+    :class:`ExactController` with ``reference="variational"`` fitted to its posterior
+    level (:attr:`ExactController.reference`), as it was when read: each fit at the
+    end of a round replaces it, so read :attr:`ExactController.reference` again after
+    every tell.
+
+    While it is the controller's reference, move replica ``r`` at ``beta`` with a sampler
+    of ``q(x)**(1 - beta) * gamma_1(x)**beta``, where ``gamma_1 = pi_0 * L`` is your
+    unnormalized posterior (at ``beta = 0``: :meth:`sample`), and tell
+    ``log gamma_1(x) - log q(x)`` = ``log pi_0(x) + log L(x) - log_density(x)`` instead
+    of ``log L(x)``."""
+
+    mean: npt.NDArray[np.float64]
+    """m, by coordinate (length D)."""
+    scale: npt.NDArray[np.float64]
+    """s, the standard deviations by coordinate (length D, positive)."""
+    fits: int
+    """The fit this is (1 for the first)."""
+    _native: Any = field(repr=False, compare=False, default=None)
+
+    @property
+    def dim(self) -> int:
+        """D, the coordinates of a state."""
+        return int(self.mean.shape[0])
+
+    @overload
+    def log_density(self, x: npt.ArrayLike, *, gradient: Literal[False] = ...) -> float: ...
+    @overload
+    def log_density(
+        self, x: npt.ArrayLike, *, gradient: Literal[True]
+    ) -> Tuple[float, npt.NDArray[np.float64]]: ...
+
+    def log_density(
+        self, x: npt.ArrayLike, *, gradient: bool = False
+    ) -> Union[float, Tuple[float, npt.NDArray[np.float64]]]:
+        """log q(x), normalized (``sum_i log N(x_i; mean_i, scale_i**2)``), computed by
+        the Rust core; with ``gradient=True`` also its gradient ``-(x - mean) /
+        scale**2``, as ``(value, gradient)``. ``x`` is one state (D real numbers).
+        ``RuntimeError`` once a later fit has replaced this reference."""
+        native = self._native
+        if native is None or native.reference_fits != self.fits:
+            raise RuntimeError(
+                f"this is fit {self.fits} of the variational reference, which a later fit "
+                f"replaced: read ExactController.reference again"
+            )
+        value, grad = native.reference_log_density(_floats("x", x, self.dim, "one per coordinate"))
+        return (value, grad) if gradient else value
+
+    def sample(
+        self, rng: np.random.Generator, size: Optional[int] = None
+    ) -> npt.NDArray[np.float64]:
+        """Exact draws ``mean + scale * z`` with ``z`` standard normal from your NumPy
+        ``Generator``: one state (shape ``(D,)``), or ``size`` of them (``(size, D)``)."""
+        shape = (self.dim,) if size is None else (size, self.dim)
+        return self.mean + self.scale * rng.standard_normal(shape)
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianReference(dim={self.dim}, fits={self.fits}, mean={self.mean!r}, "
+            f"scale={self.scale!r})"
+        )
+
+
 def _int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {value!r}")
@@ -112,10 +183,15 @@ def _int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
     return v
 
 
-def _floats(name: str, values: Any, length: int) -> np.ndarray:
+def _floats(name: str, values: Any, length: int, each: str = "one per replica") -> np.ndarray:
     """``values`` as a contiguous float64 array of ``length`` numbers: floats and ints
     of any width; not bools, complex numbers, strings or None."""
-    what = f"{name} must be {length} real numbers (one per replica)"
+    return _reals(f"{name} must be {length} real numbers ({each})", values, (length,))
+
+
+def _reals(what: str, values: Any, shape: Tuple[int, ...]) -> np.ndarray:
+    """``values`` as a contiguous float64 array of ``shape``: floats and ints of any
+    width; not bools, complex numbers, strings or None (``what`` opens the message)."""
     if values is None:
         raise TypeError(f"{what}, got None")
     try:
@@ -134,8 +210,8 @@ def _floats(name: str, values: Any, length: int) -> np.ndarray:
             raise TypeError(f"{what}: {err}") from None
     elif kind not in "fiu":
         raise TypeError(f"{what}, got an array of {raw.dtype}")
-    if raw.ndim != 1 or raw.shape[0] != length:
-        raise ValueError(f"{what}: expected shape ({length},), got {raw.shape}")
+    if raw.shape != shape:
+        raise ValueError(f"{what}: expected shape {shape}, got {raw.shape}")
     return np.ascontiguousarray(raw, dtype=np.float64)
 
 
@@ -182,6 +258,38 @@ class ExactController:
         anything changes; ``"warn"`` a ``RuntimeWarning``, then the core's rule (its
         pairs never swap and are counted, and the round's log Z is NaN); ``"skip"`` the
         same silently. -inf (a likelihood of zero) is always accepted.
+    reference
+        ``"fixed"`` (default): your ``pi_0`` is the reference throughout.
+        ``"variational"``: nrpt fits a Gaussian ``q = N(m, diag(s**2))`` to the
+        posterior level (after each tell it gathers the state of replica
+        ``replica_at[0]``; at the end of every round whose grid adapts it fits ``m`` and
+        ``s`` to that round's states, once at least 16 are gathered) and from the first
+        fit on tempers from ``q`` instead of ``pi_0``; see "A variational reference"
+        below.
+    dim
+        D, the coordinates of a state: required with ``reference="variational"`` (which
+        :meth:`tell` the states), not given otherwise.
+
+    A variational reference
+    -----------------------
+    When the posterior sits far from ``pi_0`` (a vague prior, a concentrated
+    posterior), the path from ``pi_0`` is long (a large barrier Λ) and needs many
+    chains; a path from a ``q`` fitted to the posterior is short. With
+    ``reference="variational"`` every :meth:`tell` also takes ``states``, the P states
+    (shape ``(P, D)``, by replica) that the log-likelihoods belong to, and
+    :attr:`reference` says which reference is in force:
+
+    - while :attr:`reference` is ``None`` (before the first fit), do as with a fixed
+      reference: at ``beta = 0`` draw from ``pi_0``, at ``beta > 0`` sample
+      ``pi_0 · L**beta``, tell ``log L``;
+    - once it is a :class:`GaussianReference` ``q``: at ``beta = 0`` draw from ``q``
+      (``q.sample(rng)``), at ``beta > 0`` sample ``q(x)**(1 - beta) ·
+      gamma_1(x)**beta`` with ``gamma_1 = pi_0 · L``, and tell
+      ``log gamma_1(x) - log q(x)`` (``log pi_0 + log L - q.log_density(x)``).
+
+    Read :attr:`reference` after every tell: a tell that ends a round may fit it again.
+    The posterior (``beta = 1``) is the same, and ``q`` is normalized, so :attr:`log_z`
+    is still ``log ∫ pi_0 L``.
 
     Example (a conjugate model, drawn exactly at every beta)::
 
@@ -205,8 +313,11 @@ class ExactController:
         betas: Optional[npt.ArrayLike] = None,
         ensemble: int = 0,
         nonfinite: str = "raise",
+        reference: str = "fixed",
+        dim: Optional[int] = None,
     ) -> None:
         p = _int("chains", chains, 2)
+        d = _reference_dim(reference, dim)
         seed = _int("seed", seed, 0, _U32 - 1)
         ensemble = _int("ensemble", ensemble, 0, _U32 - 1)
         if not isinstance(scheme, str):
@@ -225,7 +336,7 @@ class ExactController:
         grid = None if betas is None else _floats("betas", betas, p).tolist()
         code = 0 if scheme == "seo" else w
         self._native = _nrpt.NativeExactController(
-            p, code, seed, ensemble, first, bool(adapt_grid), grid
+            p, code, seed, ensemble, first, bool(adapt_grid), grid, reference, d
         )
         self._nonfinite = nonfinite
         self._asked = False
@@ -241,19 +352,28 @@ class ExactController:
         self._asked = True
         return self._native.betas_by_replica
 
-    def tell(self, log_likelihoods: npt.ArrayLike) -> ExactStep:
+    def tell(
+        self, log_likelihoods: npt.ArrayLike, states: Optional[npt.ArrayLike] = None
+    ) -> ExactStep:
         """One iteration, given ``log L`` of every replica's state after your sampler
         moved it at the beta of :meth:`ask`, **by replica** (P real numbers: a list, a
         NumPy array of floats or ints). Then the swaps, the records and, at the end of a
         round, its estimates and the next grid. Needs an :meth:`ask` since the last
         tell (``RuntimeError``); bad input raises ``TypeError`` or ``ValueError`` and
-        changes nothing."""
+        changes nothing.
+
+        With ``reference="variational"``, ``states`` is required: the P states those
+        log-likelihoods belong to, shape ``(P, D)``, by replica (a row with a NaN or an
+        infinity is accepted but not gathered for the fit), and once :attr:`reference`
+        is fitted the log-likelihoods are ``log gamma_1 - log q`` (see the class
+        docstring). With a fixed reference, ``states`` is not given."""
         if not self._asked:
             raise RuntimeError(
                 "tell() without ask(): call ask() first for the betas of this iteration, "
                 "move every replica at its beta, then tell() their log-likelihoods"
             )
         ell = _floats("log_likelihoods", log_likelihoods, self.chains)
+        flat = self._states(states)
         bad = np.flatnonzero(np.isnan(ell) | (ell == np.inf))
         if bad.size and self._nonfinite != "skip":
             which = ", ".join(f"replica {r}: {ell[r]}" for r in bad[:8])
@@ -270,9 +390,58 @@ class ExactController:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        step = ExactStep(**self._native.tell(ell))
+        step = ExactStep(**self._native.tell(ell, flat))
         self._asked = False
         return step
+
+    def _states(self, states: Any) -> Optional[np.ndarray]:
+        """``states`` checked against the reference, flat (``None`` for a fixed one)."""
+        d = self._native.reference_dim
+        if d is None:
+            if states is not None:
+                raise ValueError(
+                    "states are told only with reference='variational' (which fits a "
+                    "Gaussian to them); this controller's reference is 'fixed'"
+                )
+            return None
+        shape = (self.chains, d)
+        what = (
+            f"states must be the {self.chains} replicas' states of {d} real numbers each, "
+            f"by replica (reference='variational')"
+        )
+        if states is None:
+            raise ValueError(f"{what}: expected shape {shape}, got no states")
+        return _reals(what, states, shape).ravel()
+
+    # -- the reference --------------------------------------------------------------
+
+    @property
+    def reference_kind(self) -> str:
+        """``"fixed"`` or ``"variational"`` (the ``reference`` argument)."""
+        return self._native.reference
+
+    @property
+    def dim(self) -> Optional[int]:
+        """D with ``reference="variational"``, ``None`` with a fixed reference."""
+        return self._native.reference_dim
+
+    @property
+    def reference(self) -> Optional[GaussianReference]:
+        """The fitted variational reference ``q`` now in force, or ``None`` while the
+        reference is your own ``pi_0`` (always with ``reference="fixed"``; before the
+        first fit with ``"variational"``). Read it after every tell: it says what to
+        sample at each beta and what to tell (see the class docstring)."""
+        mean, scale = self._native.reference_mean, self._native.reference_scale
+        if mean is None or scale is None:
+            return None
+        mean.setflags(write=False)
+        scale.setflags(write=False)
+        return GaussianReference(mean, scale, self._native.reference_fits, self._native)
+
+    @property
+    def reference_fits(self) -> int:
+        """Fits of the variational reference so far (0 with a fixed one)."""
+        return self._native.reference_fits
 
     # -- where it stands ------------------------------------------------------------
 
@@ -479,7 +648,8 @@ class ExactController:
         ``_se``, ``round_trips_per_1000``, ``predicted_round_trips_per_1000``,
         ``lemma1_round_trips_per_1000``, ``limit_round_trips_per_1000``,
         ``rejection_range``, ``barrier_gaussian_corrected``, ...),
-        ``recommended_chains`` and ``warnings``."""
+        ``recommended_chains``, ``warnings``, ``reference`` (``"fixed"`` or
+        ``"variational"``) and ``reference_fits``."""
         s = self._native.summary()
         s["scheme"] = self.scheme
         s["nonfinite"] = self._nonfinite
@@ -498,11 +668,11 @@ class ExactController:
 
     def state_dict(self) -> Dict[str, Any]:
         """The whole state, JSON-ready: a format tag, the version, a few readable
-        fields (``chains``, ``iteration``, ``nonfinite``, ``asked``), and ``state``,
-        every buffer and counter of the Rust controller with each float bit for bit
-        (hex of its binary encoding). :meth:`load_state_dict` or
-        :meth:`from_state_dict` continue it exactly. It carries no checksum (a pickle
-        keeps it as it is); :meth:`save` adds one."""
+        fields (``chains``, ``iteration``, ``nonfinite``, ``asked``, ``reference``), and
+        ``state``, every buffer and counter of the Rust controller with each float bit
+        for bit (hex of its binary encoding), the variational reference's fit included.
+        :meth:`load_state_dict` or :meth:`from_state_dict` continue it exactly. It
+        carries no checksum (a pickle keeps it as it is); :meth:`save` adds one."""
         return {
             "format": _FORMAT,
             "version": _VERSION,
@@ -510,6 +680,7 @@ class ExactController:
             "iteration": self.iteration,
             "nonfinite": self._nonfinite,
             "asked": self._asked,
+            "reference": self.reference_kind,
             "state": bytes(self._native.state_bytes()).hex(),
         }
 
@@ -522,7 +693,9 @@ class ExactController:
         (level P - 1), the barrier's knots, a permutation and its inverse, finite
         positive step sizes, the iteration at most 2**53 and equal to the rounds'
         iterations (``first_round * (2**round - 1)`` plus the current round's), the
-        counts within what that many iterations allow."""
+        counts within what that many iterations allow, and a variational reference's
+        fit (a finite mean, a finite positive scale, at most one fit per completed
+        round)."""
         self = cls.__new__(cls)
         self._restore(state)
         return self
@@ -540,7 +713,10 @@ class ExactController:
                 f"version {state.get('version')!r} (this is {_FORMAT!r} version {_VERSION})"
             )
         _statefile.keys(
-            state, "state", ("format", "version", "state"), ("chains", "iteration", "nonfinite", "asked")
+            state,
+            "state",
+            ("format", "version", "state"),
+            ("chains", "iteration", "nonfinite", "asked", "reference"),
         )
         nonfinite = state.get("nonfinite", "raise")
         _check_nonfinite(nonfinite)
@@ -561,6 +737,11 @@ class ExactController:
                     _statefile.fail(
                         f"state[{key!r}]", f"is {value}, but the encoded state holds {actual}"
                     )
+        if "reference" in state and state["reference"] != native.reference:
+            _statefile.fail(
+                "state['reference']",
+                f"is {state['reference']!r}, but the encoded state holds {native.reference!r}",
+            )
         self._native = native
         self._nonfinite = nonfinite
         self._asked = asked
@@ -598,10 +779,38 @@ class ExactController:
         lam = self.barrier()
         z = self.log_z
         est = "" if lam is None or z is None else f", barrier={lam:.4g}, log_z={z.value:.6g}±{z.se:.2g}"
+        ref = ""
+        if self.dim is not None:
+            ref = f", reference='variational', dim={self.dim}, fits={self.reference_fits}"
         return (
             f"nrpt.ExactController(chains={self.chains}, scheme={self.scheme!r}, "
-            f"window={self.window}, iteration={self.iteration}, round={self.round}{est})"
+            f"window={self.window}{ref}, iteration={self.iteration}, round={self.round}{est})"
         )
+
+
+def _reference_dim(reference: Any, dim: Any) -> int:
+    """``dim`` for the native controller (0 with a fixed reference), checked."""
+    if not isinstance(reference, str):
+        raise TypeError(f"reference must be a str, 'fixed' or 'variational', got {reference!r}")
+    if reference == "stabilized":
+        raise ValueError(
+            "reference='stabilized' (the two-leg stabilized ladder) is available in "
+            "`nrpt run` only; ExactController takes 'fixed' or 'variational'"
+        )
+    if reference not in _REFERENCES:
+        raise ValueError(f"reference must be 'fixed' or 'variational', got {reference!r}")
+    if reference == "fixed":
+        if dim is not None:
+            raise ValueError(
+                f"dim applies to reference='variational' (the states it fits), got dim={dim!r}"
+            )
+        return 0
+    if dim is None:
+        raise ValueError(
+            "reference='variational' needs dim=D, the coordinates of a state (it fits a "
+            "Gaussian to the states you tell)"
+        )
+    return _int("dim", dim, 1, 2**20)
 
 
 def _check_nonfinite(policy: Any) -> None:

@@ -12,6 +12,7 @@ use nrpt_core::exact::{
     LevelRecord, MalaOptions, PairRecord, RoundReport, StartStates,
 };
 use nrpt_core::swap::flags;
+use nrpt_sampling::config::ReferenceKind;
 use nrpt_studies::exact::{ControllerSettings, ExactController, log_z_mean};
 
 use crate::convert::{array1, reshape2, to_dict};
@@ -103,9 +104,14 @@ impl NativeExactController {
 impl NativeExactController {
     /// A controller of `chains` chains: window W (0 for SEO), Philox key (seed,
     /// ensemble), rounds of `first_round · 2^r` iterations, the grid re-placed after each
-    /// unless `adapt_grid` is false, starting from `betas` (by level) or the uniform grid.
+    /// unless `adapt_grid` is false, starting from `betas` (by level) or the uniform grid;
+    /// the reference `"fixed"` or `"variational"` (states of `dim` coordinates).
     #[new]
-    #[pyo3(signature = (chains, window, seed, ensemble, first_round, adapt_grid, betas=None))]
+    #[pyo3(signature = (
+        chains, window, seed, ensemble, first_round, adapt_grid, betas=None,
+        reference="fixed", dim=0
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         chains: usize,
         window: u32,
@@ -114,6 +120,8 @@ impl NativeExactController {
         first_round: u64,
         adapt_grid: bool,
         betas: Option<Vec<f64>>,
+        reference: &str,
+        dim: usize,
     ) -> PyResult<Self> {
         let settings = ControllerSettings {
             chains,
@@ -123,19 +131,83 @@ impl NativeExactController {
             first_round,
             adapt_grid,
         };
-        let inner = ExactController::new(settings, betas.as_deref()).map_err(value_error)?;
+        let kind = match reference {
+            "fixed" => ReferenceKind::Fixed,
+            "variational" => ReferenceKind::Variational,
+            other => {
+                return Err(value_error(format!(
+                    "reference must be 'fixed' or 'variational', got {other:?}"
+                )));
+            }
+        };
+        let inner = ExactController::with_reference(settings, betas.as_deref(), kind, dim)
+            .map_err(value_error)?;
         Ok(NativeExactController { inner })
     }
 
-    /// One iteration, given ℓ of every replica (a contiguous float64 array by replica).
+    /// One iteration, given ℓ of every replica (a contiguous float64 array by replica)
+    /// and, with a variational reference, their states (P × D floats by replica, flat).
+    #[pyo3(signature = (log_likelihoods, states=None))]
     fn tell<'py>(
         &mut self,
         py: Python<'py>,
         log_likelihoods: PyReadonlyArray1<'py, f64>,
+        states: Option<PyReadonlyArray1<'py, f64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let ells = log_likelihoods.as_slice().map_err(value_error)?;
-        let report = self.inner.tell(ells).map_err(value_error)?;
+        let states = states
+            .as_ref()
+            .map(|x| x.as_slice())
+            .transpose()
+            .map_err(value_error)?;
+        let report = self.inner.tell_states(ells, states).map_err(value_error)?;
         self.step_dict(py, &report)
+    }
+
+    /// `"fixed"` or `"variational"`.
+    #[getter]
+    fn reference(&self) -> &'static str {
+        self.inner.reference_kind().name()
+    }
+
+    /// D with a variational reference (`None` with a fixed one).
+    #[getter]
+    fn reference_dim(&self) -> Option<usize> {
+        self.inner.reference_dim()
+    }
+
+    /// Fits of the variational reference so far.
+    #[getter]
+    fn reference_fits(&self) -> u32 {
+        self.inner.reference_fits()
+    }
+
+    /// The fitted reference's mean (`None` before the first fit).
+    #[getter]
+    fn reference_mean<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
+        self.inner.reference_mean().map(|m| array1(py, m.to_vec()))
+    }
+
+    /// The fitted reference's standard deviations (`None` before the first fit).
+    #[getter]
+    fn reference_scale<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
+        self.inner.reference_scale().map(|s| array1(py, s.to_vec()))
+    }
+
+    /// log q(x) of the fitted reference and its gradient (`ValueError` before the first
+    /// fit or for `x` of another length than D).
+    fn reference_log_density<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<(f64, Bound<'py, PyArray1<f64>>)> {
+        let x = x.as_slice().map_err(value_error)?;
+        let mut grad = vec![0.0; x.len()];
+        let value = self
+            .inner
+            .reference_log_density(x, Some(&mut grad))
+            .map_err(value_error)?;
+        Ok((value, array1(py, grad)))
     }
 
     #[getter]
@@ -314,11 +386,19 @@ impl NativeExactController {
 /// iteration at most [`saved::MAX_ITERATION`] and equal to the iterations of the
 /// completed rounds (`first_round · (2^round − 1)`) plus those of the current one; a
 /// last round's report and pair records exactly when a round has completed; the
-/// totals of [`saved::check_stats`] and the flags of [`saved::check_flags`].
+/// totals of [`saved::check_stats`] and the flags of [`saved::check_flags`]; at most one
+/// fit of a variational reference per completed round.
 fn check_saved(c: &ExactController) -> Result<(), String> {
     let n = c.iteration();
     saved::check_iteration(n)?;
     let (round, first) = (c.round(), c.settings().first_round);
+    if c.reference_fits() > round {
+        return Err(format!(
+            "{} fits of the variational reference in {round} completed rounds (at most one \
+             per round)",
+            c.reference_fits()
+        ));
+    }
     // 2^53 iterations hold at most 53 rounds of at least one iteration.
     let completed = if round <= 64 {
         u128::from(first) * ((1u128 << round) - 1)

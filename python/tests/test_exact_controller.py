@@ -212,7 +212,7 @@ def test_bad_states_are_refused_and_change_nothing():
     with pytest.raises(ValueError, match="hex"):
         ctl.load_state_dict({**state, "state": "xyz"})
     with pytest.raises(ValueError, match="saved nrpt exact controller"):
-        ctl.load_state_dict({**state, "state": state["state"][: len(state["state"]) // 2]})
+        ctl.load_state_dict({**state, "state": state["state"][: len(state["state"]) // 4 * 2]})
     with pytest.raises(TypeError):
         ctl.load_state_dict("not a dict")
     assert ctl.state_dict() == before
@@ -370,3 +370,170 @@ def test_an_equal_barrier_grid_starts_another_controller():
     json.dumps(stats)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         ctl.lambda_profile([1.5])
+
+
+# ---------------------------------------------------------------------------------------
+# A variational reference (Surjanovic et al., NeurIPS 2022): a Gaussian fitted to the
+# posterior level. The model: pi_0 = N(0, I_4) and an unnormalized posterior
+# gamma_1(x) = exp(C) N(x; MU, diag SIGMA²) far from pi_0 and narrow, so that log Z = C.
+# Every tempered density (from pi_0 before the first fit, from q = N(m, diag s²) after) is
+# a product of Gaussians, drawn exactly.
+
+MU = np.array([3.0, -2.0, 4.0, 1.0])
+SIGMA = np.array([0.1, 0.2, 0.15, 0.3])
+C = 1.7
+
+
+def log_normal(x, mean, scale):
+    z = (x - mean) / scale
+    return np.sum(-0.5 * z * z - np.log(scale) - 0.5 * np.log(2 * np.pi), axis=-1)
+
+
+def gaussian_step(ctl, k, seed=0):
+    """One iteration of the model with fresh exact draws (the rng of iteration k, so that
+    copies of a controller continue alike); returns the step."""
+    rng = np.random.default_rng([seed, k])
+    beta = ctl.ask()[:, None]
+    q = ctl.reference
+    m, s = (np.zeros(MU.size), np.ones(MU.size)) if q is None else (q.mean, q.scale)
+    # q(x)^(1 - beta) gamma_1(x)^beta ∝ N(mean, 1/precision), precision-weighted.
+    precision = (1 - beta) / s**2 + beta / SIGMA**2
+    mean = ((1 - beta) * m / s**2 + beta * MU / SIGMA**2) / precision
+    x = mean + rng.standard_normal(mean.shape) / np.sqrt(precision)
+    log_gamma = C + log_normal(x, MU, SIGMA)
+    if q is None:
+        ell = log_gamma - log_normal(x, 0.0, 1.0)  # log L, tempering from pi_0
+    else:
+        ell = log_gamma - np.array([q.log_density(xr) for xr in x])  # log gamma_1 - log q
+    if ctl.reference_kind == "variational":
+        return ctl.tell(ell, states=x)
+    return ctl.tell(ell)
+
+
+def test_a_variational_reference_recovers_log_z_with_a_short_path():
+    p, n = 8, 2046  # rounds of 2, 4, ..., 1024 iterations
+    fixed = nrpt.ExactController(p, seed=3)
+    ctl = nrpt.ExactController(p, seed=3, reference="variational", dim=4)
+    assert ctl.reference is None and ctl.reference_fits == 0
+    fits_at = []
+    for k in range(n):
+        gaussian_step(fixed, k)
+        step = gaussian_step(ctl, k)
+        if step.round is not None and ctl.reference_fits > len(fits_at):
+            fits_at.append(step.round["round"])
+    # 2 + 4 + 8 = 14 states are fewer than a fit needs (16): the first fit ends round 3
+    # (30 states), then one per round.
+    assert fits_at == [3, 4, 5, 6, 7, 8, 9]
+    z = ctl.log_z
+    assert abs(z.value - C) < 3 * z.se, (z, C)
+    assert 0 < z.se < 0.05
+    # From pi_0 the path is long (Λ̂ saturates); from q fitted to the 512 states of round
+    # 8 it is nearly flat: ℓ_q varies only by the fit's errors, about 1/√n in each mean
+    # (in units of σ) and 1/√(2n) in each relative scale, so Var ℓ_q ≈ 2D/n = 1/64 and
+    # Λ ≈ sd(ℓ_q)/√π ≈ 0.07.
+    assert fixed.barrier() > 1.0
+    assert ctl.barrier() < 0.2, ctl.barrier()
+    assert ctl.round_trips_per_1000 > 4 * fixed.round_trips_per_1000
+    # The last fit (the 1024 states of round 9): the mean within 4/√1024 σ, the scale
+    # within 4/√2048 of σ.
+    q = ctl.reference
+    assert q.fits == 7 and q.dim == 4
+    assert np.all(np.abs(q.mean - MU) < 4 * SIGMA / np.sqrt(1024)), q
+    assert np.all(np.abs(q.scale / SIGMA - 1) < 4 / np.sqrt(2048)), q
+    # log q and its gradient from Rust, against the formula.
+    x = MU + 0.3
+    value, grad = q.log_density(x, gradient=True)
+    assert value == pytest.approx(log_normal(x, q.mean, q.scale), rel=1e-12)
+    np.testing.assert_allclose(grad, -(x - q.mean) / q.scale**2, rtol=1e-12)
+    draws = q.sample(np.random.default_rng(0), size=4000)
+    assert draws.shape == (4000, 4)
+    assert np.all(np.abs(draws.mean(axis=0) - q.mean) < 4 * q.scale / np.sqrt(4000))
+    s = ctl.summary()
+    assert (s["reference"], s["reference_fits"]) == ("variational", 7)
+    assert fixed.summary()["reference"] == "fixed" and fixed.reference is None
+    assert "reference='variational', dim=4, fits=7" in repr(ctl)
+
+
+def test_a_fitted_variational_controller_saves_and_continues_exactly(tmp_path):
+    def start():
+        return nrpt.ExactController(4, seed=6, reference="variational", dim=4)
+
+    whole = start()
+    for k in range(130):
+        gaussian_step(whole, k)
+    cut = start()
+    for k in range(70):
+        gaussian_step(cut, k)
+    assert cut.reference_fits == 2  # after rounds 3 and 4 (iterations 30 and 62)
+    ref = cut.reference
+    state = cut.state_dict()
+    cut.save(tmp_path / "ctl.json")
+    copies = [
+        pickle.loads(pickle.dumps(cut)),
+        nrpt.ExactController.from_state_dict(json.loads(json.dumps(cut.state_dict()))),
+        nrpt.ExactController.load(tmp_path / "ctl.json"),
+    ]
+    assert cut.state_dict()["reference"] == "variational"
+    for ctl in copies + [cut]:
+        np.testing.assert_array_equal(ctl.reference.mean, ref.mean)
+        for k in range(70, 130):
+            gaussian_step(ctl, k)
+        assert ctl.state_dict() == whole.state_dict()
+        assert ctl.summary() == whole.summary()
+    # The reference read before a later fit is out of date.
+    with pytest.raises(RuntimeError, match="read ExactController.reference again"):
+        ref.log_density(MU)
+    with pytest.raises(ValueError, match="encoded state holds 'variational'"):
+        nrpt.ExactController.from_state_dict({**whole.state_dict(), "reference": "fixed"})
+    # The encoding ends with the fit: its buffer (mean, scale, moments, scratch: 5 · 4
+    # floats), the states gathered since the last fit (70 - 62 = 8, one byte) and the fits
+    # (2, one byte). A negative scale, or more fits than completed rounds, is refused.
+    raw = bytearray.fromhex(state["state"])
+    assert (raw[-2], raw[-1]) == (8, 2)
+    negative = raw.copy()
+    negative[-2 - 160 + 4 * 8 + 7] ^= 0x80  # the sign of the first scale
+    with pytest.raises(ValueError, match="finite, positive scale"):
+        nrpt.ExactController.from_state_dict({**state, "state": negative.hex()})
+    many = raw.copy()
+    many[-1] = 50
+    with pytest.raises(ValueError, match="50 fits of the variational reference in 5 completed rounds"):
+        nrpt.ExactController.from_state_dict({**state, "state": many.hex()})
+
+
+def test_states_are_checked_against_the_reference():
+    ctl = nrpt.ExactController(3, reference="variational", dim=2)
+    ctl.ask()
+    before = ctl.state_dict()
+    ell = [0.0, -1.0, -2.0]
+    for bad in (None, np.zeros((3, 3)), np.zeros((2, 2)), np.zeros(6), 1.0):
+        with pytest.raises(ValueError, match=r"states must be .* expected shape \(3, 2\)") as info:
+            ctl.tell(ell, states=bad)
+        assert "--" not in str(info.value)
+    with pytest.raises(TypeError, match="booleans"):
+        ctl.tell(ell, states=np.ones((3, 2), dtype=bool))
+    assert ctl.state_dict() == before
+    # A row with NaN is accepted (and not gathered for the fit).
+    ctl.tell(ell, states=[[np.nan, 0.0], [1.0, 2.0], [3.0, 4.0]])
+    assert ctl.iteration == 1 and ctl.reference is None
+    fixed = nrpt.ExactController(3)
+    fixed.ask()
+    with pytest.raises(ValueError, match="only with reference='variational'"):
+        fixed.tell(ell, states=np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        (dict(reference="variational"), ValueError, "needs dim=D"),
+        (dict(reference="variational", dim=0), ValueError, "dim must be between 1 and"),
+        (dict(reference="variational", dim=2.0), TypeError, "dim must be an int"),
+        (dict(reference="fixed", dim=3), ValueError, "dim applies to reference='variational'"),
+        (dict(dim=3), ValueError, "dim applies to reference='variational'"),
+        (dict(reference="stabilized"), ValueError, "available in `nrpt run` only"),
+        (dict(reference="gaussian"), ValueError, "reference must be 'fixed' or 'variational'"),
+        (dict(reference=None), TypeError, "reference must be a str"),
+    ],
+)
+def test_bad_references_are_pythonic_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        nrpt.ExactController(4, **kwargs)

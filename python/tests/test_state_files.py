@@ -430,10 +430,10 @@ def test_the_exact_controllers_state_is_checked():
     refused(edit(state, lambda s: s.__setitem__("asked", 1)), "bool", cls, TypeError)
     refused(edit(state, lambda s: s.__setitem__("state", 7)), "hex text", cls, TypeError)
     # first_round, the last byte of the settings at the head of the encoding (after the
-    # tag and version 2): 3 -> 4 leaves the round in range, but 10 iterations are not
+    # tag and version 3): 3 -> 4 leaves the round in range, but 10 iterations are not
     # 3 + 6 + 1 of rounds of 4, 8.
     raw = bytearray.fromhex(state["state"])
-    head = b"\x14nrpt.ExactController" + bytes([2, 4, 1, 0, 0, 3])
+    head = b"\x14nrpt.ExactController" + bytes([3, 4, 1, 0, 0, 3])
     assert raw.startswith(head), raw[: len(head)]
     raw[len(head) - 1] = 4
     refused({**state, "state": raw.hex()}, "not the 2 completed rounds", cls)

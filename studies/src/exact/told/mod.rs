@@ -2,7 +2,7 @@
 //! for any loop with its own exact sampler.
 //!
 //! Kept whole past 600 lines: the controller and its saved form share its private
-//! buffers, and their tests read both.
+//! buffers; its reference is in `reference`, its tests in `tests`.
 //!
 //! The caller keeps P replicas (states of its model) and its own sampler. Each
 //! iteration it moves replica r with a sampler that leaves
@@ -22,6 +22,27 @@
 //! round) and warnings ([`diagnostics()`] with [`Advice::Controller`]) are the command's,
 //! computed by the same functions from the controller seen as a run of one ensemble
 //! ([`ExactController::outcome`]).
+//!
+//! # A variational reference
+//!
+//! [`ExactController::with_reference`] with [`ReferenceKind::Variational`] fits a
+//! mean-field Gaussian q = N(m, diag s²) to the posterior level as the run goes, the
+//! reference of Surjanovic, Syed, Bouchard-Côté and Campbell ("Parallel tempering with a
+//! variational reference", NeurIPS 2022): a path from a q close to the posterior is
+//! short (a small Λ), so few chains make many round trips. The caller then
+//! [`tells`](ExactController::tell_states) the states of its P replicas beside their ℓ;
+//! after the swaps the controller hands the state now at the posterior level to its
+//! [`GaussianFit`] (as nrpt-core's own run hands it to a [`VariationalPath`]), and at the
+//! end of every round whose grid adapted it fits q to that round's states (once it has
+//! [`VariationalOptions::min_samples`] of them). Until the first fit the reference is
+//! the caller's own π₀; from then on it is q ([`ExactController::reference_mean`],
+//! [`ExactController::reference_scale`], [`ExactController::reference_log_density`]):
+//! the caller draws β = 0 from q, moves β > 0 with a sampler of q(x)^(1−β) γ₁(x)^β, where
+//! γ₁ = π₀ L is the unnormalized posterior, and tells ℓ_q(x) = log γ₁(x) − log q(x)
+//! instead of log L(x). The posterior is the same and q is normalized, so log Z is still
+//! log ∫ π₀ L.
+//!
+//! [`VariationalPath`]: nrpt_core::exact::VariationalPath
 //!
 //! ```
 //! use nrpt_studies::exact::{ControllerSettings, ExactController};
@@ -50,11 +71,12 @@
 //! ```
 
 use nrpt_core::exact::{
-    Barrier, ExactBuffers, ExactOptions, ExactProgress, ExactReport, ExactTempering, InitialGrid,
-    NoPath, PairRecord, RoundReport, ScheduleOptions,
+    Barrier, ExactBuffers, ExactOptions, ExactProgress, ExactReport, ExactTempering, GaussianFit,
+    InitialGrid, NoPath, PairRecord, RoundReport, ScheduleOptions,
 };
 use nrpt_core::index::IndexStats;
 use nrpt_core::window::Scheme;
+use nrpt_sampling::config::ReferenceKind;
 use serde::{Deserialize, Serialize};
 
 use super::Owned;
@@ -119,6 +141,12 @@ impl ControllerSettings {
     }
 }
 
+mod reference;
+#[cfg(test)]
+mod tests;
+
+use reference::{Reference, SavedReference};
+
 /// A controller of exact tempering told the log-likelihoods (see the [module docs](self)).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExactController {
@@ -128,6 +156,10 @@ pub struct ExactController {
     progress: ExactProgress,
     /// The pair records of the last completed round (empty before the first).
     last_pairs: Vec<PairRecord>,
+    /// The reference, encoded after the rest ([`SavedReference`]), so that the rest
+    /// encodes as version 2 did.
+    #[serde(skip)]
+    reference: Reference,
 }
 
 /// The core run over a controller's buffers: new, or resumed from its progress.
@@ -145,10 +177,13 @@ fn core_run(
 /// What [`ExactController::encode`] writes first.
 const FORMAT: &str = "nrpt.ExactController";
 /// The version of the encoding, written after [`FORMAT`]: 1 (earlier versions of nrpt)
-/// encoded the controller with `bincode`, 2 with `postcard`. Both write the tag and the
-/// version as the same bytes (the text's length as one byte, the text, the version as
-/// one byte), so a saved controller of version 1 is recognised as one.
-const VERSION: u32 = 2;
+/// encoded the controller with `bincode`, 2 with `postcard`, 3 as 2 followed by the
+/// reference ([`SavedReference`]). All write the tag and the version as the same bytes
+/// (the text's length as one byte, the text, the version as one byte), so a saved
+/// controller of version 1 is recognised as one.
+const VERSION: u32 = 3;
+/// The oldest version this one reads: 2, a controller with a fixed reference.
+const OLDEST: u32 = 2;
 
 /// Why saved bytes do not give a controller.
 #[derive(Debug, thiserror::Error)]
@@ -160,7 +195,7 @@ pub enum SavedError {
     /// read.
     #[error(
         "a saved nrpt exact controller written by an earlier nrpt in an older format \
-         (version {found}; this nrpt reads version {VERSION} only), so this version cannot \
+         (version {found}; this nrpt reads versions {OLDEST} to {VERSION}), so this version cannot \
          continue it: start the controller again (recompute the run from its start), or \
          continue it with the nrpt that saved it"
     )]
@@ -169,7 +204,10 @@ pub enum SavedError {
         found: u32,
     },
     /// Saved by another version of the encoding, not one of the earlier ones.
-    #[error("a saved nrpt exact controller of version {found}; this is version {VERSION}")]
+    #[error(
+        "a saved nrpt exact controller of version {found}; this nrpt reads versions \
+         {OLDEST} to {VERSION}"
+    )]
     Version {
         /// The version found.
         found: u32,
@@ -192,6 +230,27 @@ impl ExactController {
         settings: ControllerSettings,
         initial_betas: Option<&[f64]>,
     ) -> Result<Self, nrpt_core::Error> {
+        Self::with_reference(settings, initial_betas, ReferenceKind::Fixed, 0)
+    }
+
+    /// A controller as [`ExactController::new`] makes it, with the reference `reference`:
+    /// [`ReferenceKind::Fixed`] (the caller's π₀ throughout: [`ExactController::new`]'s,
+    /// `dim` unused) or [`ReferenceKind::Variational`] (a Gaussian fitted to the posterior
+    /// level, see the [module docs](self)) for states of `dim` coordinates, which
+    /// [`ExactController::tell_states`] then needs every iteration.
+    ///
+    /// # Errors
+    ///
+    /// As [`ExactController::new`]; a variational reference with `dim` = 0; any other
+    /// reference ([`nrpt_core::Error::Unsupported`]: the two-leg stabilized ladder is
+    /// available in `nrpt run` only).
+    pub fn with_reference(
+        settings: ControllerSettings,
+        initial_betas: Option<&[f64]>,
+        reference: ReferenceKind,
+        dim: usize,
+    ) -> Result<Self, nrpt_core::Error> {
+        let reference = Reference::new(reference, dim)?;
         const _: () = assert!(
             nrpt_sampling::config::MAX_CHAINS == 65_536,
             "update the message below"
@@ -226,6 +285,7 @@ impl ExactController {
                 last_round: None,
             },
             last_pairs: Vec::new(),
+            reference,
         };
         let grid = match initial_betas {
             Some(b) => {
@@ -268,14 +328,139 @@ impl ExactController {
     ///
     /// # Errors
     ///
-    /// [`nrpt_core::Error::LengthMismatch`] unless there are P values; nothing changes
-    /// then.
+    /// [`nrpt_core::Error::LengthMismatch`] unless there are P values, and for the
+    /// states with a variational reference (which needs
+    /// [`ExactController::tell_states`]); nothing changes then.
     pub fn tell(&mut self, log_likelihoods: &[f64]) -> Result<ExactReport, nrpt_core::Error> {
+        self.tell_states(log_likelihoods, None)
+    }
+
+    /// [`ExactController::tell`] with the states the ℓ belong to: `states` holds the P
+    /// replicas' states **by replica**, row-major (P × D, replica r at `r·D..(r+1)·D`),
+    /// as the caller's sampler left them. After the swaps, the state of the replica now at
+    /// the posterior level is gathered for the variational reference (unless one of its
+    /// coordinates is not finite), and at the end of a round whose grid adapted the
+    /// reference is fitted (see the [module docs](self)): from then on the caller tells
+    /// ℓ_q = log γ₁ − log q. A fixed reference takes `None`.
+    ///
+    /// # Errors
+    ///
+    /// [`nrpt_core::Error::LengthMismatch`] unless there are P values and, with a
+    /// variational reference, P·D states; [`nrpt_core::Error::Unsupported`] for states
+    /// told to a fixed reference; nothing changes then.
+    pub fn tell_states(
+        &mut self,
+        log_likelihoods: &[f64],
+        states: Option<&[f64]>,
+    ) -> Result<ExactReport, nrpt_core::Error> {
+        let dim = self.check_states(states)?;
+        let adapting = self.progress.adapt_grid;
         let report = self.with(|run| run.tell(log_likelihoods))??;
         if report.round_end.is_some() {
             self.last_pairs.clone_from(&self.b.pairs);
         }
+        let r = self.b.at.first().map_or(0, |&r| r as usize);
+        let target = states.and_then(|x| x.get(r * dim..(r + 1) * dim));
+        let fit = report.round_end.is_some() && adapting;
+        self.reference.after_tell(target, fit);
         Ok(report)
+    }
+
+    /// D for the states a tell needs (0 for a fixed reference, which takes none).
+    fn check_states(&self, states: Option<&[f64]>) -> Result<usize, nrpt_core::Error> {
+        match (&self.reference, states) {
+            (Reference::Fixed, None) => Ok(0),
+            (Reference::Fixed, Some(_)) => Err(nrpt_core::Error::Unsupported {
+                what: "states told to an exact controller with a fixed reference (only a \
+                       variational reference gathers them)",
+            }),
+            (Reference::Variational(q), x) => {
+                let expected = self.chains() * q.dim();
+                let found = x.map_or(0, <[f64]>::len);
+                if x.is_none() || found != expected {
+                    return Err(nrpt_core::Error::LengthMismatch {
+                        name: "states (P × D, by replica)",
+                        expected,
+                        found,
+                    });
+                }
+                Ok(q.dim())
+            }
+        }
+    }
+
+    /// The reference: [`ReferenceKind::Fixed`] or [`ReferenceKind::Variational`].
+    pub fn reference_kind(&self) -> ReferenceKind {
+        match self.reference {
+            Reference::Fixed => ReferenceKind::Fixed,
+            Reference::Variational(_) => ReferenceKind::Variational,
+        }
+    }
+
+    /// D, the coordinates of a replica's state, with a variational reference (`None`
+    /// with a fixed one).
+    pub fn reference_dim(&self) -> Option<usize> {
+        match &self.reference {
+            Reference::Fixed => None,
+            Reference::Variational(q) => Some(q.dim()),
+        }
+    }
+
+    /// Fits of the variational reference so far (0 with a fixed one, or before the
+    /// first fit).
+    pub fn reference_fits(&self) -> u32 {
+        match &self.reference {
+            Reference::Fixed => 0,
+            Reference::Variational(q) => q.fits(),
+        }
+    }
+
+    /// The fitted reference's mean m (`None` with a fixed reference or before the first
+    /// fit, while the reference is the caller's π₀).
+    pub fn reference_mean(&self) -> Option<&[f64]> {
+        self.reference.fitted().map(GaussianFit::mean)
+    }
+
+    /// The fitted reference's standard deviations s (`None` as for
+    /// [`ExactController::reference_mean`]).
+    pub fn reference_scale(&self) -> Option<&[f64]> {
+        self.reference.fitted().map(GaussianFit::scale)
+    }
+
+    /// log q(x) of the fitted reference (normalized: Σ_i log N(x_i; m_i, s_i²)), and
+    /// ∇ log q(x) = −(x − m)/s² into `grad` when given.
+    ///
+    /// # Errors
+    ///
+    /// [`nrpt_core::Error::Unsupported`] with a fixed reference or before the first fit
+    /// (the reference is then the caller's own π₀); [`nrpt_core::Error::LengthMismatch`]
+    /// unless `x` (and `grad`) have D values.
+    pub fn reference_log_density(
+        &self,
+        x: &[f64],
+        grad: Option<&mut [f64]>,
+    ) -> Result<f64, nrpt_core::Error> {
+        let q = self
+            .reference
+            .fitted()
+            .ok_or(nrpt_core::Error::Unsupported {
+                what: "log q before the variational reference's first fit (the reference \
+                       is then the caller's own, and with a fixed reference always)",
+            })?;
+        let d = q.dim();
+        for (name, found) in [
+            ("x", Some(x.len())),
+            ("grad", grad.as_deref().map(<[f64]>::len)),
+        ] {
+            if let Some(found) = found.filter(|&n| n != d) {
+                return Err(nrpt_core::Error::LengthMismatch {
+                    name,
+                    expected: d,
+                    found,
+                });
+            }
+        }
+        Ok(q.log_density(x, grad))
     }
 
     /// The settings.
@@ -472,20 +657,23 @@ impl ExactController {
             recommended_chains: self.recommended(),
             pooled,
             warnings: self.warnings(),
+            reference: self.reference_kind().name(),
+            reference_fits: self.reference_fits(),
         }
     }
 
-    /// The whole state, every float bit for bit (NaN included): a format tag, a version
-    /// and the controller, encoded by `postcard` (integers as varints, floats as their
+    /// The whole state, every float bit for bit (NaN included): a format tag, a version,
+    /// the controller and its reference (with the fit's moments), encoded by `postcard` (integers as varints, floats as their
     /// little-endian bytes).
     pub fn encode(&self) -> Vec<u8> {
         // Encoding into a vector fails only for types serde cannot describe.
-        postcard::to_stdvec(&(FORMAT, VERSION, self)).unwrap_or_default()
+        postcard::to_stdvec(&(FORMAT, VERSION, self, self.reference.saved())).unwrap_or_default()
     }
 
     /// A controller from [`ExactController::encode`]'s bytes, checked as the core checks
-    /// a resumed run (lengths, grid, knots, permutation, round position), continuing with
-    /// the same bits.
+    /// a resumed run (lengths, grid, knots, permutation, round position) and its
+    /// reference as [`GaussianFit::resume`] checks a fit, continuing with the same bits.
+    /// Bytes of version 2 (before references) give a controller with a fixed reference.
     ///
     /// # Errors
     ///
@@ -499,14 +687,21 @@ impl ExactController {
         if format != FORMAT {
             return Err(SavedError::Format(format!("format {format:?}")));
         }
-        if (1..VERSION).contains(&version) {
+        if (1..OLDEST).contains(&version) {
             return Err(SavedError::OlderFormat { found: version });
         }
-        if version != VERSION {
+        if !(OLDEST..=VERSION).contains(&version) {
             return Err(SavedError::Version { found: version });
         }
-        let (mut c, rest): (ExactController, &[u8]) =
-            postcard::take_from_bytes(rest).map_err(|e| SavedError::Format(e.to_string()))?;
+        let format = |e: postcard::Error| SavedError::Format(e.to_string());
+        let (mut c, mut rest): (ExactController, &[u8]) =
+            postcard::take_from_bytes(rest).map_err(format)?;
+        if version > OLDEST {
+            let (saved, after): (SavedReference<Vec<f64>>, &[u8]) =
+                postcard::take_from_bytes(rest).map_err(format)?;
+            c.reference = Reference::resume(saved).map_err(SavedError::State)?;
+            rest = after;
+        }
         if !rest.is_empty() {
             return Err(SavedError::Format(format!(
                 "{} bytes after the controller",
@@ -555,136 +750,8 @@ pub struct ControllerSummary {
     pub recommended_chains: Recommended,
     /// The warnings, each saying what to do.
     pub warnings: Vec<String>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use nrpt_core::exact::{ExactExplorer, GaussianPath, MalaOptions, StartStates};
-
-    /// The controller told a MALA run's ℓ reaches that run's rounds, bit for bit, and
-    /// its encoding continues it exactly.
-    #[test]
-    fn a_controller_replays_a_core_run_and_survives_encoding() {
-        let (p, d) = (5, 2);
-        let settings = ControllerSettings {
-            seed: 9,
-            ensemble: 1,
-            ..ControllerSettings::new(p)
-        };
-        let options = ExactOptions {
-            explorer: ExactExplorer::Mala(MalaOptions::default()),
-            start: StartStates::Reference,
-            ..settings.options(InitialGrid::Uniform)
-        };
-        let mut o = super::super::Owned::new(p, d, &options.explorer).unwrap();
-        let mut run =
-            ExactTempering::new(options, GaussianPath::standard(d).unwrap(), o.view()).unwrap();
-        let mut ctl = ExactController::new(settings, None).unwrap();
-        let mut saved = None;
-        for k in 0..300 {
-            let Ok(want) = run.step();
-            if k == 150 {
-                let bytes = ctl.encode();
-                ctl = ExactController::decode(&bytes).unwrap();
-                // Bit for bit: the decoded controller encodes to the same bytes.
-                assert_eq!(ctl.encode(), bytes);
-                saved = Some(bytes);
-            }
-            let got = ctl.tell(run.log_likelihoods()).unwrap();
-            assert_eq!((got.swaps, got.round_trips), (want.swaps, want.round_trips));
-            assert_eq!(ctl.replica_at(), run.replica_at(), "iteration {k}");
-            assert_eq!(ctl.betas(), run.betas());
-            if let (Some(a), Some(b)) = (got.round_end, want.round_end) {
-                assert_eq!(a.log_normalizer, b.log_normalizer);
-                assert_eq!(a.global_barrier, b.global_barrier);
-            }
-        }
-        assert_eq!(ctl.round(), run.round());
-        assert!(ctl.pooled().is_some());
-        // Other bytes are refused with a reason.
-        let bytes = saved.unwrap();
-        assert!(matches!(
-            ExactController::decode(&bytes[..bytes.len() / 2]),
-            Err(SavedError::Format(_))
-        ));
-        let mut other = ctl.clone();
-        other.b.at.swap(0, 1);
-        assert!(matches!(
-            ExactController::decode(&other.encode()),
-            Err(SavedError::State(_))
-        ));
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(matches!(
-            ExactController::decode(&longer),
-            Err(SavedError::Format(_))
-        ));
-    }
-
-    /// Bytes saved by an earlier nrpt (version 1: the tag and the version as now, then
-    /// the controller encoded by `bincode`) are refused by their version, before the
-    /// rest is read, with a message that says what to do; a later version is named.
-    #[test]
-    fn an_earlier_version_is_refused_with_what_to_do() {
-        let ctl = ExactController::new(ControllerSettings::new(4), None).unwrap();
-        let bytes = ctl.encode();
-        let head = b"\x14nrpt.ExactController";
-        assert!(
-            bytes.starts_with(head) && bytes[head.len()] == 2,
-            "{bytes:?}"
-        );
-        let mut old = bytes.clone();
-        old[head.len()] = 1;
-        old.truncate(head.len() + 1);
-        old.extend_from_slice(&[0xff; 9]);
-        let e = ExactController::decode(&old).unwrap_err();
-        assert!(matches!(e, SavedError::OlderFormat { found: 1 }), "{e:?}");
-        let message = e.to_string();
-        assert!(
-            message.contains("written by an earlier nrpt in an older format")
-                && message.contains("version 1; this nrpt reads version 2 only")
-                && message.contains("start the controller again"),
-            "{message}"
-        );
-        let mut later = bytes;
-        later[head.len()] = 3;
-        assert!(matches!(
-            ExactController::decode(&later),
-            Err(SavedError::Version { found: 3 })
-        ));
-    }
-
-    #[test]
-    fn settings_are_checked() {
-        assert!(ExactController::new(ControllerSettings::new(1), None).is_err());
-        let bad_round = ControllerSettings {
-            first_round: 0,
-            ..ControllerSettings::new(4)
-        };
-        assert!(ExactController::new(bad_round, None).is_err());
-        assert!(ExactController::new(ControllerSettings::new(4), Some(&[1.0, 0.5, 0.0])).is_err());
-        assert!(
-            ExactController::new(ControllerSettings::new(4), Some(&[1.0, 0.2, 0.5, 0.0])).is_err()
-        );
-        let c =
-            ExactController::new(ControllerSettings::new(4), Some(&[1.0, 0.5, 0.1, 0.0])).unwrap();
-        assert_eq!(c.betas(), [1.0, 0.5, 0.1, 0.0]);
-        let mut c = c;
-        assert!(c.tell(&[0.0; 3]).is_err());
-        assert_eq!(c.iteration(), 0);
-        // A window above 1 is named before any round ends; none for W = 1.
-        let w = ExactController::new(
-            ControllerSettings {
-                window: 4,
-                ..ControllerSettings::new(4)
-            },
-            None,
-        )
-        .unwrap();
-        assert_eq!(w.warnings().len(), 1);
-        assert!(w.warnings()[0].contains("window=1"), "{:?}", w.warnings());
-        assert!(c.warnings().is_empty());
-        assert!(c.pooled().is_none() && c.barrier().is_none());
-    }
+    /// The reference: `"fixed"` or `"variational"`.
+    pub reference: &'static str,
+    /// Fits of the variational reference so far (0 with a fixed one).
+    pub reference_fits: u32,
 }
