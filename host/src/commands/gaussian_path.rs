@@ -483,6 +483,40 @@ fn write_outputs(
         "Local communication barrier λ(β), Gaussian path, D = {} (Λ̂ = {:.3}, Λ = {:.3})",
         s.dim, summary.pooled.lambda, summary.closed_form.lambda
     );
+    let betas: Vec<f64> = profile.iter().map(|p| p.0).collect();
+    let fixed_leg: Option<Vec<(f64, f64)>> = out.fixed_leg.as_deref().map(|leg| {
+        leg.profile(&betas)
+            .iter()
+            .map(|&(b, l, _)| (b, l))
+            .collect()
+    });
+    let (name, closed_name) = match s.reference {
+        ReferenceKind::Fixed => ("estimated (mean over ensembles)", "closed form"),
+        ReferenceKind::Variational => (
+            "estimated from the variational reference",
+            "closed form from the fixed reference",
+        ),
+        ReferenceKind::Stabilized => ("estimated, variational leg", "closed form, fixed reference"),
+    };
+    let mut series = vec![
+        Series {
+            name,
+            points: &estimated,
+            style: Style::Line,
+        },
+        Series {
+            name: closed_name,
+            points: &closed,
+            style: Style::Dashed,
+        },
+    ];
+    if let Some(points) = &fixed_leg {
+        series.push(Series {
+            name: "estimated, fixed leg",
+            points,
+            style: Style::Line,
+        });
+    }
     figures::lines(
         &dir.join("lambda"),
         &LineChart {
@@ -491,18 +525,7 @@ fn write_outputs(
             y_label: "λ(β)",
             x_log: false,
             y_log: false,
-            series: &[
-                Series {
-                    name: "estimated (mean over ensembles)",
-                    points: &estimated,
-                    style: Style::Line,
-                },
-                Series {
-                    name: "closed form",
-                    points: &closed,
-                    style: Style::Dashed,
-                },
-            ],
+            series: &series,
             hlines: &[],
             vlines: &[],
         },

@@ -185,7 +185,9 @@ fn drive<S: RoundSampler>(
                 break report;
             }
             if sampled
-                && length.saturating_sub(pt.done_in_round()).is_multiple_of(thin)
+                && length
+                    .saturating_sub(pt.done_in_round())
+                    .is_multiple_of(thin)
                 && let Some(x) = pt.target()
             {
                 samples.extend_from_slice(x);

@@ -1,7 +1,9 @@
 //! The tables of an exact tempering run, for any path: `lambda.csv` (λ̂(β) and Λ̂(β) on a
 //! grid of β, beside the closed forms where the path has them), `grid.csv` (by level:
 //! β, the explorer's step and acceptance, the pair's rejection and swap rates) and
-//! `rounds.csv` (by round: Λ̂, log Z, round trips), each a mean over ensembles. What
+//! `rounds.csv` (by round: Λ̂, log Z, round trips), each a mean over ensembles; on the
+//! stabilized ladder those are the variational leg's, `lambda.csv` adds the fixed leg's
+//! profile and `fixed-leg-grid.csv` and `fixed-leg-rounds.csv` hold its records. What
 //! `nrpt run --target gaussian-path` writes beside `summary.json`, and what a program
 //! running its own path through [`super::run_path`] can write the same way
 //! (`host/examples/own_path.rs`).
@@ -58,14 +60,43 @@ pub fn outputs(
             sci(f.iter().map(|c| c.1).collect()),
         ));
     }
+    // The stabilized ladder: `*_estimated` are the variational leg's, and the fixed leg's
+    // profile follows.
+    let leg = out.fixed_leg.as_deref();
+    if let Some(leg) = leg {
+        let fixed = leg.profile(&betas);
+        columns.push(Column::new(
+            "lambda_fixed_leg",
+            sci(fixed.iter().map(|p| p.1).collect()),
+        ));
+        columns.push(Column::new(
+            "cumulative_fixed_leg",
+            sci(fixed.iter().map(|p| p.2).collect()),
+        ));
+    }
     let lambda = Table {
         name: "lambda_profile",
         file: Some("lambda.csv"),
         in_python: true,
         columns,
     };
+    let mut tables = vec![lambda, grid(out), rounds(out)];
+    if let Some(leg) = leg {
+        tables.push(Table {
+            name: "fixed_leg_grid",
+            file: Some("fixed-leg-grid.csv"),
+            in_python: false,
+            ..grid(leg)
+        });
+        tables.push(Table {
+            name: "fixed_leg_rounds",
+            file: Some("fixed-leg-rounds.csv"),
+            in_python: false,
+            ..rounds(leg)
+        });
+    }
     let set = OutputSet {
-        tables: vec![lambda, grid(out), rounds(out)],
+        tables,
         ..OutputSet::default()
     };
     (set, profile)
