@@ -10,7 +10,7 @@ update the page in the same commit. What is checked (about 10 s with a debug bui
 - `nrpt window`: the optimal windows of the reference table (internals/iteration.md);
 - Lemma 1's model P / E[T], from its formula: the model row of the window sweep
   (guide/reproduction.md) and the Lemma 1 columns of the scaling table (guide/scaling.md);
-- `nrpt run --target gaussian-path --dim D -p 16 -w 1` for D = 1 and 2, every column
+- `nrpt run --target gaussian-path --dim D -p 16 -w 1 --reference fixed` for D = 1 and 2, every column
   but the time (guide/exact-tempering.md): the run is the same bits on any machine.
 
 The tables of longer runs (minutes to hours) state their command, machine and date, and
@@ -101,7 +101,10 @@ def check_lemma1(errors):
 
 
 def gaussian_path_row(binary, dim):
-    v = nrpt_json(binary, "run", "--target", "gaussian-path", "--dim", str(dim), "-p", "16", "-w", "1")
+    v = nrpt_json(
+        binary, "run", "--target", "gaussian-path", "--dim", str(dim), "-p", "16", "-w", "1",
+        "--reference", "fixed",
+    )
     # The closed forms of the path N(0, I_D) → N(0, I_D/10) (nrpt_core::exact::gaussian).
     barrier = math.log(10) * math.exp(math.lgamma((dim + 1) / 2) - math.lgamma(dim / 2)) / math.sqrt(math.pi)
     log_z = dim / 2 * math.log(0.2 * math.pi)
@@ -124,7 +127,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         rows = list(pool.map(lambda d: gaussian_path_row(binary, d), (1, 2)))
     for dim, row in zip((1, 2), rows):
-        expect_row(errors, "guide/exact-tempering.md", row, f"nrpt run --target gaussian-path --dim {dim} -p 16 -w 1")
+        expect_row(errors, "guide/exact-tempering.md", row, f"nrpt run --target gaussian-path --dim {dim} -p 16 -w 1 --reference fixed")
     for e in errors:
         print(e, file=sys.stderr)
     if errors:

@@ -33,7 +33,7 @@
 //! ```sh
 //! cargo run --release -p nrpt-host --example own_path -- \
 //!     [--chains P|auto] [--ensembles E] [--iterations N] [--explorer mala|hmc] \
-//!     [--explorer-steps T] [--reference fixed|variational] [--seed S] [--out DIR]
+//!     [--explorer-steps T] [--reference fixed|variational|stabilized] [--seed S] [--out DIR]
 //! ```
 
 use std::convert::Infallible;
@@ -248,10 +248,15 @@ fn parse(args: &[String]) -> Args {
             ..MalaOptions::default()
         })
     };
-    let reference = if flag(args, "--reference", "fixed".to_string()) == "variational" {
-        ReferenceKind::Variational
-    } else {
-        ReferenceKind::Fixed
+    let reference = match args.iter().position(|a| a == "--reference") {
+        None => ReferenceKind::default(),
+        Some(i) => {
+            let name = args.get(i + 1).map_or("", String::as_str);
+            <ReferenceKind as clap::ValueEnum>::from_str(name, false).unwrap_or_else(|_| {
+                eprintln!("--reference: fixed, variational or stabilized, got {name:?}");
+                std::process::exit(2)
+            })
+        }
     };
     Args {
         chains,

@@ -25,6 +25,8 @@ fn gaussian_path_reports_the_barrier_and_log_z() {
         "run",
         "--target",
         "gaussian-path",
+        "--reference",
+        "fixed",
         "--dim",
         "2",
         "-p",
@@ -147,6 +149,8 @@ fn auto_chains_follow_the_stated_rule() {
         "run",
         "--target",
         "gaussian-path",
+        "--reference",
+        "fixed",
         "--dim",
         "16",
         "--chains",
@@ -208,6 +212,8 @@ fn auto_chains_enlarge_a_pilot_whose_pairs_reject_too_often() {
         "run",
         "--target",
         "gaussian-path",
+        "--reference",
+        "fixed",
         "--dim",
         "100",
         "--chains",
@@ -300,6 +306,8 @@ fn too_few_chains_are_named_with_the_chains_to_use() {
         "run",
         "--target",
         "gaussian-path",
+        "--reference",
+        "fixed",
         "--dim",
         "100",
         "--chains",
@@ -461,12 +469,9 @@ fn a_variational_reference_shortens_the_gaussian_path() {
     let (fixed, variational) = (run("fixed"), run("variational"));
     assert_eq!(fixed["reference"], "fixed");
     assert_eq!(variational["reference"], "variational");
-    assert!(
-        fixed["config"].get("reference").is_none(),
-        "{}",
-        fixed["config"]
-    );
+    assert_eq!(fixed["config"]["reference"], "fixed");
     assert_eq!(variational["config"]["reference"], "variational");
+    assert!(fixed.get("fixed_leg").is_none() && variational.get("fixed_leg").is_none());
     let (lf, lv) = (number(&fixed, "lambda"), number(&variational, "lambda"));
     assert!(lf > 2.5, "fixed Λ̂ {lf}");
     assert!(lv < 0.1, "variational Λ̂ {lv}");
@@ -481,5 +486,44 @@ fn a_variational_reference_shortens_the_gaussian_path() {
     );
     assert!(
         number(&variational, "round_trips_per_1000") > 3.0 * number(&fixed, "round_trips_per_1000")
+    );
+    // The default, the stabilized ladder: the variational leg's estimates, and the
+    // fixed leg's beside them, with its own barrier (the fixed run's) and log Z.
+    let stabilized = run("stabilized");
+    assert_eq!(stabilized["reference"], "stabilized");
+    assert!(
+        stabilized["config"].get("reference").is_none(),
+        "the default"
+    );
+    assert!(number(&stabilized, "lambda") < 0.1, "{stabilized}");
+    let leg = &stabilized["fixed_leg"];
+    assert_eq!(leg["chains"], 8);
+    assert!((number(leg, "lambda") / lf - 1.0).abs() < 0.1, "{leg}");
+    let (zf, sef) = (number(leg, "log_z"), number(leg, "log_z_se"));
+    assert!(
+        (zf - closed).abs() < 3.0 * sef,
+        "fixed leg: log Z {zf} ± {sef} vs {closed}"
+    );
+    // Iterations of the main run, exchanged at every even one (vanilla DEO), per ensemble.
+    let n = stabilized["iterations_run"].as_u64().unwrap();
+    assert_eq!(leg["exchanges"].as_u64(), Some(2 * n.div_ceil(2)));
+    let both = number(leg, "round_trips_per_1000_both_legs");
+    assert!(
+        (both - number(leg, "round_trips_per_1000") - number(&stabilized, "round_trips_per_1000"))
+            .abs()
+            < 1e-9
+    );
+    for file in [
+        "lambda.csv",
+        "fixed-leg-grid.csv",
+        "fixed-leg-rounds.csv",
+        "lambda.svg",
+    ] {
+        assert!(dir.path().join("stabilized").join(file).is_file(), "{file}");
+    }
+    let lambda = std::fs::read_to_string(dir.path().join("stabilized/lambda.csv")).unwrap();
+    assert!(
+        lambda.lines().next().unwrap().contains("lambda_fixed_leg"),
+        "{lambda}"
     );
 }

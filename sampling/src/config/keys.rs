@@ -292,9 +292,9 @@ keys! {
     /// anneal from, `fixed` (the path's own: the prior, N(0, I)), `variational` (a
     /// mean-field Gaussian fitted to the target level after every round, Surjanovic et al.
     /// 2022: a shorter path to the same target, the same log Z) or `stabilized` (both, as
-    /// two legs of one ladder joined at the target; `--chains` then counts each leg's)
-    /// [fixed].
-    reference: ReferenceKind = ReferenceKind::Fixed, [skip_serializing_if = "ReferenceKind::is_fixed"],
+    /// two legs of one ladder joined at the target, so that a poor fit cannot hurt;
+    /// `--chains` then counts each leg's) [stabilized].
+    reference: ReferenceKind = ReferenceKind::Stabilized, [skip_serializing_if = "ReferenceKind::is_default"],
         flag ReferenceKind [long, value_enum] => set!(reference),
         used |c, t| !t.sgd || c.exact;
     /// Classifier: exact tempering of the posterior instead of the SGD engine: from the

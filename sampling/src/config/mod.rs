@@ -263,7 +263,6 @@ impl ExplorerKind {
 #[serde(rename_all = "lowercase")]
 pub enum ReferenceKind {
     /// The path's own reference: the prior of a classifier, N(0, I) of gaussian-path.
-    #[default]
     Fixed,
     /// A mean-field Gaussian fitted to the target level at the end of every round
     /// (Surjanovic et al., NeurIPS 2022), one leg: the path from it to the same target is
@@ -271,7 +270,8 @@ pub enum ReferenceKind {
     Variational,
     /// Both: a fixed leg and a variational leg joined at the target (the stabilized
     /// ladder of Surjanovic et al.), so that a poor fit cannot slow the run below the
-    /// fixed reference's.
+    /// fixed reference's. The default.
+    #[default]
     Stabilized,
 }
 
@@ -285,9 +285,10 @@ impl ReferenceKind {
         }
     }
 
-    /// Whether it is the default, `fixed` (the summary's `config` then leaves it out).
-    pub fn is_fixed(&self) -> bool {
-        *self == ReferenceKind::Fixed
+    /// Whether it is the default, `stabilized` (the summary's `config` then leaves it
+    /// out).
+    pub fn is_default(&self) -> bool {
+        *self == ReferenceKind::default()
     }
 }
 
