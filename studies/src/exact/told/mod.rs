@@ -34,7 +34,7 @@
 //! after the swaps the controller hands the state now at the posterior level to its
 //! [`GaussianFit`] (as nrpt-core's own run hands it to a [`VariationalPath`]), and at the
 //! end of every round whose grid adapted it fits q to that round's states (once it has
-//! [`VariationalOptions::min_samples`] of them). Until the first fit the reference is
+//! [`VariationalOptions::min_samples`](nrpt_core::exact::VariationalOptions::min_samples) of them). Until the first fit the reference is
 //! the caller's own π₀; from then on it is q ([`ExactController::reference_mean`],
 //! [`ExactController::reference_scale`], [`ExactController::reference_log_density`]):
 //! the caller draws β = 0 from q, moves β > 0 with a sampler of q(x)^(1−β) γ₁(x)^β, where
