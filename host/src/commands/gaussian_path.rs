@@ -266,6 +266,16 @@ pub(crate) fn summary_of<C>(
         &pooled,
         exact::Advice::Command(&s.explorer),
     ));
+    // The fixed leg's own findings, named as such (a warning both legs share, such as
+    // the window's, once).
+    if let Some(leg) = out.fixed_leg.as_deref() {
+        let found = exact::diagnostics(leg, &leg.pooled(), exact::Advice::Command(&s.explorer));
+        for w in found {
+            if !warnings.contains(&w) {
+                warnings.push(format!("fixed leg of the stabilized ladder: {w}"));
+            }
+        }
+    }
     ExactSummary {
         config: config.clone(),
         dim: s.dim,

@@ -361,6 +361,34 @@ fn too_few_chains_are_named_with_the_chains_to_use() {
         stderr(&o)
     );
     assert!(out.join("summary.json").exists());
+    // On the stabilized ladder (the default) the fixed leg's 4 chains are as few, and
+    // its warning says which leg it is about; the variational leg's are enough.
+    let (i, _) = args
+        .iter()
+        .enumerate()
+        .find(|(_, a)| **a == "fixed")
+        .unwrap();
+    args[i] = "stabilized";
+    args.retain(|a| *a != "--strict");
+    let stabilized = out.with_extension("stabilized");
+    let o_arg = stabilized.to_str().unwrap();
+    let last = args.len() - 1;
+    args[last] = o_arg;
+    let v = json_of(&nrpt(&args));
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("fixed leg of the stabilized ladder:")
+                && w.contains("reject more than half")),
+        "{warnings:?}"
+    );
+    assert!(number(&v, "lambda") < 1.0, "{v}");
 }
 
 /// `--explorer hmc`, `--explorer-steps` and `--leapfrog-steps` reach the run and its
