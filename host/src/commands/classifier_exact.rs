@@ -201,6 +201,11 @@ pub fn run(
     }
     let seconds = started.elapsed().as_secs_f64();
     write_json(&out_dir.path().join("summary.json"), &summary)?;
+    let title = format!(
+        "Local communication barrier λ(β), classifier posterior, D = {} (Λ̂ = {:.3})",
+        summary.run.dim, summary.run.pooled.lambda
+    );
+    super::gaussian_path::write_profile(out_dir.path(), s.reference, &out, None, &title)?;
     let folder = out_dir.commit()?;
     super::after_commit(&folder, || report(&summary, seconds, strict, json))
 }

@@ -483,16 +483,28 @@ fn write_outputs(
     write_json(&dir.join("summary.json"), summary)?;
     let path = GaussianPath::standard(s.dim)?;
     let closed = |b: f64| (path.local_barrier(b), path.cumulative_barrier(b));
-    let profile = exact::tables::write(dir, out, Some(&closed))?;
-    let estimated: Vec<(f64, f64)> = profile.iter().map(|&(b, l, _)| (b, l)).collect();
-    let closed: Vec<(f64, f64)> = profile
-        .iter()
-        .map(|&(b, _, _)| (b, path.local_barrier(b)))
-        .collect();
     let title = format!(
         "Local communication barrier λ(β), Gaussian path, D = {} (Λ̂ = {:.3}, Λ = {:.3})",
         s.dim, summary.pooled.lambda, summary.closed_form.lambda
     );
+    write_profile(dir, s.reference, out, Some(&closed), &title)
+}
+
+/// The tables of an exact run (`lambda.csv`, `grid.csv`, `rounds.csv`, and the fixed
+/// leg's on the stabilized ladder) and the figure `lambda.{png,svg}`: λ̂(β) of each leg
+/// (mean over ensembles), beside the closed form of the fixed reference's path when
+/// `closed` gives it.
+pub(crate) fn write_profile(
+    dir: &Path,
+    reference: ReferenceKind,
+    out: &ExactOutcome,
+    closed: Option<&dyn Fn(f64) -> (f64, f64)>,
+    title: &str,
+) -> Result<()> {
+    let profile = exact::tables::write(dir, out, closed)?;
+    let estimated: Vec<(f64, f64)> = profile.iter().map(|&(b, l, _)| (b, l)).collect();
+    let closed: Option<Vec<(f64, f64)>> =
+        closed.map(|f| profile.iter().map(|&(b, _, _)| (b, f(b).0)).collect());
     let betas: Vec<f64> = profile.iter().map(|p| p.0).collect();
     let fixed_leg: Option<Vec<(f64, f64)>> = out.fixed_leg.as_deref().map(|leg| {
         leg.profile(&betas)
@@ -500,7 +512,7 @@ fn write_outputs(
             .map(|&(b, l, _)| (b, l))
             .collect()
     });
-    let (name, closed_name) = match s.reference {
+    let (name, closed_name) = match reference {
         ReferenceKind::Fixed => ("estimated (mean over ensembles)", "closed form"),
         ReferenceKind::Variational => (
             "estimated from the variational reference",
@@ -508,18 +520,18 @@ fn write_outputs(
         ),
         ReferenceKind::Stabilized => ("estimated, variational leg", "closed form, fixed reference"),
     };
-    let mut series = vec![
-        Series {
-            name,
-            points: &estimated,
-            style: Style::Line,
-        },
-        Series {
+    let mut series = vec![Series {
+        name,
+        points: &estimated,
+        style: Style::Line,
+    }];
+    if let Some(points) = &closed {
+        series.push(Series {
             name: closed_name,
-            points: &closed,
+            points,
             style: Style::Dashed,
-        },
-    ];
+        });
+    }
     if let Some(points) = &fixed_leg {
         series.push(Series {
             name: "estimated, fixed leg",
@@ -530,7 +542,7 @@ fn write_outputs(
     figures::lines(
         &dir.join("lambda"),
         &LineChart {
-            title: &title,
+            title,
             x_label: "inverse temperature β",
             y_label: "λ(β)",
             x_log: false,

@@ -49,7 +49,20 @@ fn exact_softmax_regression_reports_lambda_log_z_and_accuracy() {
     let acc = number(p, "accuracy");
     assert!(acc > 0.6 && acc <= 1.0, "accuracy {acc}: {v}");
     assert!(number(p, "nll").is_finite(), "{v}");
-    assert!(out.join("summary.json").exists());
+    // The default reference: two legs, and the tables and figure of both.
+    assert_eq!(v["reference"], "stabilized");
+    assert_eq!(v["fixed_leg"]["chains"], 3, "{v}");
+    for file in [
+        "summary.json",
+        "lambda.csv",
+        "grid.csv",
+        "rounds.csv",
+        "fixed-leg-grid.csv",
+        "fixed-leg-rounds.csv",
+        "lambda.svg",
+    ] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
 }
 
 /// `--ais`: the summary holds the AIS estimate beside the exact one and their agreement
