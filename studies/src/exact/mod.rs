@@ -580,6 +580,8 @@ fn run_stabilized<P: AnnealingPath, Q: AnnealingPath<Error = P::Error>>(
             );
             let key = e as u32;
             let fo = main_options(s, &mut of, fixed_plan.pilot_run(e), (key, scheme, first))?;
+            // `check` keeps the ensembles below MAX_VALUES / PILOT_CHAINS = 2²⁷, so the
+            // variational legs' keys never meet the fixed legs'.
             let v_key = key.wrapping_add(VARIATIONAL_LEG_ENSEMBLE);
             let vo = main_options(s, &mut ov, v_plan.pilot_run(e), (v_key, scheme, first))?;
             let done = run_two_leg_rounds(
