@@ -273,7 +273,7 @@ fn report(summary: &ClassifierExactSummary, seconds: f64, strict: bool, json: bo
             p.explorer_acceptance
         )?;
         if let Some(leg) = &run.fixed_leg {
-            leg.say(run.chains)?;
+            leg.say(run.chains, "  ")?;
         }
         say!(
             "  posterior predictive of {} samples on {} test examples: accuracy {:.4}, NLL {:.4}",

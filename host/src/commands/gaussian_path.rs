@@ -110,16 +110,16 @@ impl FixedLegSummary {
         })
     }
 
-    /// The lines the text output gives the fixed leg.
-    pub(crate) fn say(&self, variational_chains: usize) -> Result<(), StdoutError> {
+    /// The lines the text output gives the fixed leg, each opening with `indent`.
+    pub(crate) fn say(&self, variational_chains: usize, indent: &str) -> Result<(), StdoutError> {
         let p = &self.pooled;
         say!(
-            "stabilized ladder: the variational leg ({variational_chains} chains, the estimates above) and the fixed leg ({} chains) joined at the target, whose replicas exchanged {} times",
+            "{indent}stabilized ladder: the variational leg ({variational_chains} chains, the estimates above) and the fixed leg ({} chains) joined at the target, whose replicas exchanged {} times",
             self.chains,
             self.exchanges
         )?;
         say!(
-            "fixed leg: Λ̂ = {:.4} ± {:.4}, log Z = {:.4} ± {:.4}, round trips per 1000 iterations {:.1} (both legs {:.1})",
+            "{indent}fixed leg: Λ̂ = {:.4} ± {:.4}, log Z = {:.4} ± {:.4}, round trips per 1000 iterations {:.1} (both legs {:.1})",
             p.lambda,
             p.lambda_se,
             p.log_z,
@@ -454,7 +454,7 @@ fn print_text(s: &ExactSummary, seconds: f64) -> Result<(), StdoutError> {
         p.limit_round_trips_per_1000
     )?;
     if let Some(leg) = &s.fixed_leg {
-        leg.say(s.chains)?;
+        leg.say(s.chains, "")?;
     }
     if let (Some(c), Some(n)) = (
         s.recommended_chains.cost_optimal,
