@@ -298,7 +298,9 @@ impl<S: AsRef<[f64]> + AsMut<[f64]>> GaussianFit<S> {
     /// Fits q to the states gathered since the last fit, if there are at least
     /// [`VariationalOptions::min_samples`]: m their mean, s their standard deviation
     /// (denominator n − 1) floored at [`VariationalOptions::min_scale`]; the gathered
-    /// moments are then cleared. Returns whether it fitted (else it keeps gathering).
+    /// moments are then cleared. Returns whether it fitted; else it keeps gathering,
+    /// and q stays as it was, also when the moments overflowed (states near the largest
+    /// float) into a mean or a scale that is not finite.
     pub fn fit(&mut self) -> bool {
         if self.count < self.options.min_samples {
             return false;
@@ -311,9 +313,15 @@ impl<S: AsRef<[f64]> + AsMut<[f64]>> GaussianFit<S> {
         let (mean, scale) = fitted.split_at_mut(d);
         let (sum_mean, rest) = gathered.split_at_mut(d);
         let sum_m2 = &mut rest[..d];
+        let fitted_scale = |m2: f64| libm::sqrt(m2 / (n - 1.0)).max(floor);
+        let finite = sum_mean.iter().all(|m| m.is_finite())
+            && sum_m2.iter().all(|&m2| fitted_scale(m2).is_finite());
+        if !finite {
+            return false;
+        }
         for i in 0..d {
             mean[i] = sum_mean[i];
-            scale[i] = libm::sqrt(sum_m2[i] / (n - 1.0)).max(floor);
+            scale[i] = fitted_scale(sum_m2[i]);
         }
         sum_mean.fill(0.0);
         sum_m2.fill(0.0);

@@ -614,7 +614,8 @@ fn run_stabilized<P: AnnealingPath, Q: AnnealingPath<Error = P::Error>>(
         iterations_run,
         ensembles: fixed,
         fixed_leg: None,
-        exchanges,
+        // The ladder's count is the outer outcome's, once.
+        exchanges: 0,
     };
     Ok(ExactOutcome {
         closed_form,

@@ -125,7 +125,8 @@ impl Reference {
 
     /// What a told iteration does to the fit: the state now at the posterior level
     /// (`x`) is gathered (unless it has a non-finite coordinate), and q is fitted at the
-    /// end of a round whose grid adapted ([`Reference::fit`]).
+    /// end of a round whose grid adapted ([`GaussianFit::fit`], which keeps q as it was
+    /// when the moments overflowed).
     pub(super) fn after_tell(&mut self, x: Option<&[f64]>, fit: bool) {
         let Reference::Variational(q) = self else {
             return;
@@ -134,22 +135,7 @@ impl Reference {
             q.observe(x);
         }
         if fit {
-            Self::fit(q);
-        }
-    }
-
-    /// [`GaussianFit::fit`], unless its moments overflowed (states near the largest
-    /// float): a fit with a non-finite mean or scale is not made, the reference stays as
-    /// it was and the states gathered so far stay gathered.
-    fn fit(q: &mut GaussianFit<Vec<f64>>) {
-        let mut trial = q.clone();
-        if !trial.fit() {
-            return;
-        }
-        let (count, fits) = trial.saved();
-        let buffer = trial.buffer().to_vec();
-        if GaussianFit::resume(q.dim(), buffer, *q.options(), count, fits).is_ok() {
-            *q = trial;
+            q.fit();
         }
     }
 }
